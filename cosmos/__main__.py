@@ -1,0 +1,3 @@
+from cosmos.cli import main
+
+raise SystemExit(main())

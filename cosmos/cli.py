@@ -1,0 +1,55 @@
+"""The ``cosmos`` command line.
+
+Each package owns its subcommands in its own ``cli`` module, which exposes
+``register(subparsers)``: it adds its parser(s) and sets ``func`` (called with the parsed
+namespace, returns an exit code). Heavy imports (numba, hnswlib) happen inside ``func``, so
+``cosmos --help`` stays fast and ``placement`` stays importable without numba.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Modules that contribute subcommands, in the order they appear in ``cosmos --help``.
+SUBCOMMAND_MODULES = (
+)
+
+
+class UserError(Exception):
+    """An error caused by the user's input; printed as one line, without a traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cosmos",
+        description="Cosmos simulator: graph ANNS on CXL memory with near-memory processing.",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from cosmos import __version__
+
+        print(__version__)
+        return 0
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (UserError, ValueError, FileNotFoundError, FileExistsError) as exc:
+        print(f"cosmos {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Cluster placement across CXL devices and load-imbalance metrics (numpy only)."""
