@@ -1,0 +1,191 @@
+"""Shared plumbing for experiment scripts: results folders, atomic writes, and sweeps.
+
+Every experiment writes one fresh results folder (never reusing an earlier one) holding
+``config.json`` (everything needed to rerun), tidy CSVs with units in column names, and plots
+that are drawn only from those CSVs.
+
+Sweeps (many independent simulations) run through :func:`run_sweep`: in this process, over local
+processes (the default), or over a Dask distributed cluster given its scheduler address. Each
+task is a top-level function called with keyword arguments and must be deterministic in them
+(seeds are arguments), so the results are identical whichever way the sweep runs; they are
+always returned in input order.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+__all__ = [
+    "new_results_dir",
+    "atomic_write_text",
+    "write_json",
+    "write_csv",
+    "save_figure",
+    "run_sweep",
+]
+
+
+def new_results_dir(root: str | os.PathLike, name: str, *, stamp: str | None = None) -> Path:
+    """Create and return a new, empty folder ``root/name-<stamp>[-N]``.
+
+    The folder is created with ``os.mkdir`` (which fails if it exists), so two runs never share
+    or overwrite a folder, even when started in the same second.
+    """
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = stamp or _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = f"{name}-{stamp}"
+    for n in range(1, 10_000):
+        path = root / (base if n == 1 else f"{base}-{n}")
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"could not create a new results folder under {root} named {base}-N")
+
+
+def _atomic_replace(path: Path, write: Callable[[Path], None], *, overwrite: bool) -> Path:
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; refusing to overwrite it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        write(tmp_path)
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, *, overwrite: bool = False) -> Path:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    return _atomic_replace(Path(path), lambda p: p.write_text(text), overwrite=overwrite)
+
+
+def write_json(path: str | os.PathLike, obj: Any, *, overwrite: bool = False) -> Path:
+    """Write ``obj`` as indented JSON (keys sorted) atomically."""
+    text = json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n"
+    return atomic_write_text(path, text, overwrite=overwrite)
+
+
+def _json_default(obj: Any) -> Any:
+    import dataclasses
+
+    import numpy as np
+
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot write {type(obj).__name__} to JSON")
+
+
+def write_csv(path: str | os.PathLike, frame, *, overwrite: bool = False) -> Path:
+    """Write a pandas DataFrame to CSV (no index) atomically."""
+    return _atomic_replace(Path(path), lambda p: frame.to_csv(p, index=False), overwrite=overwrite)
+
+
+def save_figure(fig, folder: str | os.PathLike, stem: str, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+    """Save a matplotlib figure as ``folder/stem.<fmt>`` for each format, atomically."""
+    out = []
+    for fmt in formats:
+        out.append(
+            _atomic_replace(
+                Path(folder) / f"{stem}.{fmt}",
+                lambda p, fmt=fmt: fig.savefig(p, format=fmt, dpi=150, bbox_inches="tight"),
+                overwrite=False,
+            )
+        )
+    return out
+
+
+def run_sweep(
+    fn: Callable[..., Any],
+    tasks: Iterable[dict],
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    desc: str | None = None,
+) -> list[Any]:
+    """Run ``fn(**task)`` for every task; return the results in task order.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level (picklable) function; deterministic in its keyword arguments.
+    tasks : iterable of dict
+        Keyword arguments, one dict per simulation.
+    workers : int, optional
+        Local worker processes. ``None`` = ``os.cpu_count()``; ``1`` (or a single task) runs in
+        this process.
+    scheduler : str, optional
+        Address of a Dask distributed scheduler (``tcp://host:port``), or ``"local"`` to start a
+        local Dask cluster with ``workers`` processes. Requires the ``dask`` extra.
+    """
+    from tqdm.auto import tqdm
+
+    tasks = list(tasks)
+    bar = tqdm(total=len(tasks), desc=desc or getattr(fn, "__name__", "sweep"), disable=not progress)
+    results: list[Any] = [None] * len(tasks)
+    try:
+        if scheduler is not None:
+            try:
+                from dask.distributed import Client, LocalCluster, as_completed
+            except ImportError as exc:  # pragma: no cover - depends on the environment
+                raise ValueError(
+                    "--scheduler needs dask.distributed: pip install -e '.[dask]'"
+                ) from exc
+            if scheduler == "local":
+                cluster = LocalCluster(
+                    n_workers=workers or os.cpu_count() or 1,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                )
+                client = Client(cluster)
+            else:
+                cluster = None
+                client = Client(scheduler)
+            try:
+                futures = [client.submit(fn, pure=False, **task) for task in tasks]
+                index = {f.key: i for i, f in enumerate(futures)}
+                for fut in as_completed(futures):
+                    results[index[fut.key]] = fut.result()
+                    bar.update(1)
+            finally:
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+            return results
+        n_workers = workers if workers is not None else (os.cpu_count() or 1)
+        if n_workers <= 1 or len(tasks) <= 1:
+            for i, task in enumerate(tasks):
+                results[i] = fn(**task)
+                bar.update(1)
+            return results
+        with ProcessPoolExecutor(max_workers=min(n_workers, len(tasks))) as pool:
+            futures = {pool.submit(fn, **task): i for i, task in enumerate(tasks)}
+            from concurrent.futures import as_completed as local_as_completed
+
+            for fut in local_as_completed(futures):
+                results[futures[fut]] = fut.result()
+                bar.update(1)
+        return results
+    finally:
+        bar.close()
