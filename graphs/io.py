@@ -1,0 +1,292 @@
+"""Readers and writers for the common ANN vector file formats.
+
+Formats (all little-endian):
+
+- ``fvecs`` / ``ivecs`` / ``bvecs`` (INRIA TEXMEX): per vector an int32 dimension ``d`` followed by
+  ``d`` values (float32 / int32 / uint8).
+- ``fbin`` / ``u8bin`` / ``i8bin`` / ``ibin`` (big-ann-benchmarks): a header of uint32 ``n``,
+  uint32 ``d``, then ``n*d`` values (float32 / uint8 / int8 / int32) row-major.
+- big-ann ground truth (``.bin`` with ``kind="gt"``): uint32 ``n``, uint32 ``k``, then ``n*k``
+  uint32 ids, then ``n*k`` float32 distances.
+
+Readers memory-map the file and, given ``n``, touch only the first ``n`` rows (the returned
+array is a view into the map unless ``copy=True``; for the ``*vecs`` formats the per-row
+dimension prefix is stripped by a strided view). Every reader checks the file size against the
+header and raises :class:`FormatError` naming the file and what was expected.
+
+Writers write to a temporary name in the same directory and rename it into place; they refuse
+to overwrite an existing file unless ``overwrite=True``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "FormatError",
+    "FORMATS",
+    "detect_format",
+    "read_vectors",
+    "write_vectors",
+    "read_groundtruth",
+    "write_groundtruth",
+    "atomic_write_bytes",
+]
+
+# format name -> (dtype of the values, layout) ; layout "vecs" = per-row int32 dim prefix,
+# "bin" = 8-byte (n, d) header.
+FORMATS: dict[str, tuple[np.dtype, str]] = {
+    "fvecs": (np.dtype("<f4"), "vecs"),
+    "ivecs": (np.dtype("<i4"), "vecs"),
+    "bvecs": (np.dtype("u1"), "vecs"),
+    "fbin": (np.dtype("<f4"), "bin"),
+    "u8bin": (np.dtype("u1"), "bin"),
+    "i8bin": (np.dtype("i1"), "bin"),
+    "ibin": (np.dtype("<i4"), "bin"),
+}
+
+
+class FormatError(ValueError):
+    """A vector file whose content does not match its format."""
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """Return the format name from the file extension (``.fvecs`` ... ``.i8bin``).
+
+    Raises
+    ------
+    FormatError
+        If the extension is not one of :data:`FORMATS`.
+    """
+    ext = Path(path).suffix.lower().lstrip(".")
+    if ext not in FORMATS:
+        raise FormatError(
+            f"{path}: unknown vector file extension '.{ext}'; expected one of "
+            + ", ".join("." + f for f in FORMATS)
+        )
+    return ext
+
+
+def _check_n(path, n, total):
+    if n is None:
+        return total
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"{path}: n must be >= 0, got {n}")
+    if n > total:
+        raise FormatError(f"{path}: asked for n={n} vectors but the file holds only {total}")
+    return n
+
+
+def read_vectors(
+    path: str | os.PathLike, n: int | None = None, fmt: str | None = None, copy: bool = False
+) -> np.ndarray:
+    """Read (memory-map) the first ``n`` vectors of a vector file.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    n : int, optional
+        Number of leading vectors to read; all if None. Only those rows are touched.
+    fmt : str, optional
+        Format name (see :data:`FORMATS`); inferred from the extension if None.
+    copy : bool
+        Return an in-memory, C-contiguous copy instead of a view into the memory map.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, d), dtype of the format (float32, int32, uint8 or int8)
+
+    Raises
+    ------
+    FormatError
+        If the file size does not match its header or per-row dimensions disagree.
+    """
+    path = Path(path)
+    fmt = fmt or detect_format(path)
+    if fmt not in FORMATS:
+        raise FormatError(f"{path}: unknown format '{fmt}'; expected one of {', '.join(FORMATS)}")
+    dtype, layout = FORMATS[fmt]
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    size = path.stat().st_size
+    if layout == "bin":
+        if size < 8:
+            raise FormatError(f"{path}: {size} bytes, too short for the 8-byte (n, d) header of {fmt}")
+        hdr = np.fromfile(path, dtype="<u4", count=2)
+        total, d = int(hdr[0]), int(hdr[1])
+        expected = 8 + total * d * dtype.itemsize
+        if d <= 0 or size != expected:
+            raise FormatError(
+                f"{path}: header says n={total}, d={d} ({fmt}, {dtype.itemsize} B per value), "
+                f"so the file should be {expected} bytes, but it is {size} bytes"
+            )
+        n = _check_n(path, n, total)
+        if n == 0:
+            return np.empty((0, d), dtype=dtype)
+        arr = np.memmap(path, dtype=dtype, mode="r", offset=8, shape=(n, d))
+        return np.array(arr) if copy else arr
+    # *vecs layout
+    if size < 4:
+        raise FormatError(f"{path}: {size} bytes, too short for a {fmt} record")
+    d = int(np.fromfile(path, dtype="<i4", count=1)[0])
+    if d <= 0:
+        raise FormatError(f"{path}: first record has dimension {d}; expected a positive int32")
+    row_bytes = 4 + d * dtype.itemsize
+    if size % row_bytes:
+        raise FormatError(
+            f"{path}: size {size} bytes is not a multiple of the record size {row_bytes} "
+            f"(int32 dimension {d} + {d} x {dtype.itemsize} B); truncated or not {fmt}"
+        )
+    total = size // row_bytes
+    n = _check_n(path, n, total)
+    if n == 0:
+        return np.empty((0, d), dtype=dtype)
+    raw = np.memmap(path, dtype=np.uint8, mode="r", shape=(n, row_bytes))
+    dims = raw[:, :4].copy().view("<i4").ravel()
+    bad = np.flatnonzero(dims != d)
+    if bad.size:
+        raise FormatError(
+            f"{path}: record {int(bad[0])} has dimension {int(dims[bad[0]])}, expected {d} "
+            "(all records of a *vecs file must have the same dimension)"
+        )
+    if dtype.itemsize == 1:
+        arr = raw[:, 4:]
+        arr = arr.view(dtype) if dtype != np.uint8 else arr
+    else:
+        # rows are 4-byte aligned, so a strided view of the values exists
+        words = np.memmap(path, dtype=dtype, mode="r", shape=(n, d + 1))
+        arr = words[:, 1:]
+    return np.ascontiguousarray(arr) if copy else arr
+
+
+def atomic_write_bytes(path: str | os.PathLike, writer, overwrite: bool = False) -> Path:
+    """Create ``path`` atomically: ``writer(fileobj)`` fills a temporary file that is renamed.
+
+    Raises
+    ------
+    FileExistsError
+        If ``path`` exists and ``overwrite`` is False.
+    """
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path}: already exists (pass overwrite=True to replace it)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            writer(f)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_vectors(
+    path: str | os.PathLike, x: np.ndarray, fmt: str | None = None, overwrite: bool = False
+) -> Path:
+    """Write a (n, d) array in a vector format (atomic; refuses to overwrite by default).
+
+    The array is cast to the format's dtype only if that is lossless; otherwise ValueError.
+    """
+    path = Path(path)
+    fmt = fmt or detect_format(path)
+    dtype, layout = FORMATS[fmt]
+    x = np.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"{path}: expected a 2-d array (n, d), got shape {x.shape}")
+    y = x.astype(dtype)
+    float_to_float = x.dtype.kind == "f" and dtype.kind == "f"
+    if not float_to_float and not np.array_equal(y, x):
+        raise ValueError(f"{path}: values of dtype {x.dtype} do not fit {fmt} ({dtype}) losslessly")
+    n, d = y.shape
+
+    def writer(f):
+        if layout == "bin":
+            f.write(np.array([n, d], dtype="<u4").tobytes())
+            f.write(np.ascontiguousarray(y).tobytes())
+        else:
+            rec = np.empty((n, 4 + d * dtype.itemsize), dtype=np.uint8)
+            rec[:, :4] = np.full((n, 1), d, dtype="<i4").view(np.uint8)
+            rec[:, 4:] = np.ascontiguousarray(y).view(np.uint8).reshape(n, -1)
+            f.write(rec.tobytes())
+
+    return atomic_write_bytes(path, writer, overwrite)
+
+
+def read_groundtruth(
+    path: str | os.PathLike, n: int | None = None, k: int | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Read ground truth neighbor ids (and distances when the format has them).
+
+    ``.ivecs`` / ``.ibin`` hold ids only; any other extension is read as the big-ann
+    ground-truth format (uint32 n, uint32 k, n*k uint32 ids, n*k float32 distances).
+
+    Returns
+    -------
+    ids : numpy.ndarray, shape (n, k), int64
+    dists : numpy.ndarray, shape (n, k), float32, or None
+    """
+    path = Path(path)
+    ext = path.suffix.lower().lstrip(".")
+    if ext in ("ivecs", "ibin"):
+        ids = np.asarray(read_vectors(path, n=n, fmt=ext), dtype=np.int64)
+        dists = None
+    else:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such file")
+        size = path.stat().st_size
+        if size < 8:
+            raise FormatError(f"{path}: {size} bytes, too short for the ground-truth header")
+        total, kk = (int(v) for v in np.fromfile(path, dtype="<u4", count=2))
+        expected = 8 + total * kk * 8
+        if size != expected:
+            raise FormatError(
+                f"{path}: big-ann ground-truth header says n={total}, k={kk}, so the file should "
+                f"be {expected} bytes (ids uint32 + distances float32), but it is {size} bytes"
+            )
+        n = _check_n(path, n, total)
+        ids = np.array(np.memmap(path, dtype="<u4", mode="r", offset=8, shape=(n, kk)), dtype=np.int64)
+        dists = np.array(
+            np.memmap(path, dtype="<f4", mode="r", offset=8 + total * kk * 4, shape=(n, kk))
+        )
+    if k is not None:
+        if k > ids.shape[1]:
+            raise FormatError(f"{path}: asked for k={k} neighbors but the file holds {ids.shape[1]}")
+        ids = ids[:, :k]
+        dists = None if dists is None else dists[:, :k]
+    return ids, dists
+
+
+def write_groundtruth(
+    path: str | os.PathLike, ids: np.ndarray, dists: np.ndarray | None = None, overwrite: bool = False
+) -> Path:
+    """Write ground truth: ``.ivecs`` (ids only) or the big-ann binary format (ids + distances)."""
+    path = Path(path)
+    ids = np.asarray(ids)
+    if path.suffix.lower() == ".ivecs":
+        return write_vectors(path, ids.astype(np.int32), "ivecs", overwrite)
+    if dists is None:
+        raise ValueError(f"{path}: the big-ann ground-truth format needs distances")
+    n, k = ids.shape
+    if np.asarray(dists).shape != (n, k):
+        raise ValueError(f"{path}: ids shape {ids.shape} and dists shape {np.shape(dists)} differ")
+    if ids.min(initial=0) < 0:
+        raise ValueError(f"{path}: ids must be >= 0 for the uint32 ground-truth format")
+
+    def writer(f):
+        f.write(np.array([n, k], dtype="<u4").tobytes())
+        f.write(ids.astype("<u4").tobytes())
+        f.write(np.asarray(dists, dtype="<f4").tobytes())
+
+    return atomic_write_bytes(path, writer, overwrite)
