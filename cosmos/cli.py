@@ -14,6 +14,7 @@ import sys
 
 # Modules that contribute subcommands, in the order they appear in ``cosmos --help``.
 SUBCOMMAND_MODULES = (
+    "dram.cli",
 )
 
 

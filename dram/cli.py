@@ -1,0 +1,350 @@
+"""``cosmos dram``: replay memory trace files through the DDR5 model; list the presets.
+
+    cosmos dram replay TRACE [--standard DDR5_4800AN --org 16Gb_x4 --channels 4 --ranks 2
+                              --mapping RoBaRaCoCh --refresh on|off --queue-depth 32
+                              --format auto --wrap] [--out DIR]
+    cosmos dram presets
+
+Options left out take the :class:`dram.DRAMConfig` defaults (or those of ``--config FILE``, a
+``config.json`` written by an earlier run, to repeat it). Heavy imports (numpy, numba) happen
+only when a command runs, so ``cosmos --help`` stays fast. See docs/dram_cli.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+# The DRAMConfig fields each option sets (None = not given: keep the default / --config's).
+_CONFIG_OPTIONS = {
+    "standard": "standard",
+    "org": "org",
+    "channels": "channels",
+    "ranks": "ranks",
+    "mapping": "mapping",
+    "scheduler": "scheduler",
+    "row_policy": "row_policy",
+}
+
+
+def register(subparsers) -> None:
+    """Add ``cosmos dram`` and its subcommands to the ``cosmos`` parser."""
+    dram = subparsers.add_parser(
+        "dram",
+        help="replay memory traces through the DDR5 timing model",
+        description="The DDR5 timing model on its own: replay trace files, list presets.",
+    )
+    sub = dram.add_subparsers(dest="dram_command", metavar="SUBCOMMAND")
+    dram.set_defaults(func=lambda args: _missing_subcommand(dram))
+
+    rp = sub.add_parser(
+        "replay",
+        help="replay a trace file and report latency, bandwidth and row-buffer statistics",
+        description=(
+            "Replay a memory trace (DRAMsim3 '0x<addr> READ|WRITE <cycle>', Ramulator "
+            "'LD|ST <addr>' or DRAMSys '<cycle>: read|write 0x<addr>'; gzip accepted) "
+            "open-loop through the DDR5 model, print a summary and optionally write the "
+            "per-request records and statistics to a results folder. Options not given "
+            "take the dram.DRAMConfig defaults (see 'cosmos dram presets')."
+        ),
+    )
+    rp.add_argument("trace", metavar="TRACE", help="trace file (text or gzip)")
+    g = rp.add_argument_group("memory system (default: dram.DRAMConfig, or --config)")
+    g.add_argument("--standard", help="timing preset (JEDEC speed bin), e.g. DDR5_4800AN")
+    g.add_argument("--org", help="device organization preset, e.g. 16Gb_x4")
+    g.add_argument("--channels", type=int, help="channels (DDR5 32-bit sub-channels)")
+    g.add_argument("--ranks", type=int, help="ranks per channel")
+    g.add_argument("--mapping", help="address mapping, fields MSB first, e.g. RoBaRaCoCh")
+    g.add_argument("--refresh", choices=("on", "off"), help="all-bank refresh on or off")
+    g.add_argument("--queue-depth", type=int, metavar="N",
+                   help="read and write buffer entries per channel")
+    g.add_argument("--scheduler", help="request scheduler, e.g. FRFCFS")
+    g.add_argument("--row-policy", dest="row_policy", help="row policy: open or closed")
+    g.add_argument("--timing", action="append", default=[], metavar="NAME=CYCLES",
+                   help="override one timing parameter, e.g. --timing nCL=36 (repeatable)")
+    g.add_argument("--config", metavar="FILE", type=Path,
+                   help="start from the memory system of an earlier run's config.json")
+    t = rp.add_argument_group("trace")
+    t.add_argument("--format", default="auto",
+                   choices=("auto", "dramsim3", "ramulator", "dramsys"),
+                   help="trace format (default: detected from the first request line)")
+    t.add_argument("--wrap", action="store_true",
+                   help="take addresses modulo the memory capacity instead of rejecting them")
+    t.add_argument("--strict-align", action="store_true",
+                   help="reject addresses that are not multiples of 64 (default: align down)")
+    o = rp.add_argument_group("output")
+    o.add_argument("--out", metavar="DIR", type=Path,
+                   help="results folder; if it exists and is not empty, a new DIR/run-<N> is used")
+    o.add_argument("--no-progress", action="store_true", help="no progress bar")
+    o.add_argument("--json", action="store_true",
+                   help="print the statistics as JSON instead of the table")
+    rp.set_defaults(func=_cmd_replay)
+
+    pp = sub.add_parser(
+        "presets",
+        help="list timing and organization presets, mappings, schedulers, row policies",
+        description="List what a memory-system option can name (from the dram package's registry).",
+    )
+    pp.add_argument("--json", action="store_true", help="print as JSON")
+    pp.set_defaults(func=_cmd_presets)
+
+
+def _missing_subcommand(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+# ----------------------------------------------------------------------------------------------
+# cosmos dram presets
+# ----------------------------------------------------------------------------------------------
+
+
+def _cmd_presets(args: argparse.Namespace) -> int:
+    from dram.standards import list_presets
+    from dram.traces import FORMATS
+
+    reg = list_presets()
+    reg = {**reg, "trace_formats": dict(FORMATS)}
+    if args.json:
+        print(json.dumps(reg, indent=2))
+        return 0
+    print(format_presets(reg))
+    return 0
+
+
+def format_presets(reg: dict) -> str:
+    """Text listing of the registry returned by :func:`dram.standards.list_presets`."""
+    from dram.config import DRAMConfig
+
+    default = DRAMConfig()
+    lines = ["timing presets (--standard):"]
+    w = max(len(k) for k in reg["standards"])
+    for name in reg["standards"]:
+        d = reg["timing"][name]
+        mark = "  (default)" if name == default.standard else ""
+        lines.append(f"  {name:<{w}}  {d['rate_MTps']} MT/s, tCK {d['tCK_ps']} ps, "
+                     f"nCL-nRCD-nRP {d['nCL']}-{d['nRCD']}-{d['nRP']}{mark}")
+    lines.append("organization presets (--org), per device:")
+    w = max(len(k) for k in reg["orgs"])
+    for name in reg["orgs"]:
+        o = reg["org_details"][name]
+        mark = "  (default)" if name == default.org else ""
+        lines.append(f"  {name:<{w}}  {o['bankgroups']} bank groups x {o['banks']} banks, "
+                     f"{o['rows']:,} rows, {o['columns']:,} columns{mark}")
+
+    def simple(title: str, names, current) -> None:
+        shown = ", ".join(f"{n} (default)" if n == current else str(n) for n in names)
+        lines.append(f"{title}: {shown}")
+
+    simple("address mappings (--mapping; any permutation of Ro Ba Ra Co Ch)", reg["mappings"],
+           default.mapping)
+    simple("schedulers (--scheduler)", reg["schedulers"], default.scheduler)
+    simple("row policies (--row-policy)", reg["row_policies"], default.row_policy)
+    simple("refresh (--refresh)", reg["refresh"], "on" if default.refresh else "off")
+    lines.append("trace formats (--format):")
+    for name, text in reg["trace_formats"].items():
+        lines.append(f"  {name:<9}  {text}")
+    lines.append(f"defaults: {default.channels} channels x {default.ranks} ranks, "
+                 f"queue depth {default.read_queue_depth} (read) / {default.write_queue_depth} (write)")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# cosmos dram replay
+# ----------------------------------------------------------------------------------------------
+
+
+def config_from_dict(d: dict):
+    """A :class:`dram.DRAMConfig` from its dict form (``config.json``'s ``dram_config``)."""
+    import dataclasses
+
+    from dram.config import DRAMConfig
+
+    if not isinstance(d, dict):
+        raise ValueError(f"expected a dict of DRAMConfig fields, got {type(d).__name__}")
+    names = {f.name for f in dataclasses.fields(DRAMConfig)}
+    unknown = sorted(set(d) - names)
+    if unknown:
+        raise ValueError(f"unknown DRAMConfig field(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
+    d = dict(d)
+    if "timing_overrides" in d:
+        d["timing_overrides"] = tuple(tuple(x) for x in d["timing_overrides"])
+    return DRAMConfig(**d)
+
+
+def _load_config_file(path: Path):
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such config file")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if isinstance(data, dict) and "dram_config" in data:
+        data = data["dram_config"]
+    try:
+        return config_from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def build_config(args: argparse.Namespace):
+    """The :class:`dram.DRAMConfig` the replay options describe (validated)."""
+    import dataclasses
+
+    from dram.config import DRAMConfig
+
+    cfg = _load_config_file(args.config) if args.config is not None else DRAMConfig()
+    changes: dict[str, Any] = {}
+    for opt, field in _CONFIG_OPTIONS.items():
+        value = getattr(args, opt)
+        if value is not None:
+            changes[field] = value
+    if args.refresh is not None:
+        changes["refresh"] = args.refresh == "on"
+    if args.queue_depth is not None:
+        changes["read_queue_depth"] = changes["write_queue_depth"] = args.queue_depth
+    if args.timing:
+        overrides = dict(cfg.timing_overrides)
+        for item in args.timing:
+            name, sep, value = item.partition("=")
+            if not sep or not value.strip().lstrip("-").isdigit():
+                raise ValueError(f"--timing {item!r}: expected NAME=CYCLES, e.g. nCL=36")
+            overrides[name.strip()] = int(value)
+        changes["timing_overrides"] = tuple(overrides.items())
+    cfg = dataclasses.replace(cfg, **changes)
+    cfg.validate()
+    return cfg
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    import numpy as np
+
+    import dram
+    from dram.output import file_sha256, summary_table, write_run
+    from dram.traces import read_trace
+
+    config = build_config(args)
+    trace_path = Path(args.trace)
+    trace = read_trace(
+        trace_path,
+        args.format,
+        config=config,
+        wrap=args.wrap,
+        unaligned="error" if args.strict_align else "align",
+    )
+    progress, close = _progress_bar(len(trace), disable=args.no_progress)
+    t0 = time.perf_counter()
+    try:
+        result = dram.replay(trace, config, progress=progress)
+    finally:
+        close()
+    wall_s = time.perf_counter() - t0
+
+    stats = run_statistics(trace, result, config, wall_s)
+    table = summary_header(trace, config) + "\n" + summary_table(stats)
+    if args.json:
+        print(json.dumps(stats, indent=2, default=_plain))
+    else:
+        print(table)
+    if args.out is not None:
+        run_config = {
+            "dram_config": dataclasses.asdict(config),
+            "trace": {
+                "path": str(trace_path.resolve()),
+                "format": trace.format,
+                "bytes": trace_path.stat().st_size,
+                "sha256": file_sha256(trace_path),
+                "n_requests": len(trace),
+            },
+            "replay": {"wrap": bool(args.wrap), "unaligned": "error" if args.strict_align else "align"},
+            "command": "cosmos " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+            if Path(sys.argv[0]).name == "cosmos" else None,
+            "rerun": _rerun_command(trace_path, args),
+            "versions": _versions(),
+        }
+        folder = write_run(args.out, trace=trace, result=result, stats=stats, config=run_config,
+                           summary=table)
+        print(f"results written to {folder}", file=sys.stderr)
+    del np
+    return 0
+
+
+def _rerun_command(trace_path: Path, args: argparse.Namespace) -> str:
+    """A command that repeats this run from the results folder's config.json."""
+    parts = ["cosmos", "dram", "replay", str(trace_path.resolve()), "--config", "config.json",
+             "--format", args.format]
+    if args.wrap:
+        parts.append("--wrap")
+    if args.strict_align:
+        parts.append("--strict-align")
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _versions() -> dict:
+    import numba
+    import numpy
+
+    try:
+        from cosmos import __version__ as cosmos_version
+    except Exception:  # pragma: no cover - dram is usable without the cosmos package
+        cosmos_version = None
+    return {"cosmos": cosmos_version, "numpy": numpy.__version__, "numba": numba.__version__,
+            "python": sys.version.split()[0]}
+
+
+def _plain(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"cannot write {type(obj).__name__} to JSON")
+
+
+def _progress_bar(total: int, *, disable: bool):
+    """A tqdm bar over requests and the callback that advances it (shown on long runs only)."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, unit="req", unit_scale=True, desc="replay", disable=disable,
+               mininterval=0.5, delay=1.0, file=sys.stderr, leave=False)
+    state = {"done": 0}
+
+    def progress(done: int, total_: int | None = None) -> None:
+        done = int(done)
+        if done > state["done"]:
+            bar.update(done - state["done"])
+            state["done"] = done
+
+    return progress, bar.close
+
+
+def summary_header(trace, config) -> str:
+    """Two lines naming the trace and the memory system."""
+    kind = "timed" if trace.timed else "untimed"
+    refresh = "refresh on" if config.refresh else "refresh off"
+    return (
+        f"trace   {trace.source} ({trace.format}, {kind})\n"
+        f"memory  {config.standard} {config.org}, {config.channels} ch x {config.ranks} ranks, "
+        f"{config.mapping}, {config.scheduler}, {config.row_policy} page, {refresh}, "
+        f"queues {config.read_queue_depth}/{config.write_queue_depth}\n"
+    )
+
+
+def run_statistics(trace, result, config, wall_s: float) -> dict:
+    """The statistics written to stats.json: the model's statistics plus the run's bookkeeping."""
+    from dram.output import stats_to_dict
+
+    stats = stats_to_dict(result.stats)
+    stats["wall_s"] = float(wall_s)
+    stats["sim_requests_per_s"] = float(len(trace) / wall_s) if wall_s > 0 else None
+    stats["trace_path"] = str(trace.source)
+    stats["trace_format"] = trace.format
+    return stats
