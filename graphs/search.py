@@ -1,0 +1,390 @@
+"""Host routing + traced beam search per cluster (numba), merged top-k, recall.
+
+The beam search is the one of DiskANN / hnswlib's level 0: a candidate list of at most
+``cand_list_len`` (L) nodes sorted by distance; repeatedly expand the closest unexpanded
+candidate (read its adjacency list), compute the distance of each neighbor not visited before
+(read its vector), insert it if the list is not full or it beats the worst; stop when every
+candidate in the list has been expanded. This is step for step hnswlib's
+``searchBaseLayerST`` with ef = L (its stop rule "closest open candidate farther than the worst
+result" is equivalent), so on a single graph with the hierarchical entry (``entry="hnsw"``) the
+results match ``knn_query`` (see tests). Distances are computed in float32 like hnswlib: squared
+L2, or ``1 - <q, x>`` for inner product.
+
+Entry modes:
+
+- ``"medoid"`` (default): each cluster search starts at the cluster member closest to the
+  centroid and uses level 0 only, as DiskANN does (its fixed medoid entry point); the entry's
+  vector is read once before the first hop (``search_entry`` in the trace).
+- ``"hnsw"``: hnswlib's hierarchical entry: start at the top-level entry point and descend
+  greedily through the upper layers; each greedy step is recorded as a hop (adjacency list of
+  that layer read, every neighbor's vector read, no candidate insertions), then the level-0
+  beam search starts from the node found.
+
+Python drives the outer loop over query chunks (tqdm); within a chunk the searches run in a
+numba ``prange``; each search writes only its own rows of preallocated buffers, so results do
+not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from .index import ClusteredIndex
+
+__all__ = ["SearchParams", "search", "route", "SearchOutput"]
+
+METRIC_CODES = {"l2": 0, "ip": 1}
+ENTRY_MODES = ("medoid", "hnsw")
+
+
+class SearchParams(NamedTuple):
+    """Search parameters (validated by :func:`search`)."""
+
+    num_probes: int = 8
+    cand_list_len: int = 64
+    k: int = 10
+    entry: str = "medoid"
+
+
+@njit(cache=True, inline="always")
+def _dist(q, vecs, p, metric):
+    s = np.float32(0.0)
+    if metric == 0:
+        for j in range(q.shape[0]):
+            t = q[j] - np.float32(vecs[p, j])
+            s += t * t
+        return s
+    for j in range(q.shape[0]):
+        s += q[j] * np.float32(vecs[p, j])
+    return np.float32(1.0) - s
+
+
+@njit(cache=True)
+def _search_one(
+    q, vecs, indptr, indices, up_indptr, up_indices, n, c_start, c_size, entry, levels, L, k, metric,
+    hop_node, hop_deg, hop_ins, hop_nread, read_node, res_pos, res_dist,
+):
+    """One traced search in one cluster. Returns (num_hops, num_reads, ok); ok=False = buffers too small."""
+    H = hop_node.shape[0]
+    R = read_node.shape[0]
+    nh = 0
+    nr = 0
+    cur = entry
+    curd = _dist(q, vecs, cur, metric)
+    for lev in range(levels, 0, -1):  # hnsw mode: greedy descent through the upper layers
+        changed = True
+        while changed:
+            changed = False
+            row = (lev - 1) * n + cur
+            a = up_indptr[row]
+            b = up_indptr[row + 1]
+            if nh >= H or nr + (b - a) > R:
+                return nh, nr, False
+            hop_node[nh] = cur
+            hop_deg[nh] = b - a
+            hop_ins[nh] = 0
+            nxt = cur
+            for e in range(a, b):
+                v = up_indices[e]
+                d = _dist(q, vecs, v, metric)
+                read_node[nr] = v
+                nr += 1
+                if d < curd:
+                    curd = d
+                    nxt = v
+                    changed = True
+            hop_nread[nh] = b - a
+            nh += 1
+            cur = nxt
+    visited = np.zeros((c_size + 7) // 8, dtype=np.uint8)
+    cand_pos = np.empty(L, dtype=np.int64)
+    cand_dist = np.empty(L, dtype=np.float32)
+    cand_exp = np.zeros(L, dtype=np.bool_)
+    lv = cur - c_start
+    visited[lv >> 3] |= np.uint8(1 << (lv & 7))
+    cand_pos[0] = cur
+    cand_dist[0] = curd
+    size = 1
+    ptr = 0
+    while True:
+        while ptr < size and cand_exp[ptr]:
+            ptr += 1
+        if ptr >= size:
+            break
+        cand_exp[ptr] = True
+        node = cand_pos[ptr]
+        a = indptr[node]
+        b = indptr[node + 1]
+        if nh >= H or nr + (b - a) > R:
+            return nh, nr, False
+        hop_node[nh] = node
+        hop_deg[nh] = b - a
+        r0 = nr
+        ins = 0
+        for e in range(a, b):
+            v = indices[e]
+            lv = v - c_start
+            byte = lv >> 3
+            bit = np.uint8(1 << (lv & 7))
+            if visited[byte] & bit:
+                continue
+            visited[byte] |= bit
+            d = _dist(q, vecs, v, metric)
+            read_node[nr] = v
+            nr += 1
+            if size < L or d < cand_dist[size - 1]:
+                if size < L:
+                    j = size
+                    size += 1
+                else:
+                    j = L - 1
+                while j > 0 and cand_dist[j - 1] > d:
+                    cand_pos[j] = cand_pos[j - 1]
+                    cand_dist[j] = cand_dist[j - 1]
+                    cand_exp[j] = cand_exp[j - 1]
+                    j -= 1
+                cand_pos[j] = v
+                cand_dist[j] = d
+                cand_exp[j] = False
+                ins += 1
+                if j < ptr:
+                    ptr = j
+        hop_ins[nh] = ins
+        hop_nread[nh] = nr - r0
+        nh += 1
+    for i in range(k):
+        if i < size:
+            res_pos[i] = cand_pos[i]
+            res_dist[i] = cand_dist[i]
+        else:
+            res_pos[i] = -1
+            res_dist[i] = np.inf
+    return nh, nr, True
+
+
+@njit(cache=True, parallel=True)
+def _search_batch(
+    queries, s_query, s_cluster, vecs, indptr, indices, up_indptr, up_indices, cluster_ptr, entries, levels,
+    L, k, metric, hop_node, hop_deg, hop_ins, hop_nread, read_node, nhops, nreads, ok, res_pos, res_dist,
+):
+    """Run searches ``s`` = 0..S-1 (query row ``s_query[s]`` in cluster ``s_cluster[s]``).
+
+    Parameters
+    ----------
+    queries : (Qb, d) float32
+    s_query, s_cluster : (S,) int64
+    vecs : (n, d) uint8/int8/float32, vectors in position order
+    indptr : (n+1,) int64 ; indices : (E,) int32 -- level-0 CSR over positions
+    up_indptr : (Lv*n+1,) int64 ; up_indices : int32 -- upper layers
+    cluster_ptr : (C+1,) int64 ; entries : (C,) int64 positions ; levels : (C,) int32
+    hop_node, hop_deg, hop_ins, hop_nread : (S, Hcap) int32 outputs
+    read_node : (S, Rcap) int32 output
+    nhops, nreads : (S,) int64 ; ok : (S,) bool ; res_pos : (S, k) int64 ; res_dist : (S, k) float32
+    """
+    n = vecs.shape[0]
+    S = s_query.shape[0]
+    for s in prange(S):
+        c = s_cluster[s]
+        c0 = cluster_ptr[c]
+        nh, nr, good = _search_one(
+            queries[s_query[s]], vecs, indptr, indices, up_indptr, up_indices, n, c0, cluster_ptr[c + 1] - c0,
+            entries[c], levels[c], L, k, metric,
+            hop_node[s], hop_deg[s], hop_ins[s], hop_nread[s], read_node[s], res_pos[s], res_dist[s],
+        )
+        nhops[s] = nh
+        nreads[s] = nr
+        ok[s] = good
+
+
+def route(index: ClusteredIndex, queries: np.ndarray, num_probes: int, metric: str) -> np.ndarray:
+    """The ``num_probes`` nearest centroids of each query, nearest first (ties -> smaller id).
+
+    Returns
+    -------
+    numpy.ndarray, shape (q, num_probes), int64
+    """
+    c = index.centroids
+    q = np.asarray(queries, dtype=np.float32)
+    dots = q @ c.T
+    score = -dots if metric == "ip" else np.einsum("ij,ij->i", c, c)[None, :] - 2.0 * dots
+    return np.argsort(score, axis=1, kind="stable")[:, :num_probes].astype(np.int64)
+
+
+class SearchOutput(NamedTuple):
+    """Raw output of :func:`search`; ids are dataset rows (see docs/contracts.md section 1)."""
+
+    result_ids: np.ndarray  # (Q, k) int64
+    result_dists: np.ndarray  # (Q, k) float32
+    query_ptr: np.ndarray  # (Q+1,) int64
+    search_cluster: np.ndarray  # (S,) int32
+    search_entry: np.ndarray  # (S,) int32
+    search_hop_ptr: np.ndarray  # (S+1,) int64
+    hop_node: np.ndarray  # (H,) int32
+    hop_degree: np.ndarray  # (H,) int32
+    hop_read_ptr: np.ndarray  # (H+1,) int64
+    read_node: np.ndarray  # (R,) int32
+    hop_cand_inserts: np.ndarray  # (H,) int32
+
+
+def validate_search(index: ClusteredIndex, queries: np.ndarray, num_probes, cand_list_len, k, entry) -> None:
+    """Raise ValueError naming the field for invalid search parameters."""
+    C = index.num_clusters
+    if queries.ndim != 2 or queries.shape[1] != index.dim:
+        raise ValueError(f"queries: dimension {queries.shape[-1]} does not match the index dimension {index.dim}")
+    if not 1 <= num_probes <= C:
+        raise ValueError(f"num_probes={num_probes} must be in 1..num_clusters={C}")
+    if k < 1:
+        raise ValueError(f"k={k} must be >= 1")
+    if cand_list_len < k:
+        raise ValueError(f"k={k} must be <= cand_list_len={cand_list_len} (the search keeps only L candidates)")
+    if entry not in ENTRY_MODES:
+        raise ValueError(f"entry='{entry}' unknown; expected one of {ENTRY_MODES}")
+
+
+def search(
+    index: ClusteredIndex,
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    num_probes: int = 8,
+    cand_list_len: int = 64,
+    k: int = 10,
+    entry: str = "medoid",
+    chunk: int = 512,
+    progress: bool = True,
+) -> SearchOutput:
+    """Route, search every probed cluster with tracing, merge the global top-k.
+
+    Parameters
+    ----------
+    index : ClusteredIndex
+    vectors : numpy.ndarray, shape (n, dim)
+        The base vectors in dataset row order (the index's dataset).
+    queries : numpy.ndarray, shape (Q, dim)
+    num_probes, cand_list_len, k, entry :
+        See :class:`SearchParams`.
+
+    Returns
+    -------
+    SearchOutput
+    """
+    queries = np.asarray(queries)
+    validate_search(index, queries, num_probes, cand_list_len, k, entry)
+    if vectors.shape != (index.n, index.dim):
+        raise ValueError(f"vectors: shape {vectors.shape} does not match the index ({index.n}, {index.dim})")
+    metric = METRIC_CODES[index.metric]
+    vecs = np.ascontiguousarray(vectors[index.cluster_nodes])  # position order
+    nodes = index.cluster_nodes
+    if entry == "medoid":
+        entries = index.medoid.astype(np.int64)
+        levels = np.zeros(index.num_clusters, dtype=np.int32)
+    else:
+        entries = index.hnsw_entry.astype(np.int64)
+        levels = index.hnsw_levels.astype(np.int32)
+    Q = len(queries)
+    L = int(cand_list_len)
+    P = int(num_probes)
+    maxdeg = max(1, int(index.degrees().max(initial=1)), int(np.diff(index.upper_indptr).max(initial=1)))
+    hcap = 2 * L + 16 * int(levels.max(initial=0)) + 32
+    rcap = hcap * max(8, maxdeg // 2)
+
+    out_ids = np.full((Q, k), -1, dtype=np.int64)
+    out_d = np.full((Q, k), np.inf, dtype=np.float32)
+    parts = {name: [] for name in ("hop_node", "hop_degree", "hop_ins", "hop_nread", "read_node")}
+    nh_all = np.zeros(Q * P, dtype=np.int64)
+    s_cluster_all = np.zeros(Q * P, dtype=np.int32)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=Q, desc="trace queries", unit="q")
+    for q0 in range(0, Q, chunk):
+        qb = np.ascontiguousarray(queries[q0 : q0 + chunk], dtype=np.float32)
+        nq = len(qb)
+        probes = route(index, qb, P, index.metric)
+        S = nq * P
+        s_query = np.repeat(np.arange(nq, dtype=np.int64), P)
+        s_cluster = probes.ravel()
+        bufs = _run(qb, s_query, s_cluster, vecs, index, entries, levels, L, k, metric, hcap, rcap)
+        hn, hd, hi, hr, rn, nhops, nreads, res_pos, res_dist = bufs
+        hmask = np.arange(hn.shape[1])[None, :] < nhops[:, None]
+        rmask = np.arange(rn.shape[1])[None, :] < nreads[:, None]
+        parts["hop_node"].append(nodes[hn[hmask]])
+        parts["hop_degree"].append(hd[hmask])
+        parts["hop_ins"].append(hi[hmask])
+        parts["hop_nread"].append(hr[hmask])
+        parts["read_node"].append(nodes[rn[rmask]])
+        nh_all[q0 * P : q0 * P + S] = nhops
+        s_cluster_all[q0 * P : q0 * P + S] = s_cluster
+        # merge: global ids, sort by (distance, id); ids are unique across clusters
+        rp = res_pos.reshape(nq, P * k)
+        rd = res_dist.reshape(nq, P * k)
+        gid = np.where(rp >= 0, nodes[np.maximum(rp, 0)], np.iinfo(np.int64).max)
+        order = np.lexsort((gid, rd), axis=-1)[:, :k]
+        ids = np.take_along_axis(gid, order, axis=1)
+        out_d[q0 : q0 + nq] = np.take_along_axis(rd, order, axis=1)
+        out_ids[q0 : q0 + nq] = np.where(ids == np.iinfo(np.int64).max, -1, ids)
+        if bar is not None:
+            bar.update(nq)
+    if bar is not None:
+        bar.close()
+    hop_nread = np.concatenate(parts["hop_nread"]).astype(np.int64)
+    hop_read_ptr = np.zeros(len(hop_nread) + 1, dtype=np.int64)
+    np.cumsum(hop_nread, out=hop_read_ptr[1:])
+    search_hop_ptr = np.zeros(Q * P + 1, dtype=np.int64)
+    np.cumsum(nh_all, out=search_hop_ptr[1:])
+    return SearchOutput(
+        result_ids=out_ids,
+        result_dists=out_d,
+        query_ptr=np.arange(0, Q * P + 1, P, dtype=np.int64),
+        search_cluster=s_cluster_all,
+        search_entry=nodes[entries[s_cluster_all]].astype(np.int32),
+        search_hop_ptr=search_hop_ptr,
+        hop_node=np.concatenate(parts["hop_node"]).astype(np.int32),
+        hop_degree=np.concatenate(parts["hop_degree"]).astype(np.int32),
+        hop_read_ptr=hop_read_ptr,
+        read_node=np.concatenate(parts["read_node"]).astype(np.int32),
+        hop_cand_inserts=np.concatenate(parts["hop_ins"]).astype(np.int32),
+    )
+
+
+def _alloc(S, hcap, rcap, k):
+    return (
+        np.zeros((S, hcap), np.int32),
+        np.zeros((S, hcap), np.int32),
+        np.zeros((S, hcap), np.int32),
+        np.zeros((S, hcap), np.int32),
+        np.zeros((S, rcap), np.int32),
+        np.zeros(S, np.int64),
+        np.zeros(S, np.int64),
+        np.zeros(S, np.bool_),
+        np.zeros((S, k), np.int64),
+        np.zeros((S, k), np.float32),
+    )
+
+
+def _run(qb, s_query, s_cluster, vecs, index, entries, levels, L, k, metric, hcap, rcap):
+    """Run a chunk of searches; searches that overflow their buffers are rerun with larger ones."""
+    S = len(s_query)
+    hn, hd, hi, hr, rn, nh, nr, ok, rp, rd = _alloc(S, hcap, rcap, k)
+    args = (index.indptr, index.indices, index.upper_indptr, index.upper_indices, index.cluster_ptr, entries, levels)
+    _search_batch(qb, s_query, s_cluster, vecs, *args, L, k, metric, hn, hd, hi, hr, rn, nh, nr, ok, rp, rd)
+    bad = np.flatnonzero(~ok)
+    h2, r2 = hcap, rcap
+    while bad.size:
+        h2, r2 = h2 * 4, r2 * 4
+        b = _alloc(len(bad), h2, r2, k)
+        _search_batch(qb, s_query[bad], s_cluster[bad], vecs, *args, L, k, metric, *b)
+        # widen the chunk buffers to the new capacity and copy the rerun rows in
+        if hn.shape[1] < h2:
+            hn, hd, hi, hr = (np.pad(a, ((0, 0), (0, h2 - a.shape[1]))) for a in (hn, hd, hi, hr))
+        if rn.shape[1] < r2:
+            rn = np.pad(rn, ((0, 0), (0, r2 - rn.shape[1])))
+        hn[bad], hd[bad], hi[bad], hr[bad], rn[bad] = b[0], b[1], b[2], b[3], b[4]
+        nh[bad], nr[bad], rp[bad], rd[bad] = b[5], b[6], b[8], b[9]
+        still = ~b[7]
+        ok[bad] = b[7]
+        bad = bad[still]
+    return hn, hd, hi, hr, rn, nh, nr, rp, rd
