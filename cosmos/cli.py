@@ -15,6 +15,7 @@ import sys
 # Modules that contribute subcommands, in the order they appear in ``cosmos --help``.
 SUBCOMMAND_MODULES = (
     "dram.cli",
+    "placement.cli",
 )
 
 

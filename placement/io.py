@@ -1,0 +1,223 @@
+"""Reading cluster metadata and probes, writing placements (numpy only).
+
+Inputs (docs/contracts.md): ``clusters.npz`` with keys ``sizes`` (and optionally
+``centroids``, ``cluster_adjacency``); a logical trace ``.npz`` (sizes = members per cluster
+from ``cluster_ptr``, plus its ``centroids`` and ``cluster_adjacency``, and the probes
+``query_ptr``/``search_cluster``); or a CSV with the header ``cluster,size[,c0,c1,...]``.
+Every error names the file (and the line, for CSV) and what was expected.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from placement.load import WORK_KINDS, search_work, validate_probes
+
+__all__ = ["ClusterMetadata", "Probes", "load_clusters", "load_probes", "save_placement"]
+
+
+class ClusterMetadata(NamedTuple):
+    """Cluster metadata read from a file.
+
+    Attributes
+    ----------
+    sizes : ndarray, shape (C,), int64
+    centroids : ndarray, shape (C, d), float, or None
+    adjacency : ndarray, shape (C, A), integer, or None
+    unit : str
+        ``"vectors"`` when sizes were counted from a trace's ``cluster_ptr``, otherwise
+        ``"as given"`` (the file's own unit).
+    path : str
+    """
+
+    sizes: np.ndarray
+    centroids: np.ndarray | None
+    adjacency: np.ndarray | None
+    unit: str
+    path: str
+
+
+class Probes(NamedTuple):
+    """The probes of a logical trace: CSR ``query_ptr`` (Q+1,), ``search_cluster`` (S,), the
+    per-search ``weights`` (S,) float64 of the chosen work kind, and the trace's meta dict."""
+
+    query_ptr: np.ndarray
+    search_cluster: np.ndarray
+    weights: np.ndarray
+    work: str
+    meta: dict
+
+
+def _open_npz(path: Path):
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path}: not a readable .npz file ({exc})") from None
+
+
+def _meta(npz, path: Path) -> dict:
+    if "meta" not in npz.files:
+        return {}
+    try:
+        meta = json.loads(str(npz["meta"][()]))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{path}: key 'meta' is not a JSON string ({exc})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: key 'meta' must hold a JSON object")
+    return meta
+
+
+def load_clusters(path) -> ClusterMetadata:
+    """Read cluster metadata from ``clusters.npz``, a logical trace ``.npz`` or a CSV."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        return _load_clusters_npz(path)
+    if suffix == ".csv":
+        return _load_clusters_csv(path)
+    raise ValueError(f"{path}: unknown cluster file type {suffix or '(none)'!r}; expected .npz or .csv")
+
+
+def _load_clusters_npz(path: Path) -> ClusterMetadata:
+    with _open_npz(path) as z:
+        files = set(z.files)
+        if "sizes" in files:
+            sizes = np.asarray(z["sizes"])
+            unit = "as given"
+            if sizes.ndim != 1:
+                raise ValueError(f"{path}: 'sizes' must be 1-D (one per cluster), got shape {sizes.shape}")
+        elif "cluster_ptr" in files:
+            ptr = np.asarray(z["cluster_ptr"]).astype(np.int64)
+            if ptr.ndim != 1 or ptr.size < 1 or ptr[0] != 0 or np.any(np.diff(ptr) < 0):
+                raise ValueError(f"{path}: 'cluster_ptr' must be a non-decreasing CSR pointer starting at 0")
+            sizes = np.diff(ptr)
+            unit = "vectors"
+        else:
+            raise ValueError(
+                f"{path}: no 'sizes' (clusters.npz) or 'cluster_ptr' (logical trace) key; found {sorted(files)}"
+            )
+        C = sizes.shape[0]
+        centroids = np.asarray(z["centroids"]) if "centroids" in files else None
+        adjacency = np.asarray(z["cluster_adjacency"]) if "cluster_adjacency" in files else None
+    if centroids is not None and (centroids.ndim != 2 or centroids.shape[0] != C):
+        raise ValueError(f"{path}: 'centroids' must have shape ({C}, dims), got {centroids.shape}")
+    if adjacency is not None and (adjacency.ndim != 2 or adjacency.shape[0] != C):
+        raise ValueError(f"{path}: 'cluster_adjacency' must have shape ({C}, A), got {adjacency.shape}")
+    if sizes.size and not np.issubdtype(sizes.dtype, np.integer):
+        raise ValueError(f"{path}: 'sizes' must be integers, got dtype {sizes.dtype}")
+    if sizes.size and sizes.min() < 0:
+        c = int(np.argmin(sizes))
+        raise ValueError(f"{path}: sizes[{c}] = {int(sizes[c])} is negative")
+    return ClusterMetadata(sizes.astype(np.int64), centroids, adjacency, unit, str(path))
+
+
+def _load_clusters_csv(path: Path) -> ClusterMetadata:
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    with open(path, newline="") as fh:
+        reader = csv.reader(fh)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise ValueError(f"{path}: empty file; expected the header cluster,size[,c0,c1,...]") from None
+        if header[:2] != ["cluster", "size"]:
+            raise ValueError(f"{path}, line 1: header must start with 'cluster,size', got {','.join(header)!r}")
+        dims = len(header) - 2
+        expected = [f"c{i}" for i in range(dims)]
+        if header[2:] != expected:
+            raise ValueError(
+                f"{path}, line 1: centroid columns must be named c0..c{dims - 1} in order, got {header[2:]}"
+            )
+        ids, sizes, rows = [], [], []
+        for line_no, rec in enumerate(reader, start=2):
+            if not rec or all(not f.strip() for f in rec):
+                continue
+            if len(rec) != len(header):
+                raise ValueError(f"{path}, line {line_no}: expected {len(header)} fields, got {len(rec)}")
+            try:
+                ids.append(int(rec[0]))
+            except ValueError:
+                raise ValueError(f"{path}, line {line_no}: cluster {rec[0]!r} is not an integer id") from None
+            try:
+                size = int(rec[1])
+            except ValueError:
+                raise ValueError(f"{path}, line {line_no}: size {rec[1]!r} is not an integer") from None
+            if size < 0:
+                raise ValueError(f"{path}, line {line_no}: size {size} is negative")
+            sizes.append(size)
+            if dims:
+                try:
+                    rows.append([float(v) for v in rec[2:]])
+                except ValueError:
+                    raise ValueError(f"{path}, line {line_no}: centroid coordinates must be numbers") from None
+    C = len(ids)
+    ids_a = np.array(ids, dtype=np.int64)
+    if C and (ids_a.min() < 0 or ids_a.max() >= C or np.unique(ids_a).size != C):
+        raise ValueError(f"{path}: cluster ids must be 0..{C - 1}, each exactly once (found {C} rows)")
+    order = np.argsort(ids_a)
+    sizes_a = np.array(sizes, dtype=np.int64)[order]
+    centroids = np.array(rows, dtype=np.float64)[order] if dims else None
+    if centroids is not None and not np.all(np.isfinite(centroids)):
+        raise ValueError(f"{path}: centroid coordinates must be finite")
+    return ClusterMetadata(sizes_a, centroids, None, "as given", str(path))
+
+
+def load_probes(path, work: str = "searches", num_clusters: int | None = None) -> Probes:
+    """Read the probes (and optional per-search work) of a logical trace ``.npz``.
+
+    ``work`` is one of ``searches`` (1 per search), ``hops`` or ``distances`` (see
+    :func:`placement.search_work`).
+    """
+    path = Path(path)
+    if work not in WORK_KINDS:
+        raise ValueError(f"unknown work kind {work!r}; valid choices: {', '.join(WORK_KINDS)}")
+    with _open_npz(path) as z:
+        missing = [k for k in ("query_ptr", "search_cluster") if k not in z.files]
+        if work != "searches":
+            missing += [k for k in ("search_hop_ptr", "hop_read_ptr") if k not in z.files]
+        if missing:
+            raise ValueError(f"{path}: not a logical trace: missing key(s) {', '.join(missing)}")
+        meta = _meta(z, path)
+        try:
+            qp, sc = validate_probes(z["query_ptr"], z["search_cluster"], num_clusters)
+            arrays = {k: z[k] for k in ("search_cluster", "search_hop_ptr", "hop_read_ptr") if k in z.files}
+            weights = search_work(arrays, work)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    return Probes(qp, sc, weights, work, meta)
+
+
+def save_placement(path, device, sizes=None, *, overwrite: bool = False) -> Path:
+    """Write ``cluster,device[,size]`` CSV through a temporary file and a rename.
+
+    Refuses to replace an existing file unless ``overwrite`` is true.
+    """
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; refusing to overwrite it")
+    dev = np.asarray(device, dtype=np.int64)
+    cols = [np.arange(dev.shape[0]), dev]
+    header = "cluster,device"
+    if sizes is not None:
+        cols.append(np.asarray(sizes, dtype=np.int64))
+        header += ",size"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            np.savetxt(fh, np.column_stack(cols), fmt="%d", delimiter=",", header=header, comments="")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
