@@ -1,0 +1,323 @@
+"""Configuration of the DRAM model: a frozen dataclass, and its resolution into integer arrays.
+
+``DRAMConfig`` names presets; :meth:`DRAMConfig.resolve` validates it and returns
+:class:`Params`, a NamedTuple of integer scalars and dense numpy arrays that the numba kernels
+take. Change a config with ``dataclasses.replace``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from dram.standards import MAPPINGS, ROW_POLICIES, SCHEDULERS, ddr5
+
+# Field ids of the address mapper (kernel constants).
+F_CH, F_RA, F_BG, F_BA, F_RO, F_CO = 0, 1, 2, 3, 4, 5
+_TOKENS = {"Ch": (F_CH,), "Ra": (F_RA,), "Ba": (F_BG, F_BA), "Ro": (F_RO,), "Co": (F_CO,)}
+
+SCHED_ID = {"FRFCFS": 0, "FRFCFS_RowHit": 1, "FCFS": 2}
+ROWPOL_ID = {"open": 0, "closed": 1}
+
+
+def _h(text):
+    return field(metadata={"help": text})
+
+
+@dataclass(frozen=True)
+class DRAMConfig:
+    """A DDR5 memory system: presets, geometry and controller policy.
+
+    Defaults are the configuration of the Ramulator 2.1 reference runs
+    (``tests/data/dram/README`` excerpt in docs/dram.md): DDR5-4800AN, 16 Gb x4 devices,
+    4 channels (32-bit sub-channels) x 2 ranks, RoBaRaCoCh, FR-FCFS, open page, all-bank
+    refresh, 32-entry read and write buffers, write drain between 80 % and 20 %.
+    """
+
+    standard: str = field(default="DDR5_4800AN", metadata={
+        "help": "timing preset (JEDEC speed bin), e.g. DDR5_4800AN; see dram.list_presets()"})
+    org: str = field(default="16Gb_x4", metadata={
+        "help": "device organization preset <density>_<width>, e.g. 16Gb_x4"})
+    channels: int = field(default=4, metadata={
+        "help": "number of channels (DDR5 32-bit sub-channels), any positive integer"})
+    ranks: int = field(default=2, metadata={"help": "ranks per channel, any positive integer"})
+    mapping: str = field(default="RoBaRaCoCh", metadata={
+        "help": "address mapping, fields MSB first (Ro row, Ba bank+bank group, Ra rank, "
+                "Co column, Ch channel); any permutation of the five"})
+    refresh: bool = field(default=True, metadata={
+        "help": "all-bank refresh (REFab per rank every nREFI for nRFC); False = no refresh"})
+    read_queue_depth: int = field(default=32, metadata={
+        "help": "read buffer entries per channel (Ramulator 2.1 default 32)"})
+    write_queue_depth: int = field(default=32, metadata={
+        "help": "write buffer entries per channel (Ramulator 2.1 default 32)"})
+    scheduler: str = field(default="FRFCFS", metadata={
+        "help": "FRFCFS (Ramulator 2.1: ready first, then oldest), FRFCFS_RowHit (a "
+                "precharge may not overtake an older pending row hit), FCFS (oldest only)"})
+    row_policy: str = field(default="open", metadata={
+        "help": "open (rows stay open until a conflict or refresh) or closed (auto-precharge "
+                "when no other buffered request hits the same row)"})
+    wr_high_watermark: float = field(default=0.8, metadata={
+        "help": "enter write mode when write buffer > this fraction of its depth"})
+    wr_low_watermark: float = field(default=0.2, metadata={
+        "help": "leave write mode when write buffer < this fraction and reads wait"})
+    priority_queue_depth: int = field(default=1568, metadata={
+        "help": "priority (refresh) buffer entries per channel (Ramulator 2.1 default 1568)"})
+    timing_overrides: tuple = field(default=(), metadata={
+        "help": "((name, cycles), ...) overriding timing parameters, e.g. (('nCL', 36),)"})
+
+    # ------------------------------------------------------------------ derived quantities
+    @property
+    def timing(self) -> dict:
+        """Resolved timing parameters (nCK, plus tCK_ps and rate) after overrides."""
+        self.validate()
+        org = ddr5.ORG_PRESETS[self.org]
+        t = dict(ddr5.TIMING_PRESETS[self.standard])
+        t.update(ddr5.derived_timings(t, org))
+        for name, val in self.timing_overrides:
+            t[name] = int(val)
+        return t
+
+    @property
+    def lines_per_row(self) -> int:
+        """64-B lines per row of one rank (columns / BL16)."""
+        return ddr5.ORG_PRESETS[self.org]["columns"] // ddr5.BURST_LENGTH
+
+    @property
+    def capacity_bytes(self) -> int:
+        """Bytes addressed by the mapping: channels x ranks x banks x rows x row size."""
+        o = ddr5.ORG_PRESETS[self.org]
+        return (self.channels * self.ranks * o["bankgroups"] * o["banks"] * o["rows"]
+                * self.lines_per_row * ddr5.LINE_BYTES)
+
+    @property
+    def tCK_ps(self) -> int:
+        return int(ddr5.TIMING_PRESETS[self.standard]["tCK_ps"])
+
+    @property
+    def peak_bandwidth_GBps(self) -> float:
+        """Data-bus limit: one 64-B burst per nBL cycles per channel."""
+        t = self.timing
+        return self.channels * ddr5.LINE_BYTES / (t["nBL"] * t["tCK_ps"] * 1e-12) / 1e9
+
+    def help(self) -> dict:
+        """Field name -> help text."""
+        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(self)}
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the field and the valid choices for any bad value."""
+        def choices(fieldname, value, valid):
+            if value not in valid:
+                raise ValueError(f"DRAMConfig.{fieldname}={value!r} is unknown; valid: "
+                                 f"{', '.join(map(str, valid))}")
+        choices("standard", self.standard, list(ddr5.TIMING_PRESETS))
+        choices("org", self.org, list(ddr5.ORG_PRESETS))
+        choices("scheduler", self.scheduler, list(SCHEDULERS))
+        choices("row_policy", self.row_policy, list(ROW_POLICIES))
+        parse_mapping(self.mapping)
+        for name in ("channels", "ranks", "read_queue_depth", "write_queue_depth",
+                     "priority_queue_depth"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"DRAMConfig.{name}={v!r}: expected a positive integer")
+        if self.ranks > 16:
+            raise ValueError(f"DRAMConfig.ranks={self.ranks}: at most 16 ranks per channel")
+        if not isinstance(self.refresh, (bool, np.bool_)):
+            raise ValueError(f"DRAMConfig.refresh={self.refresh!r}: expected True or False")
+        if not (0.0 <= self.wr_low_watermark <= self.wr_high_watermark <= 1.0):
+            raise ValueError(
+                f"DRAMConfig watermarks: expected 0 <= wr_low_watermark "
+                f"({self.wr_low_watermark}) <= wr_high_watermark ({self.wr_high_watermark}) <= 1")
+        for item in self.timing_overrides:
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise ValueError(f"DRAMConfig.timing_overrides: expected (name, cycles) pairs, "
+                                 f"got {item!r}")
+            name, val = item
+            if name not in ddr5.TIMING_PARAMS:
+                raise ValueError(f"DRAMConfig.timing_overrides: unknown timing parameter "
+                                 f"{name!r}; valid: {', '.join(ddr5.TIMING_PARAMS)}")
+            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 0:
+                raise ValueError(f"DRAMConfig.timing_overrides: {name}={val!r}, expected a "
+                                 f"non-negative integer number of cycles")
+        t = dict(ddr5.TIMING_PRESETS[self.standard])
+        t.update(ddr5.derived_timings(t, ddr5.ORG_PRESETS[self.org]))
+        t.update({k: int(v) for k, v in self.timing_overrides})
+        if t["nBL"] < 1 or t["nREFI"] <= t["nRFC"]:
+            raise ValueError(f"DRAMConfig: impossible timings nBL={t['nBL']}, "
+                             f"nRFC={t['nRFC']} >= nREFI={t['nREFI']}")
+
+    def resolve(self) -> "Params":
+        """Validate and turn this config into the kernels' :class:`Params`."""
+        self.validate()
+        return _resolve(self)
+
+
+def parse_mapping(mapping: str):
+    """Mapping string (MSB first) -> field ids LSB first, e.g. RoBaRaCoCh -> [Ch,Co,Ra,Bg,Ba,Ro].
+
+    Raises ``ValueError`` unless it is a permutation of the tokens Ro, Ba, Ra, Co, Ch.
+    """
+    if not isinstance(mapping, str) or len(mapping) != 10:
+        raise ValueError(f"DRAMConfig.mapping={mapping!r}: expected five two-letter fields "
+                         f"(a permutation of Ro Ba Ra Co Ch, MSB first), e.g. "
+                         f"{', '.join(MAPPINGS)}")
+    toks = [mapping[i:i + 2] for i in range(0, 10, 2)]
+    if sorted(toks) != sorted(_TOKENS):
+        raise ValueError(f"DRAMConfig.mapping={mapping!r}: expected a permutation of "
+                         f"Ro Ba Ra Co Ch (MSB first), e.g. {', '.join(MAPPINGS)}")
+    fields = []
+    for tok in reversed(toks):              # LSB first
+        fields.extend(_TOKENS[tok])          # bank group below bank
+    return fields
+
+
+class Params(NamedTuple):
+    """Resolved configuration for the kernels (integers and dense integer arrays only).
+
+    Geometry: ``n_channels``, ``n_ranks``, ``n_bg`` (bank groups per rank), ``n_banks``
+    (banks per bank group), ``n_rows``, ``n_cols`` (64-B lines per row), ``nb_ch`` (banks per
+    channel), ``n_nodes`` (timing nodes per channel: 1 channel + ranks + bank groups + banks).
+    ``map_fields`` int64[6]: address fields LSB first (0 ch, 1 rank, 2 bank group, 3 bank,
+    4 row, 5 column); ``map_radix`` int64[6]: radix of each field id.
+
+    Timing constraints, CSR over (level, preceding command): entries
+    ``cons_ptr[l * n_cmds + c] : cons_ptr[l * n_cmds + c + 1]`` of ``cons_follow`` (int64),
+    ``cons_lat`` (int64 cycles), ``cons_win`` (int64, 1 = spacing), ``cons_sib`` (int64 0/1).
+    ``hist_len`` int64[4, n_cmds]: history depth per (level, command) = largest window.
+    ``has_sib`` int64[4, n_cmds]: 1 if the (level, command) has sibling constraints.
+    Command metadata int64[n_cmds]: ``cmd_opening``, ``cmd_closing``, ``cmd_accessing``,
+    ``cmd_rank_scope``, ``cmd_local`` (column command -> its rank-local variant),
+    ``cmd_autopre`` (RD -> RDA ...), ``cmd_is_read``, ``cmd_data_bus``.
+    """
+    n_channels: int
+    n_ranks: int
+    n_bg: int
+    n_banks: int
+    n_rows: int
+    n_cols: int
+    nb_ch: int
+    n_nodes: int
+    n_cmds: int
+    hist_max: int
+    map_fields: np.ndarray
+    map_radix: np.ndarray
+    cons_ptr: np.ndarray
+    cons_follow: np.ndarray
+    cons_lat: np.ndarray
+    cons_win: np.ndarray
+    cons_sib: np.ndarray
+    hist_len: np.ndarray
+    has_sib: np.ndarray
+    cmd_opening: np.ndarray
+    cmd_closing: np.ndarray
+    cmd_accessing: np.ndarray
+    cmd_rank_scope: np.ndarray
+    cmd_local: np.ndarray
+    cmd_autopre: np.ndarray
+    cmd_is_read: np.ndarray
+    cmd_data_bus: np.ndarray
+    read_latency: int
+    nBL: int
+    nREFI: int
+    refresh: int
+    read_q: int
+    write_q: int
+    prio_q: int
+    active_q: int
+    pend_q: int
+    wr_high_n: int
+    wr_low_n: int
+    scheduler: int
+    row_policy: int
+    tCK_ps: int
+
+
+def watermark_counts(high: float, low: float, depth: int):
+    """Integer thresholds equivalent to Ramulator's float comparisons.
+
+    Write mode starts when ``size > high * depth`` and ends when ``size < low * depth`` (float32
+    products, as in Ramulator 2.1). Returns (smallest size that starts it, largest size that
+    ends it).
+    """
+    hx = float(np.float32(high) * np.float32(depth))
+    lx = float(np.float32(low) * np.float32(depth))
+    high_n = math.floor(hx) + 1
+    low_n = math.ceil(lx) - 1
+    return high_n, low_n
+
+
+def _resolve(cfg: DRAMConfig) -> Params:
+    org = ddr5.ORG_PRESETS[cfg.org]
+    t = cfg.timing
+    n_cmds = len(ddr5.COMMANDS)
+    R, BG, B = cfg.ranks, org["bankgroups"], org["banks"]
+    n_cols = cfg.lines_per_row
+    radix = np.zeros(6, np.int64)
+    radix[F_CH], radix[F_RA], radix[F_BG], radix[F_BA] = cfg.channels, R, BG, B
+    radix[F_RO], radix[F_CO] = org["rows"], n_cols
+    fields = np.array(parse_mapping(cfg.mapping), np.int64)
+
+    table = ddr5.constraint_table(t)
+    lvl = {name: i for i, name in enumerate(ddr5.LEVELS)}
+    buckets = [[] for _ in range(4 * n_cmds)]
+    hist_len = np.zeros((4, n_cmds), np.int64)
+    has_sib = np.zeros((4, n_cmds), np.int64)
+    for level, p, f, lat, win, sib in table:
+        li, pi, fi = lvl[level], ddr5.CMD[p], ddr5.CMD[f]
+        if win < 1:
+            raise ValueError(f"timing record {level} {p}->{f}: window must be >= 1")
+        buckets[li * n_cmds + pi].append((fi, lat, win, int(sib)))
+        if sib:
+            has_sib[li, pi] = 1
+        else:
+            hist_len[li, pi] = max(hist_len[li, pi], win)
+    ptr = np.zeros(4 * n_cmds + 1, np.int64)
+    fol, lat_a, win_a, sib_a = [], [], [], []
+    for k, b in enumerate(buckets):
+        for fi, lat, win, sib in b:
+            fol.append(fi); lat_a.append(lat); win_a.append(win); sib_a.append(sib)
+        ptr[k + 1] = len(fol)
+
+    def meta(names):
+        a = np.zeros(n_cmds, np.int64)
+        for n in names:
+            a[ddr5.CMD[n]] = 1
+        return a
+
+    cmd_local = np.arange(n_cmds, dtype=np.int64)
+    for base, loc in ddr5.LOCAL_VARIANT.items():
+        cmd_local[ddr5.CMD[base]] = ddr5.CMD[loc]
+    cmd_autopre = np.arange(n_cmds, dtype=np.int64)
+    for a, b in (("RD", "RDA"), ("WR", "WRA"), ("RD_L", "RDA_L"), ("WR_L", "WRA_L")):
+        cmd_autopre[ddr5.CMD[a]] = ddr5.CMD[b]
+    rl = ddr5.read_latency(t)
+    high_n, low_n = watermark_counts(cfg.wr_high_watermark, cfg.wr_low_watermark,
+                                     cfg.write_queue_depth)
+    nb_ch = R * BG * B
+    return Params(
+        n_channels=int(cfg.channels), n_ranks=int(R), n_bg=int(BG), n_banks=int(B),
+        n_rows=int(org["rows"]), n_cols=int(n_cols), nb_ch=int(nb_ch),
+        n_nodes=int(1 + R + R * BG + nb_ch), n_cmds=n_cmds,
+        hist_max=int(max(1, hist_len.max())),
+        map_fields=fields, map_radix=radix,
+        cons_ptr=ptr, cons_follow=np.array(fol, np.int64), cons_lat=np.array(lat_a, np.int64),
+        cons_win=np.array(win_a, np.int64), cons_sib=np.array(sib_a, np.int64),
+        hist_len=hist_len, has_sib=has_sib,
+        cmd_opening=meta(ddr5.OPENING), cmd_closing=meta(ddr5.CLOSING),
+        cmd_accessing=meta(ddr5.ACCESSING), cmd_rank_scope=meta(ddr5.RANK_SCOPE),
+        cmd_local=cmd_local, cmd_autopre=cmd_autopre,
+        cmd_is_read=meta(("RD", "RDA", "RD_L", "RDA_L")),
+        cmd_data_bus=meta(("RD", "RDA", "WR", "WRA")),
+        read_latency=int(rl), nBL=int(t["nBL"]), nREFI=int(t["nREFI"]),
+        refresh=int(bool(cfg.refresh)),
+        read_q=int(cfg.read_queue_depth), write_q=int(cfg.write_queue_depth),
+        prio_q=int(cfg.priority_queue_depth), active_q=int(nb_ch),
+        pend_q=int(rl + 2 + cfg.read_queue_depth),
+        wr_high_n=int(high_n), wr_low_n=int(low_n),
+        scheduler=SCHED_ID[cfg.scheduler], row_policy=ROWPOL_ID[cfg.row_policy],
+        tCK_ps=int(t["tCK_ps"]),
+    )

@@ -1,0 +1,255 @@
+"""Open-loop replay of a memory trace through the controller of :mod:`dram.kernel`.
+
+Frontend semantics (exactly those of the Ramulator 2.1 reference driver; docs/dram.md):
+each driver cycle t = 0, 1, 2, ...
+
+1. Admission: requests with arrival <= t join, in file order, the FIFO of their
+   (channel, type): one read FIFO and one write FIFO per channel.
+2. Offers: repeatedly take, among FIFOs not blocked this cycle, the head with the smallest
+   file index and offer it at clock t. Accepted: accept = t, pop it. Rejected: that FIFO is
+   blocked until the next cycle (its later requests wait behind it; other FIFOs go on).
+3. Tick: every channel runs one controller cycle at clock t + 1.
+
+A read completes when its data returns (RD issue + nCL + nBL); a write when its WR issues.
+Untimed traces (``arrival`` = None) have every request available at cycle 0.
+Cycles in which nothing can happen are skipped; results equal cycle-by-cycle stepping.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+from numba import njit
+
+from dram import kernel as K
+from dram.config import DRAMConfig
+from dram.stats import summarize
+
+
+@dataclass
+class ReplayResult:
+    """Result of :func:`replay`.
+
+    Per request (file order), int64 cycles: ``arrival`` (the trace's, or 0 if untimed),
+    ``accept`` (cycle the controller took it), ``completion`` (read: data returned; write:
+    WR issued). ``is_write`` uint8. ``stats``: dict of the statistics (see
+    :func:`dram.stats.summarize`; includes per-channel and per-rank arrays).
+    ``config``: the DRAMConfig. ``wall_s``: seconds in the simulation loop (excluding
+    compilation when the kernels were already compiled). ``command_log``: int64 [n, 7]
+    (clk, channel, command, rank, bank group, bank, row) if requested, else None.
+    """
+    arrival: np.ndarray
+    accept: np.ndarray
+    completion: np.ndarray
+    is_write: np.ndarray
+    stats: dict
+    config: DRAMConfig
+    wall_s: float = 0.0
+    command_log: Optional[np.ndarray] = None
+    channel: Optional[np.ndarray] = field(default=None, repr=False)
+
+    @property
+    def latency(self) -> np.ndarray:
+        """completion - arrival, int64 cycles."""
+        return self.completion - self.arrival
+
+
+@njit(cache=True)
+def _run(params, state, addr, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_list,
+         fifo_head, fifo_adm, drv, accept, completion, max_done, out_ids, out_cyc):
+    """Run the open-loop driver until ``max_done`` completions or the end of the trace.
+
+    drv int64[4]: [t (next driver cycle), next file index to admit, completions so far,
+    error code]. Returns nothing; progress is in ``drv``.
+    """
+    N = addr.shape[0]
+    F = fifo_head.shape[0]
+    t = drv[0]
+    nxt = drv[1]
+    done = drv[2]
+    blocked = np.zeros(F, np.bool_)
+    while done < N and done < max_done:
+        # 1. admission
+        while nxt < N and arrival[nxt] <= t:
+            fifo_adm[fifo[nxt]] += 1
+            nxt += 1
+        # 2. offers (global file order among unblocked FIFO heads)
+        backlog = False
+        for f in range(F):
+            blocked[f] = False
+        while True:
+            bf = -1
+            bi = N
+            for f in range(F):
+                if not blocked[f] and fifo_head[f] < fifo_adm[f]:
+                    i = fifo_list[fifo_ptr[f] + fifo_head[f]]
+                    if i < bi:
+                        bi = i
+                        bf = f
+            if bf < 0:
+                break
+            if K.offer(params, state, 0, bi, addr[bi], is_write[bi], rank_local[bi], t):
+                accept[bi] = t
+                fifo_head[bf] += 1
+                if state.c_len[0] > 0:
+                    n = K.pop_completions(state, out_ids, out_cyc)
+                    for k in range(n):
+                        completion[out_ids[k]] = out_cyc[k]
+                    done += n
+            else:
+                blocked[bf] = True
+                backlog = True
+        # 3. tick at t + 1
+        ch0 = state.changes[0]
+        K.tick(params, state, t + 1)
+        if state.c_len[0] > 0:
+            n = K.pop_completions(state, out_ids, out_cyc)
+            for k in range(n):
+                completion[out_ids[k]] = out_cyc[k]
+            done += n
+        if state.c_overflow[0] > 0:
+            drv[3] = 2
+            break
+        # next driver cycle: skip cycles in which nothing can happen
+        if backlog and state.changes[0] != ch0:
+            t += 1
+            continue
+        tn = K.next_event(params, state, t + 2) - 1
+        if nxt < N and arrival[nxt] < tn:
+            tn = arrival[nxt]
+        if tn < t + 1:
+            tn = t + 1
+        if tn >= K.INF - 2:
+            if done < N:
+                drv[3] = 1          # nothing can ever happen again: deadlock
+            break
+        t = tn
+    drv[0] = t
+    drv[1] = nxt
+    drv[2] = done
+
+
+def _check_trace(trace):
+    if isinstance(trace, dict):
+        get = trace.get
+    else:
+        def get(k, default=None):
+            return getattr(trace, k, default)
+    addr = get("addr")
+    is_write = get("is_write")
+    if addr is None or is_write is None:
+        raise ValueError("trace: expected fields 'addr' and 'is_write'")
+    addr = np.asarray(addr)
+    if addr.ndim != 1:
+        raise ValueError(f"trace.addr: expected a 1-D array, got shape {addr.shape}")
+    if addr.dtype.kind not in "iu":
+        raise ValueError(f"trace.addr: expected integer byte addresses, got dtype {addr.dtype}")
+    if addr.dtype.kind == "i" and addr.size and addr.min() < 0:
+        raise ValueError(f"trace.addr: negative address at index {int(np.argmin(addr))}")
+    if addr.size and int(addr.max()) >= (1 << 62):
+        raise ValueError(f"trace.addr: address at index {int(np.argmax(addr))} is >= 2**62")
+    addr = addr.astype(np.int64)
+    n = addr.shape[0]
+    is_write = np.asarray(is_write)
+    if is_write.shape != (n,):
+        raise ValueError(f"trace.is_write: expected shape ({n},), got {is_write.shape}")
+    is_write = (is_write != 0).astype(np.int64)
+    arrival = get("arrival")
+    timed = arrival is not None
+    if timed:
+        arrival = np.asarray(arrival)
+        if arrival.shape != (n,):
+            raise ValueError(f"trace.arrival: expected shape ({n},), got {arrival.shape}")
+        arrival = arrival.astype(np.int64)
+        if n and arrival.min() < 0:
+            raise ValueError(f"trace.arrival: negative cycle at index {int(np.argmin(arrival))}")
+        bad = np.nonzero(np.diff(arrival) < 0)[0]
+        if bad.size:
+            raise ValueError(f"trace.arrival: cycles must not decrease; index {int(bad[0]) + 1} "
+                             f"arrives at {int(arrival[bad[0] + 1])} after "
+                             f"{int(arrival[bad[0]])}")
+    else:
+        arrival = np.zeros(n, np.int64)
+    rank_local = get("rank_local", None)
+    if rank_local is None:
+        rank_local = np.zeros(n, np.int64)
+    else:
+        rank_local = np.asarray(rank_local)
+        if rank_local.shape != (n,):
+            raise ValueError(f"trace.rank_local: expected shape ({n},), got {rank_local.shape}")
+        rank_local = (rank_local != 0).astype(np.int64)
+    return addr, is_write, arrival, rank_local, timed
+
+
+def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | None = None,
+           *, command_log: int = 0, chunk: int = 1 << 16) -> ReplayResult:
+    """Replay a trace open loop and return per-request cycles and statistics.
+
+    Parameters
+    ----------
+    trace : mapping or object with ``addr`` (uint64/int64 [N] byte addresses), ``is_write``
+        ([N] 0/1), ``arrival`` (int64 [N] non-decreasing DRAM cycles, or None = untimed: all
+        available at cycle 0, offered in file order), optional ``rank_local`` ([N] 0/1).
+        Addresses beyond the mapped capacity wrap (high bits are dropped by the mapper);
+        callers that want an error check against ``config.capacity_bytes`` first.
+    config : DRAMConfig, default DRAMConfig()
+    progress : None/False (silent), True (tqdm bar), or a callable ``f(done, total)`` called
+        after every chunk.
+    command_log : int
+        If > 0, record up to this many issued commands (ReplayResult.command_log).
+    chunk : int
+        Completions per jitted call between progress updates.
+    """
+    config = config or DRAMConfig()
+    params = config.resolve()
+    addr, is_write, arrival, rank_local, timed = _check_trace(trace)
+    n = addr.shape[0]
+    C = params.n_channels
+    ch = K.map_channels(params, addr) if n else np.zeros(0, np.int64)
+    fifo = ch * 2 + is_write
+    F = 2 * C
+    order = np.argsort(fifo, kind="stable").astype(np.int64)
+    fifo_ptr = np.zeros(F + 1, np.int64)
+    np.cumsum(np.bincount(fifo, minlength=F), out=fifo_ptr[1:])
+    fifo_head = np.zeros(F, np.int64)
+    fifo_adm = np.zeros(F, np.int64)
+    state = K.new_state(params, 1, completion_capacity=4096 + 4 * C,
+                        log_capacity=int(command_log))
+    accept = np.full(n, -1, np.int64)
+    completion = np.full(n, -1, np.int64)
+    drv = np.zeros(4, np.int64)
+    # The driver starts at cycle 0 (refreshes fall due from nREFI on, requests or not);
+    # idle stretches are skipped inside _run.
+    out_ids = np.zeros(4096 + 4 * C, np.int64)
+    out_cyc = np.zeros(4096 + 4 * C, np.int64)
+
+    bar = None
+    if progress is True:
+        from tqdm import tqdm
+        bar = tqdm(total=n, unit="req", desc="dram replay", leave=False)
+    wall = 0.0
+    while drv[2] < n:
+        target = min(n, int(drv[2]) + chunk)
+        t0 = time.perf_counter()
+        _run(params, state, addr, is_write, rank_local, arrival, fifo, fifo_ptr, order,
+             fifo_head, fifo_adm, drv, accept, completion, target, out_ids, out_cyc)
+        wall += time.perf_counter() - t0
+        if drv[3] == 1:
+            raise RuntimeError(f"dram replay: no further progress possible at cycle {drv[0]} "
+                               f"with {n - drv[2]} requests incomplete (model bug)")
+        if drv[3] == 2:
+            raise RuntimeError("dram replay: completion buffer overflow (model bug)")
+        if bar is not None:
+            bar.update(int(drv[2]) - bar.n)
+        elif callable(progress):
+            progress(int(drv[2]), n)
+    if bar is not None:
+        bar.close()
+    log = state.log[: state.log_len[0]].copy() if command_log else None
+    stats = summarize(config, params, state, arrival, accept, completion, is_write, timed)
+    return ReplayResult(arrival=arrival, accept=accept, completion=completion,
+                        is_write=is_write.astype(np.uint8), stats=stats, config=config,
+                        wall_s=wall, command_log=log, channel=ch)

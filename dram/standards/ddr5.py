@@ -1,0 +1,278 @@
+"""The DDR5 standard as data: levels, commands, timing presets, organization presets, and the
+timing-constraint table.
+
+Everything here is plain data plus two small functions: :func:`derived_timings` (the timing
+values JEDEC gives in nanoseconds or per device width, converted to clock cycles) and
+:func:`constraint_table` (the records below evaluated for one preset, with the multi-cycle
+command adjustment applied). :mod:`dram.config` turns the result into dense integer arrays.
+
+Sources
+-------
+* JEDEC JESD79-5 (DDR5 SDRAM standard): speed bins (Table "DDR5-3200/4800 speed bins"),
+  tRFC1 = 195 / 295 / 410 ns for 8 / 16 / 32 Gb, tREFI = 3.9 us, tFAW, tRRD_S / tRRD_L, the
+  organization (bank groups x banks, rows, page size) per density and width, and the command
+  truth table (ACT, RD, WR, RDA, WRA take two command/address cycles; PREpb, PREab, REFab one).
+* Ramulator 2.1 (CMU-SAFARI/ramulator2, ``python/ramulator/dram/ddr5.py``): the same bins
+  expressed in clock cycles, and the list of constraints as (level, preceding commands,
+  following commands, latency expression, window, sibling) records, which we restate here.
+  The reference data of this project was produced with that table; the effective values are
+  in ``tests/data/dram/timing_constraints.txt``.
+
+Names: ``n*`` are clock cycles (nCK), ``t*`` carry their unit (``tCK_ps``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: Hierarchy levels above the row, outermost first. Index = level id in the kernel arrays.
+LEVELS = ("Channel", "Rank", "BankGroup", "Bank")
+
+#: Commands. The first eight are the DDR5 commands the controller uses; the last four are
+#: *rank-local* variants of the column commands (a near-memory processing unit on the rank reads
+#: or writes a burst that never crosses the channel's shared data bus). They obey every
+#: constraint of their base command except those marked ``data_bus`` below.
+COMMANDS = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab",
+            "RD_L", "WR_L", "RDA_L", "WRA_L")
+CMD = {name: i for i, name in enumerate(COMMANDS)}
+
+#: Rank-local variant of each column command.
+LOCAL_VARIANT = {"RD": "RD_L", "WR": "WR_L", "RDA": "RDA_L", "WRA": "WRA_L"}
+
+#: Command/address-bus cycles per command (JESD79-5 command truth table: ACT, RD, WR, RDA, WRA
+#: are two-cycle commands; the others one cycle). Rank-local variants are the same commands.
+COMMAND_CYCLES = {"ACT": 2, "PREpb": 1, "PREab": 1, "RD": 2, "WR": 2, "RDA": 2, "WRA": 2,
+                  "REFab": 1, "RD_L": 2, "WR_L": 2, "RDA_L": 2, "WRA_L": 2}
+
+#: Command metadata: which commands open a row, close one (or all), access a column, refresh;
+#: and their scope (``bank`` = one bank, ``rank`` = every bank of the rank).
+OPENING = ("ACT",)
+CLOSING = ("PREpb", "PREab", "RDA", "WRA", "RDA_L", "WRA_L")
+ACCESSING = ("RD", "WR", "RDA", "WRA", "RD_L", "WR_L", "RDA_L", "WRA_L")
+REFRESHING = ("REFab",)
+RANK_SCOPE = ("PREab", "REFab")
+
+
+# --------------------------------------------------------------------------------------------
+# Timing presets (primary timings in nCK). Source: JESD79-5 speed bins; the same numbers as
+# Ramulator 2.1's DDR5 presets. nRRDS/nRRDL/nFAW/nRFC/nREFI are derived (derived_timings()).
+# --------------------------------------------------------------------------------------------
+TIMING_PRESETS = {
+    # DDR5-3200 (tCK = 625 ps). Values as in Ramulator 2.1's DDR5 presets (CL-nRCD-nRP of the
+    # A/B/C bins, nRAS = 32 ns, nWR = 30 ns, nRTP = 7.5 ns, all rounded up to whole nCK).
+    "DDR5_3200AN": dict(rate=3200, tCK_ps=625, nBL=8, nCL=24, nRCD=24, nRP=24, nRAS=52, nRC=76,
+                        nWR=48, nRTP=12, nCWL=22, nPPD=2, nCCDS=8, nCCDL=8, nCCDS_WR=8,
+                        nCCDL_WR=32, nWTRS=6, nWTRL=16, nCS=2),
+    "DDR5_3200BN": dict(rate=3200, tCK_ps=625, nBL=8, nCL=26, nRCD=26, nRP=26, nRAS=52, nRC=78,
+                        nWR=48, nRTP=12, nCWL=24, nPPD=2, nCCDS=8, nCCDL=8, nCCDS_WR=8,
+                        nCCDL_WR=32, nWTRS=6, nWTRL=16, nCS=2),
+    "DDR5_3200C": dict(rate=3200, tCK_ps=625, nBL=8, nCL=28, nRCD=28, nRP=28, nRAS=52, nRC=80,
+                       nWR=48, nRTP=12, nCWL=26, nPPD=2, nCCDS=8, nCCDL=8, nCCDS_WR=8,
+                       nCCDL_WR=32, nWTRS=6, nWTRL=16, nCS=2),
+    # DDR5-4800 (tCK = 416 ps; 2e6/4800 = 416.7 ps, Ramulator rounds to 416). AN is the bin of
+    # the reference runs (nCL 34 = 14.2 ns); BN and C as in Ramulator 2.1 (nCL 36, 38).
+    "DDR5_4800AN": dict(rate=4800, tCK_ps=416, nBL=8, nCL=34, nRCD=34, nRP=34, nRAS=77, nRC=111,
+                        nWR=72, nRTP=18, nCWL=32, nPPD=2, nCCDS=8, nCCDL=12, nCCDS_WR=8,
+                        nCCDL_WR=48, nWTRS=6, nWTRL=24, nCS=2),
+    "DDR5_4800BN": dict(rate=4800, tCK_ps=416, nBL=8, nCL=36, nRCD=36, nRP=36, nRAS=77, nRC=113,
+                        nWR=72, nRTP=18, nCWL=34, nPPD=2, nCCDS=8, nCCDL=12, nCCDS_WR=8,
+                        nCCDL_WR=48, nWTRS=6, nWTRL=24, nCS=2),
+    "DDR5_4800C": dict(rate=4800, tCK_ps=416, nBL=8, nCL=38, nRCD=38, nRP=38, nRAS=77, nRC=115,
+                       nWR=72, nRTP=18, nCWL=36, nPPD=2, nCCDS=8, nCCDL=12, nCCDS_WR=8,
+                       nCCDL_WR=48, nWTRS=6, nWTRL=24, nCS=2),
+    # DDR5-5600 (tCK = 357 ps) and DDR5-6400 (tCK = 312 ps), AN bins.
+    "DDR5_5600AN": dict(rate=5600, tCK_ps=357, nBL=8, nCL=40, nRCD=40, nRP=40, nRAS=90, nRC=130,
+                        nWR=84, nRTP=20, nCWL=38, nPPD=2, nCCDS=8, nCCDL=12, nCCDS_WR=8,
+                        nCCDL_WR=56, nWTRS=5, nWTRL=28, nCS=2),
+    "DDR5_6400AN": dict(rate=6400, tCK_ps=312, nBL=8, nCL=46, nRCD=46, nRP=46, nRAS=103,
+                        nRC=149, nWR=96, nRTP=24, nCWL=44, nPPD=2, nCCDS=8, nCCDL=16,
+                        nCCDS_WR=8, nCCDL_WR=64, nWTRS=5, nWTRL=32, nCS=2),
+}
+
+#: Timing parameters a user may override (``DRAMConfig.timing_overrides``).
+TIMING_PARAMS = ("nBL", "nCL", "nRCD", "nRP", "nRAS", "nRC", "nWR", "nRTP", "nCWL", "nPPD",
+                 "nCCDS", "nCCDL", "nCCDS_WR", "nCCDL_WR", "nWTRS", "nWTRL", "nCS",
+                 "nRRDS", "nRRDL", "nFAW", "nRFC", "nREFI")
+
+# --------------------------------------------------------------------------------------------
+# Organization presets, per device (chip). JESD79-5: 8 Gb = 8 BG x 2 banks (x4/x8), 4 BG x 2
+# (x16); 16 Gb = 8 BG x 4 (x4/x8), 4 BG x 4 (x16); 32 Gb = same banks, 128 K rows.
+# Columns per row per chip: 2048 (x4: 2048 x 4 bit = 1 KB page), 1024 (x8: 1 KB page;
+# x16: 2 KB page); a 64-B line = BL16 = 16 columns. A channel is a 32-bit DDR5 sub-channel: 32/dq chips per rank.
+# --------------------------------------------------------------------------------------------
+ORG_PRESETS = {
+    "8Gb_x4": dict(density_Mb=8192, dq=4, bankgroups=8, banks=2, rows=1 << 16, columns=1 << 11),
+    "8Gb_x8": dict(density_Mb=8192, dq=8, bankgroups=8, banks=2, rows=1 << 16, columns=1 << 10),
+    "8Gb_x16": dict(density_Mb=8192, dq=16, bankgroups=4, banks=2, rows=1 << 16, columns=1 << 10),
+    "16Gb_x4": dict(density_Mb=16384, dq=4, bankgroups=8, banks=4, rows=1 << 16, columns=1 << 11),
+    "16Gb_x8": dict(density_Mb=16384, dq=8, bankgroups=8, banks=4, rows=1 << 16, columns=1 << 10),
+    "16Gb_x16": dict(density_Mb=16384, dq=16, bankgroups=4, banks=4, rows=1 << 16,
+                     columns=1 << 10),
+    "32Gb_x4": dict(density_Mb=32768, dq=4, bankgroups=8, banks=4, rows=1 << 17, columns=1 << 11),
+    "32Gb_x8": dict(density_Mb=32768, dq=8, bankgroups=8, banks=4, rows=1 << 17, columns=1 << 10),
+    "32Gb_x16": dict(density_Mb=32768, dq=16, bankgroups=4, banks=4, rows=1 << 17,
+                     columns=1 << 10),
+}
+
+#: DDR5 sub-channel width (bits) and burst length: one RD/WR moves 32 bit x BL16 = 64 B.
+CHANNEL_WIDTH_BITS = 32
+BURST_LENGTH = 16
+LINE_BYTES = CHANNEL_WIDTH_BITS * BURST_LENGTH // 8   # 64
+
+
+def derived_timings(timing: dict, org: dict) -> dict:
+    """Timings JEDEC gives in ns or per device width, in clock cycles (rounded up).
+
+    * nRRDS: tRRD_S = max(8 nCK, 5 ns) (JESD79-5, all widths at 3200-4800).
+    * nRRDL: tRRD_L = max(8 nCK, 5 ns); 12 nCK at 4800 (JESD79-5 bin table); Ramulator 2.1
+      lists 5 nCK at 3200 (below the 8 nCK floor) and we keep the JEDEC floor of 8 there.
+    * nFAW: tFAW = max(32 nCK, 20 ns) for 1 KB pages (x4, x8), max(32 nCK, 25 ns) for 2 KB
+      pages (x16), with tCK taken from the data rate (2e6 / rate ps).
+    * nRFC: tRFC1 = 195 / 295 / 410 ns for 8 / 16 / 32 Gb (all-bank refresh).
+    * nREFI: tREFI = 3.9 us (normal refresh rate, DDR5 halves DDR4's 7.8 us).
+    """
+    rate = timing["rate"]
+    tck_rate_ps = 2_000_000 / rate          # exact period from the data rate
+    tck_ps = timing["tCK_ps"]
+    dq = org["dq"]
+    out = {}
+    out["nRRDS"] = max(8, math.ceil(5000 / tck_rate_ps))
+    out["nRRDL"] = 12 if rate == 4800 else max(8, math.ceil(5000 / tck_rate_ps))
+    faw_ns = 20 if dq <= 8 else 25
+    out["nFAW"] = max(32, math.ceil(faw_ns * 1000 / tck_rate_ps))
+    trfc_ns = {8192: 195, 16384: 295, 32768: 410}[org["density_Mb"]]
+    out["nRFC"] = math.ceil(trfc_ns * 1000 / tck_ps)
+    out["nREFI"] = math.ceil(3_900_000 / tck_ps)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The timing-constraint table. Each record: level, preceding commands, following commands,
+# latency (expression over the timing parameters), window (at most `window` preceding commands
+# in `latency` cycles; 1 = plain spacing), sibling (applies between a rank and the OTHER ranks of
+# the channel), data_bus (a constraint of the shared channel data bus: does not apply to
+# rank-local column commands). Latencies are JEDEC values between the *ends* of the commands;
+# constraint_table() converts them to first-cycle-to-first-cycle spacing.
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TimingRecord:
+    level: str
+    preceding: tuple
+    following: tuple
+    latency: str
+    window: int = 1
+    sibling: bool = False
+    data_bus: bool = False
+
+
+_RD = ("RD", "RDA")
+_WR = ("WR", "WRA")
+_CAS = ("RD", "RDA", "WR", "WRA")
+
+TIMING_RECORDS = (
+    # Channel: data bus occupancy (one burst per nBL)
+    TimingRecord("Channel", _RD, _RD, "nBL", data_bus=True),
+    TimingRecord("Channel", _WR, _WR, "nBL", data_bus=True),
+    # Rank: CAS to CAS, different bank group
+    TimingRecord("Rank", _RD, _RD, "nCCDS"),
+    TimingRecord("Rank", _WR, _WR, "nCCDS_WR"),
+    # Rank: read-to-write and write-to-read turnarounds (read postamble / write preamble 2 nCK)
+    TimingRecord("Rank", _RD, _WR, "nCL + nBL + 2 - nCWL + 2"),
+    TimingRecord("Rank", _WR, _RD, "nCWL + nBL + nWTRS"),
+    # Rank switching on the shared data bus (applies to the other ranks)
+    TimingRecord("Rank", _RD, _CAS, "nBL + nCS", sibling=True, data_bus=True),
+    TimingRecord("Rank", _WR, _RD, "nCWL + nBL + nCS - nCL", sibling=True, data_bus=True),
+    # Rank: CAS to precharge-all
+    TimingRecord("Rank", ("RD",), ("PREab",), "nRTP"),
+    TimingRecord("Rank", ("WR",), ("PREab",), "nCWL + nBL + nWR"),
+    # Rank: activation rate
+    TimingRecord("Rank", ("ACT",), ("ACT",), "nRRDS"),
+    TimingRecord("Rank", ("ACT",), ("ACT",), "nFAW", window=4),
+    TimingRecord("Rank", ("ACT",), ("PREab",), "nRAS"),
+    TimingRecord("Rank", ("PREab",), ("ACT",), "nRP"),
+    TimingRecord("Rank", ("PREpb", "PREab"), ("PREpb", "PREab"), "nPPD"),
+    # Rank: refresh
+    TimingRecord("Rank", ("ACT",), ("REFab",), "nRC"),
+    TimingRecord("Rank", ("PREpb", "PREab"), ("REFab",), "nRP"),
+    TimingRecord("Rank", ("RDA",), ("REFab",), "nRP + nRTP"),
+    TimingRecord("Rank", ("WRA",), ("REFab",), "nCWL + nBL + nWR + nRP"),
+    TimingRecord("Rank", ("REFab",), ("ACT", "PREab"), "nRFC"),
+    # Bank group: same-group CAS and activation
+    TimingRecord("BankGroup", _RD, _RD, "nCCDL"),
+    TimingRecord("BankGroup", _WR, _WR, "nCCDL_WR"),
+    TimingRecord("BankGroup", _WR, _RD, "nCWL + nBL + nWTRL"),
+    TimingRecord("BankGroup", ("ACT",), ("ACT",), "nRRDL"),
+    # Bank
+    TimingRecord("Bank", ("ACT",), ("ACT",), "nRC"),
+    TimingRecord("Bank", ("ACT",), _CAS, "nRCD"),
+    TimingRecord("Bank", ("ACT",), ("PREpb",), "nRAS"),
+    TimingRecord("Bank", ("PREpb",), ("ACT",), "nRP"),
+    TimingRecord("Bank", ("RD",), ("PREpb",), "nRTP"),
+    TimingRecord("Bank", ("WR",), ("PREpb",), "nCWL + nBL + nWR"),
+    TimingRecord("Bank", ("RDA",), ("ACT",), "nRTP + nRP"),
+    TimingRecord("Bank", ("WRA",), ("ACT",), "nCWL + nBL + nWR + nRP"),
+)
+
+
+def _eval_latency(expr: str, timing: dict) -> int:
+    """Evaluate a latency expression: integers and parameter names joined by + and -."""
+    total = 0
+    sign = 1
+    for tok in expr.replace("+", " + ").replace("-", " - ").split():
+        if tok == "+":
+            sign = 1
+        elif tok == "-":
+            sign = -1
+        else:
+            if tok.isdigit():
+                val = int(tok)
+            elif tok in timing:
+                val = int(timing[tok])
+            else:
+                raise ValueError(f"timing expression {expr!r}: unknown parameter {tok!r}")
+            total += sign * val
+    return total
+
+
+def _with_local(cmds, include_local: bool):
+    out = list(cmds)
+    if include_local:
+        out += [LOCAL_VARIANT[c] for c in cmds if c in LOCAL_VARIANT]
+    return out
+
+
+def constraint_table(timing: dict):
+    """Evaluate :data:`TIMING_RECORDS` for one set of timings.
+
+    Returns a list of ``(level, preceding, following, latency, window, sibling)`` tuples, one per
+    (level, preceding command, following command, window, sibling) combination, with the
+    latency converted from JEDEC end-to-end spacing to first-cycle spacing:
+    ``latency + (cycles(preceding) - 1) - (cycles(following) - 1)``: a two-cycle preceding
+    command starts the DRAM operation one cycle later, a two-cycle following command may start
+    one cycle earlier (the rule Ramulator 2.1 applies). Also adds the command-bus occupancy:
+    a command of k > 1 cycles blocks every command on the channel for k cycles.
+
+    Rank-local column commands (``RD_L`` ...) are added to every record except the
+    ``data_bus`` ones.
+    """
+    out = []
+    # Command bus occupancy (channel level), first.
+    for c in COMMANDS:
+        k = COMMAND_CYCLES[c]
+        if k > 1:
+            for f in COMMANDS:
+                out.append(("Channel", c, f, k, 1, False))
+    for rec in TIMING_RECORDS:
+        nominal = _eval_latency(rec.latency, timing)
+        local = not rec.data_bus
+        for p in _with_local(rec.preceding, local):
+            for f in _with_local(rec.following, local):
+                lat = nominal + (COMMAND_CYCLES[p] - 1) - (COMMAND_CYCLES[f] - 1)
+                out.append((rec.level, p, f, lat, rec.window, rec.sibling))
+    return out
+
+
+def read_latency(timing: dict) -> int:
+    """Cycles from RD issue to the data returned to the controller: nCL + nBL (Ramulator 2.1)."""
+    return int(timing["nCL"]) + int(timing["nBL"])
