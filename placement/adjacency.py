@@ -110,8 +110,15 @@ def validate_adjacency(adjacency, num_clusters: int, *, name: str = "adjacency")
 
     Rules: 2-D ``(C, A)`` with ``C == num_clusters``; integer ids in ``[0, C)`` or ``-1``;
     ``-1`` only as trailing padding of a row; a cluster never lists itself. Errors name the
-    first offending cluster and position.
+    first offending cluster and position. A list of rows of different lengths is accepted
+    and padded with ``-1``.
     """
+    if isinstance(adjacency, (list, tuple)) and any(
+        isinstance(r, (list, tuple, np.ndarray)) for r in adjacency
+    ):
+        width = max((len(r) for r in adjacency), default=0)
+        if any(len(r) != width for r in adjacency):
+            adjacency = [list(r) + [-1] * (width - len(r)) for r in adjacency]
     a = np.asarray(adjacency)
     if a.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (clusters x neighbors), got shape {a.shape}")
