@@ -16,6 +16,7 @@ import sys
 SUBCOMMAND_MODULES = (
     "dram.cli",
     "placement.cli",
+    "graphs.cli",
 )
 
 

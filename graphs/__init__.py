@@ -1,1 +1,44 @@
-"""Datasets, clustered graph ANNS indexes and the traced beam search. Knows nothing about DRAM or CXL."""
+"""Datasets, clustered graph ANNS indexes and the traced beam search. Knows nothing about DRAM or CXL.
+
+Main entry points (imported lazily, so ``import graphs`` stays light):
+
+- :func:`graphs.make_workload` -- dataset -> cached clustered index -> cached :class:`LogicalTrace`
+- :func:`graphs.get_dataset`, :class:`graphs.Dataset`, :func:`graphs.load_dataset`
+- :func:`graphs.get_index` / :func:`graphs.build_index`, :class:`graphs.IndexParams`
+- :func:`graphs.search`, :func:`graphs.trace_index`
+- :func:`graphs.save_trace` / :func:`graphs.load_trace`, :func:`graphs.export_clusters`
+"""
+
+_EXPORTS = {
+    "make_workload": "workload",
+    "get_dataset": "workload",
+    "trace_index": "workload",
+    "export_clusters": "workload",
+    "DEFAULTS": "workload",
+    "Dataset": "dataset",
+    "load_dataset": "dataset",
+    "real_dataset": "dataset",
+    "IndexParams": "index",
+    "ClusteredIndex": "index",
+    "build_index": "index",
+    "get_index": "index",
+    "search": "search",
+    "LogicalTrace": "trace",
+    "save_trace": "trace",
+    "load_trace": "trace",
+    "save_clusters": "trace",
+    "load_clusters": "trace",
+    "exact_knn": "groundtruth",
+    "recall_at_k": "groundtruth",
+    "generate": "synthetic",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'graphs' has no attribute {name!r}")

@@ -1,0 +1,275 @@
+"""The logical ANNS trace (docs/contracts.md section 1): container, save/load, statistics.
+
+A trace is hardware independent: which clusters each query probed, and for each cluster search
+the hops (expanded node, adjacency-list length, vectors read for distances, candidate-list
+insertions). Arrays keep the dtypes of the contract table in memory and on disk (node ids
+int32, pointers int64, ``result_ids`` int64); cast to int64 before computing byte addresses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .io import atomic_write_bytes
+
+__all__ = ["LogicalTrace", "save_trace", "load_trace", "TRACE_FORMAT_VERSION", "save_clusters", "load_clusters"]
+
+TRACE_FORMAT_VERSION = 1
+
+# key -> dtype (contract table, in order)
+TRACE_ARRAYS = {
+    "cluster_ptr": np.int64,
+    "cluster_nodes": np.int32,
+    "centroids": np.float32,
+    "cluster_adjacency": np.int32,
+    "query_ptr": np.int64,
+    "search_cluster": np.int32,
+    "search_entry": np.int32,
+    "search_hop_ptr": np.int64,
+    "hop_node": np.int32,
+    "hop_degree": np.int32,
+    "hop_read_ptr": np.int64,
+    "read_node": np.int32,
+    "hop_cand_inserts": np.int32,
+    "result_ids": np.int64,
+}
+# keys added beyond the contract table (optional on load)
+EXTRA_ARRAYS = {"query_recall": np.float32}
+
+REQUIRED_META = (
+    "dataset", "n", "dim", "dtype", "metric", "vector_bytes", "max_degree", "cand_list_len",
+    "num_clusters", "num_probes", "k", "recall", "seed", "num_queries", "format_version",
+)
+
+
+@dataclass(eq=False)
+class LogicalTrace:
+    """Logical trace of a batch of queries (fields: docs/contracts.md section 1).
+
+    ``query_recall`` (Q,) float32 is an added key: recall@k of each query (NaN without
+    ground truth).
+    """
+
+    meta: dict
+    cluster_ptr: np.ndarray
+    cluster_nodes: np.ndarray
+    centroids: np.ndarray
+    cluster_adjacency: np.ndarray
+    query_ptr: np.ndarray
+    search_cluster: np.ndarray
+    search_entry: np.ndarray
+    search_hop_ptr: np.ndarray
+    hop_node: np.ndarray
+    hop_degree: np.ndarray
+    hop_read_ptr: np.ndarray
+    read_node: np.ndarray
+    hop_cand_inserts: np.ndarray
+    result_ids: np.ndarray
+    query_recall: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+
+    def __post_init__(self):
+        for k, dt in {**TRACE_ARRAYS, **EXTRA_ARRAYS}.items():
+            setattr(self, k, np.asarray(getattr(self, k), dtype=dt))
+        self.validate()
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def num_queries(self) -> int:
+        return len(self.query_ptr) - 1
+
+    @property
+    def num_clusters(self) -> int:
+        return len(self.cluster_ptr) - 1
+
+    @property
+    def num_searches(self) -> int:
+        return len(self.search_cluster)
+
+    def validate(self) -> None:
+        """Check the CSR structure and the meta keys (ValueError naming the field)."""
+        missing = [k for k in REQUIRED_META if k not in self.meta]
+        if missing:
+            raise ValueError(f"trace meta: missing keys {missing}")
+
+        def csr(name, ptr, m):
+            if len(ptr) < 1 or ptr[0] != 0 or ptr[-1] != m or np.any(np.diff(ptr) < 0):
+                raise ValueError(f"trace: {name} is not a CSR pointer over {m} entries")
+
+        csr("cluster_ptr", self.cluster_ptr, len(self.cluster_nodes))
+        csr("query_ptr", self.query_ptr, len(self.search_cluster))
+        csr("search_hop_ptr", self.search_hop_ptr, len(self.hop_node))
+        csr("hop_read_ptr", self.hop_read_ptr, len(self.read_node))
+        S, H = len(self.search_cluster), len(self.hop_node)
+        if len(self.search_entry) != S or len(self.search_hop_ptr) != S + 1:
+            raise ValueError("trace: search_entry / search_hop_ptr lengths do not match search_cluster")
+        if len(self.hop_degree) != H or len(self.hop_cand_inserts) != H or len(self.hop_read_ptr) != H + 1:
+            raise ValueError("trace: hop_degree / hop_cand_inserts / hop_read_ptr lengths do not match hop_node")
+        Q = self.num_queries
+        if self.result_ids.ndim != 2 or self.result_ids.shape[0] != Q:
+            raise ValueError(f"trace: result_ids shape {self.result_ids.shape}, expected ({Q}, k)")
+        C = self.num_clusters
+        if self.centroids.ndim != 2 or self.centroids.shape[0] != C:
+            raise ValueError(f"trace: centroids shape {self.centroids.shape}, expected ({C}, dim)")
+        if self.cluster_adjacency.shape[0] != C:
+            raise ValueError(f"trace: cluster_adjacency has {self.cluster_adjacency.shape[0]} rows, expected {C}")
+        if S and (self.search_cluster.min() < 0 or self.search_cluster.max() >= C):
+            raise ValueError("trace: search_cluster out of range 0..C-1")
+        if len(self.query_recall) not in (0, Q):
+            raise ValueError(f"trace: query_recall has {len(self.query_recall)} entries, expected {Q}")
+
+    # ------------------------------------------------------------------ statistics
+    def per_search(self) -> dict:
+        """Per-search work: ``hops`` and ``reads`` (vectors read after the entry), (S,) int64."""
+        hops = np.diff(self.search_hop_ptr)
+        reads = self.hop_read_ptr[self.search_hop_ptr[1:]] - self.hop_read_ptr[self.search_hop_ptr[:-1]]
+        return {"hops": hops, "reads": reads}
+
+    def node_bytes_default(self) -> int:
+        """Adjacency-list bytes of a node: a uint32 degree + ``max_degree`` uint32 neighbor ids
+        (DiskANN's fixed-size node layout without the inline vector, which is counted apart)."""
+        return 4 + 4 * int(self.meta["max_degree"])
+
+    def per_query(self, node_bytes: int | None = None, vector_bytes: int | None = None) -> dict:
+        """Per-query work, each (Q,) int64 (``recall`` float64 if known).
+
+        - ``searches``: clusters probed
+        - ``hops``: node reads (adjacency lists)
+        - ``distances``: searches (entry vector) + vectors read at the hops
+        - ``cand_inserts``: candidate-list insertions
+        - ``bytes``: hops x node_bytes + distances x vector_bytes
+        """
+        node_bytes = self.node_bytes_default() if node_bytes is None else int(node_bytes)
+        vector_bytes = int(self.meta["vector_bytes"]) if vector_bytes is None else int(vector_bytes)
+        qp = self.query_ptr
+        sp = self.search_hop_ptr
+        searches = np.diff(qp)
+        hops = sp[qp[1:]] - sp[qp[:-1]]
+        hp = self.hop_read_ptr
+        reads = hp[sp[qp[1:]]] - hp[sp[qp[:-1]]]
+        ins_c = np.concatenate([[0], np.cumsum(self.hop_cand_inserts, dtype=np.int64)])
+        inserts = ins_c[sp[qp[1:]]] - ins_c[sp[qp[:-1]]]
+        distances = searches + reads
+        out = {
+            "searches": searches,
+            "hops": hops,
+            "distances": distances,
+            "cand_inserts": inserts,
+            "bytes": hops * node_bytes + distances * vector_bytes,
+        }
+        if len(self.query_recall):
+            out["recall"] = self.query_recall.astype(np.float64)
+        return out
+
+    def per_cluster(self) -> dict:
+        """Accesses per cluster, each (C,) int64: ``searches``, ``hops``, ``reads``."""
+        C = self.num_clusters
+        ps = self.per_search()
+        return {
+            "searches": np.bincount(self.search_cluster, minlength=C).astype(np.int64),
+            "hops": np.bincount(self.search_cluster, weights=ps["hops"], minlength=C).astype(np.int64),
+            "reads": np.bincount(self.search_cluster, weights=ps["reads"], minlength=C).astype(np.int64),
+        }
+
+    def summary(self, node_bytes: int | None = None, vector_bytes: int | None = None) -> dict:
+        """Mean / median / p99 / max of the per-query work, recall and per-cluster load spread."""
+        pq = self.per_query(node_bytes, vector_bytes)
+        out = {"num_queries": self.num_queries, "recall": self.meta.get("recall")}
+        for key in ("hops", "distances", "cand_inserts", "bytes"):
+            v = pq[key].astype(np.float64)
+            out[key] = {
+                "mean": float(v.mean()) if v.size else 0.0,
+                "p50": float(np.percentile(v, 50)) if v.size else 0.0,
+                "p99": float(np.percentile(v, 99)) if v.size else 0.0,
+                "max": float(v.max(initial=0)),
+            }
+        pc = self.per_cluster()["searches"]
+        out["cluster_searches_max_over_mean"] = float(pc.max() / pc.mean()) if pc.sum() else 0.0
+        return out
+
+
+def _checksum(a: np.ndarray) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{a.dtype.str}{a.shape}".encode())
+    h.update(np.ascontiguousarray(a).data)
+    return h.hexdigest()
+
+
+def save_trace(path: str | os.PathLike, trace: LogicalTrace, overwrite: bool = False) -> Path:
+    """Write the trace as one .npz (temporary name, then rename). Refuses to overwrite unless asked.
+
+    The JSON meta gets an added ``checksums`` entry (blake2b per array) checked by
+    :func:`load_trace`.
+    """
+    arrays = {k: getattr(trace, k) for k in (*TRACE_ARRAYS, *EXTRA_ARRAYS)}
+    meta = dict(trace.meta)
+    meta["checksums"] = {k: _checksum(v) for k, v in arrays.items()}
+    arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
+    return atomic_write_bytes(path, lambda f: np.savez(f, **arrays), overwrite=overwrite)
+
+
+def load_trace(path: str | os.PathLike, verify: bool = True) -> LogicalTrace:
+    """Read a trace written by :func:`save_trace`.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a readable trace, a key is missing, a checksum does not match
+        (``verify``) or the structure is inconsistent; the message names the file and key.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such trace file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            missing = [k for k in TRACE_ARRAYS if k not in z.files]
+            if missing:
+                raise ValueError(f"missing keys {missing}")
+            arrays = {k: z[k] for k in TRACE_ARRAYS}
+            for k in EXTRA_ARRAYS:
+                if k in z.files:
+                    arrays[k] = z[k]
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a valid trace file ({exc})") from exc
+    except Exception as exc:
+        raise ValueError(f"{path}: not a readable trace file ({type(exc).__name__}: {exc})") from exc
+    if meta.get("format_version") != TRACE_FORMAT_VERSION:
+        raise ValueError(f"{path}: trace format_version {meta.get('format_version')}, expected {TRACE_FORMAT_VERSION}")
+    sums = meta.pop("checksums", {})
+    if verify:
+        for k, a in arrays.items():
+            if k in sums and _checksum(a) != sums[k]:
+                raise ValueError(f"{path}: checksum of '{k}' does not match (corrupted file)")
+    try:
+        return LogicalTrace(meta=meta, **arrays)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+
+
+def save_clusters(path: str | os.PathLike, sizes, centroids, cluster_adjacency, overwrite: bool = False) -> Path:
+    """Write the cluster metadata of contract section 2 (``clusters.npz``: sizes, centroids,
+    cluster_adjacency). ``sizes`` are in the caller's unit (graphs writes vectors)."""
+    arrays = {
+        "sizes": np.asarray(sizes, dtype=np.int64),
+        "centroids": np.asarray(centroids, dtype=np.float32),
+        "cluster_adjacency": np.asarray(cluster_adjacency, dtype=np.int32),
+    }
+    C = len(arrays["sizes"])
+    if arrays["centroids"].shape[0] != C or arrays["cluster_adjacency"].shape[0] != C:
+        raise ValueError(f"{path}: sizes, centroids and cluster_adjacency must all have {C} rows")
+    return atomic_write_bytes(path, lambda f: np.savez(f, **arrays), overwrite=overwrite)
+
+
+def load_clusters(path: str | os.PathLike) -> dict:
+    """Read ``clusters.npz`` into a dict of the three arrays."""
+    with np.load(path, allow_pickle=False) as z:
+        missing = [k for k in ("sizes", "centroids", "cluster_adjacency") if k not in z.files]
+        if missing:
+            raise ValueError(f"{path}: missing keys {missing}")
+        return {k: z[k] for k in ("sizes", "centroids", "cluster_adjacency")}

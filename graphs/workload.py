@@ -1,0 +1,246 @@
+"""End-to-end API: dataset -> cached clustered index -> cached logical trace.
+
+>>> from graphs import make_workload
+>>> trace = make_workload("sift", n=100_000, num_queries=1000)   # doctest: +SKIP
+>>> trace.meta["recall"], trace.per_query()["hops"].mean()        # doctest: +SKIP
+
+Defaults and why (docs/graphs.md has the details):
+
+- ``num_clusters=64``: 16 clusters per device on the paper's 4 CXL devices, enough freedom for
+  placement; ``num_probes=8`` probes 1/8 of the data (IVF-style routing).
+- ``M=32`` -> level-0 max degree 64 = DiskANN's R=64 (Subramanya et al., NeurIPS 2019); with
+  ~40 unvisited neighbors per hop this gives the ~40 distance computations per node read of the
+  big-ann-benchmarks DiskANN run quoted in DESIGN.md (2,268 / 56).
+- ``ef_construction=100`` = DiskANN's build list size L=100.
+- ``cand_list_len=64``, ``k=10``: recall@10 target of the issue; L within DiskANN's usual
+  search range (L >= k, 50-100 for recall@10 ~ 0.9-0.95).
+- ``entry="medoid"``: DiskANN's fixed entry point, level-0 graph only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from .dataset import Dataset, real_dataset
+from .groundtruth import exact_knn, recall_at_k
+from .index import ClusteredIndex, IndexParams, default_cache_dir, get_index, index_key
+from .io import atomic_write_bytes
+from .search import search, validate_search
+from .synthetic import SPECS, generate
+from .trace import TRACE_FORMAT_VERSION, LogicalTrace, load_trace, save_clusters, save_trace
+
+__all__ = ["make_workload", "get_dataset", "trace_index", "export_clusters", "DEFAULTS"]
+
+DEFAULTS = dict(
+    num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef_construction=100, seed=0, entry="medoid"
+)
+REAL_SETS = ("siftsmall", "bigann10k")
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:60]
+
+
+def get_dataset(
+    dataset: str | Dataset,
+    n: int | None = None,
+    num_queries: int | None = None,
+    seed: int = 0,
+    cache_dir: str | os.PathLike | None = None,
+    gt_k: int = 100,
+    progress: bool = False,
+) -> Dataset:
+    """A :class:`Dataset` by synthetic family name (``sift``, ``deep``, ``text2image``,
+    ``msspacev``), real set name (``siftsmall``, ``bigann10k``) or as given, cut to ``n`` base
+    vectors and ``num_queries`` queries.
+
+    Synthetic sets default to n=100,000 and 1,000 queries; their exact ground truth is cached
+    under ``cache_dir/groundtruth`` (verified by a key of the data's fingerprint).
+    """
+    if isinstance(dataset, Dataset):
+        ds = dataset
+        if n is not None or num_queries is not None:
+            ds = ds.subset(n, num_queries)
+        return ds
+    if dataset in REAL_SETS:
+        return real_dataset(dataset).subset(n, num_queries)
+    if dataset not in SPECS:
+        raise ValueError(
+            f"dataset '{dataset}' unknown; expected a synthetic family ({', '.join(SPECS)}), "
+            f"a real set ({', '.join(REAL_SETS)}) or a Dataset"
+        )
+    n = 100_000 if n is None else int(n)
+    num_queries = 1000 if num_queries is None else int(num_queries)
+    if n < 1 or num_queries < 0:
+        raise ValueError(f"n={n} must be >= 1 and num_queries={num_queries} >= 0")
+    spec = SPECS[dataset]
+    base = generate(spec, n, seed)
+    queries = generate(spec, num_queries, seed, queries=True)
+    ds = Dataset(name=f"{dataset}-n{n}-q{num_queries}-s{seed}", base=base, queries=queries, metric=spec.metric)
+    if num_queries == 0:
+        return ds
+    gk = min(gt_k, n)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    path = cache / "groundtruth" / f"{_safe(ds.name)}-{ds.fingerprint()[:16]}-k{gk}.npz"
+    gt = None
+    if path.exists():
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if str(z["fingerprint"]) == ds.fingerprint() and z["ids"].shape == (num_queries, gk):
+                    gt = z["ids"].astype(np.int64)
+        except Exception as exc:  # damaged cache file: recompute
+            warnings.warn(f"{path}: unreadable ground truth cache ({exc}); recomputing", stacklevel=2)
+    if gt is None:
+        gt, _ = exact_knn(base, queries, gk, spec.metric, progress=progress)
+        atomic_write_bytes(
+            path, lambda f: np.savez(f, ids=gt, fingerprint=np.array(ds.fingerprint())), overwrite=True
+        )
+    return Dataset(name=ds.name, base=base, queries=queries, groundtruth=gt, metric=spec.metric)
+
+
+def trace_index(
+    index: ClusteredIndex,
+    dataset: Dataset,
+    num_probes: int = 8,
+    cand_list_len: int = 64,
+    k: int = 10,
+    entry: str = "medoid",
+    progress: bool = True,
+) -> LogicalTrace:
+    """Search every query of ``dataset`` on ``index`` and return the logical trace."""
+    if dataset.queries is None:
+        raise ValueError(f"dataset {dataset.name}: no queries to trace")
+    out = search(index, dataset.base, dataset.queries, num_probes, cand_list_len, k, entry, progress=progress)
+    if dataset.groundtruth is not None and dataset.groundtruth.shape[1] >= k:
+        qr64 = recall_at_k(out.result_ids, dataset.groundtruth, k)
+        recall = float(np.mean(qr64)) if len(qr64) else None
+        qr = qr64.astype(np.float32)
+    else:
+        qr = np.full(len(dataset.queries), np.nan, dtype=np.float32)
+        recall = None
+    p = index.params
+    meta = {
+        "dataset": dataset.name,
+        "n": dataset.n,
+        "dim": dataset.dim,
+        "dtype": dataset.dtype,
+        "metric": dataset.metric,
+        "vector_bytes": dataset.vector_bytes,
+        "max_degree": p.max_degree,
+        "cand_list_len": int(cand_list_len),
+        "num_clusters": index.num_clusters,
+        "num_probes": int(num_probes),
+        "k": int(k),
+        "recall": recall,
+        "seed": p.seed,
+        "num_queries": len(dataset.queries),
+        "format_version": TRACE_FORMAT_VERSION,
+        # added keys
+        "M": p.M,
+        "ef_construction": p.ef_construction,
+        "entry": entry,
+        "max_degree_observed": int(index.degrees().max(initial=0)),
+        "mean_degree": float(index.degrees().mean()),
+        "dataset_fingerprint": dataset.fingerprint(),
+    }
+    return LogicalTrace(
+        meta=meta,
+        cluster_ptr=index.cluster_ptr,
+        cluster_nodes=index.cluster_nodes,
+        centroids=index.centroids,
+        cluster_adjacency=index.cluster_adjacency(),
+        query_ptr=out.query_ptr,
+        search_cluster=out.search_cluster,
+        search_entry=out.search_entry,
+        search_hop_ptr=out.search_hop_ptr,
+        hop_node=out.hop_node,
+        hop_degree=out.hop_degree,
+        hop_read_ptr=out.hop_read_ptr,
+        read_node=out.read_node,
+        hop_cand_inserts=out.hop_cand_inserts,
+        result_ids=out.result_ids,
+        query_recall=qr,
+    )
+
+
+def export_clusters(path: str | os.PathLike, index: ClusteredIndex, overwrite: bool = False) -> Path:
+    """Write ``clusters.npz`` (contract section 2; sizes in vectors) for ``cosmos place``."""
+    return save_clusters(path, index.cluster_sizes, index.centroids, index.cluster_adjacency(), overwrite=overwrite)
+
+
+def make_workload(
+    dataset: str | Dataset,
+    n: int | None = None,
+    num_queries: int | None = None,
+    num_clusters: int = DEFAULTS["num_clusters"],
+    num_probes: int = DEFAULTS["num_probes"],
+    cand_list_len: int = DEFAULTS["cand_list_len"],
+    k: int = DEFAULTS["k"],
+    seed: int = DEFAULTS["seed"],
+    cache_dir: str | os.PathLike | None = None,
+    M: int = DEFAULTS["M"],
+    ef_construction: int = DEFAULTS["ef_construction"],
+    entry: str = DEFAULTS["entry"],
+    threads: int | None = None,
+    progress: bool = True,
+) -> LogicalTrace:
+    """Dataset -> clustered index -> logical trace, each cached under ``cache_dir``.
+
+    Parameters
+    ----------
+    dataset : str or Dataset
+        Synthetic family (``sift``, ``deep``, ``text2image``, ``msspacev``), real set
+        (``siftsmall``, ``bigann10k``) or a :class:`Dataset`.
+    n, num_queries : int, optional
+        Base vectors and queries (defaults: all of a given set; 100,000 / 1,000 for synthetic).
+    num_clusters, M, ef_construction, seed :
+        Index parameters (:class:`graphs.index.IndexParams`); ``num_clusters=1`` = single graph.
+    num_probes, cand_list_len, k, entry :
+        Search parameters (:func:`graphs.search.search`).
+    cache_dir : path, optional
+        Defaults to ``$COSMOS_CACHE`` or ``~/.cache/cosmos``.
+
+    Returns
+    -------
+    LogicalTrace
+        Identical (bit for bit) for identical arguments.
+    """
+    ds = get_dataset(dataset, n, num_queries, seed, cache_dir, progress=progress)
+    params = IndexParams(num_clusters=num_clusters, M=M, ef_construction=ef_construction, seed=seed)
+    params.validate(ds.n)
+    if ds.queries is None:
+        raise ValueError(f"dataset {ds.name}: no queries")
+    # validate the search parameters before any expensive build
+    if not 1 <= num_probes <= num_clusters:
+        raise ValueError(f"num_probes={num_probes} must be in 1..num_clusters={num_clusters}")
+    if not 1 <= k <= cand_list_len:
+        raise ValueError(f"k={k} must be in 1..cand_list_len={cand_list_len}")
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    spar = {"num_probes": num_probes, "cand_list_len": cand_list_len, "k": k, "entry": entry}
+    key = hashlib.blake2b(
+        json.dumps({"v": TRACE_FORMAT_VERSION, "index": index_key(ds, params), "s": spar}, sort_keys=True).encode(),
+        digest_size=8,
+    ).hexdigest()
+    path = cache / "traces" / f"{_safe(ds.name)}-{key}.npz"
+    if path.exists():
+        try:
+            tr = load_trace(path)
+            if tr.meta.get("dataset_fingerprint") == ds.fingerprint() and all(
+                tr.meta.get(a) == b for a, b in spar.items()
+            ) and tr.meta.get("M") == M and tr.meta.get("num_clusters") == num_clusters:
+                return tr
+            warnings.warn(f"{path}: stale trace cache (parameters differ); recomputing", stacklevel=2)
+        except ValueError as exc:
+            warnings.warn(f"recomputing the trace: {exc}", stacklevel=2)
+    index, _ = get_index(ds, params, cache, threads=threads, progress=progress)
+    validate_search(index, ds.queries, num_probes, cand_list_len, k, entry)
+    tr = trace_index(index, ds, num_probes, cand_list_len, k, entry, progress=progress)
+    save_trace(path, tr, overwrite=True)
+    return tr
