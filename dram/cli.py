@@ -221,39 +221,46 @@ def build_config(args: argparse.Namespace):
     return cfg
 
 
+def _replay_function():
+    """``dram.replay`` (the contract's entry point). Importing the ``dram.replay`` submodule
+    rebinds that package attribute to the module, so take the function from it then."""
+    import types
+
+    import dram
+
+    fn = dram.replay
+    return fn.replay if isinstance(fn, types.ModuleType) else fn
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     import dataclasses
 
-    import numpy as np
-
-    import dram
-    from dram.output import file_sha256, summary_table, write_run
+    from dram.output import file_sha256, new_run_dir, summary_table, write_run
     from dram.traces import read_trace
 
     config = build_config(args)
     trace_path = Path(args.trace)
-    trace = read_trace(
-        trace_path,
-        args.format,
-        config=config,
-        wrap=args.wrap,
-        unaligned="error" if args.strict_align else "align",
-    )
+    unaligned = "error" if args.strict_align else "align"
+    t0 = time.perf_counter()
+    trace = read_trace(trace_path, args.format, config=config, wrap=args.wrap, unaligned=unaligned)
+    read_s = time.perf_counter() - t0
+    replay = _replay_function()
     progress, close = _progress_bar(len(trace), disable=args.no_progress)
     t0 = time.perf_counter()
     try:
-        result = dram.replay(trace, config, progress=progress)
+        result = replay(trace, config, progress=progress)
     finally:
         close()
-    wall_s = time.perf_counter() - t0
+    replay_s = time.perf_counter() - t0
 
-    stats = run_statistics(trace, result, config, wall_s)
+    stats = run_statistics(trace, result, read_s=read_s, replay_s=replay_s)
     table = summary_header(trace, config) + "\n" + summary_table(stats)
     if args.json:
         print(json.dumps(stats, indent=2, default=_plain))
     else:
         print(table)
     if args.out is not None:
+        folder = new_run_dir(args.out)
         run_config = {
             "dram_config": dataclasses.asdict(config),
             "trace": {
@@ -263,23 +270,20 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                 "sha256": file_sha256(trace_path),
                 "n_requests": len(trace),
             },
-            "replay": {"wrap": bool(args.wrap), "unaligned": "error" if args.strict_align else "align"},
-            "command": "cosmos " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-            if Path(sys.argv[0]).name == "cosmos" else None,
-            "rerun": _rerun_command(trace_path, args),
+            "replay": {"format": args.format, "wrap": bool(args.wrap), "unaligned": unaligned},
+            "rerun": _rerun_command(trace_path, folder / "config.json", args),
             "versions": _versions(),
         }
-        folder = write_run(args.out, trace=trace, result=result, stats=stats, config=run_config,
-                           summary=table)
+        write_run(folder, trace=trace, result=result, stats=stats, config=run_config,
+                  summary=table)
         print(f"results written to {folder}", file=sys.stderr)
-    del np
     return 0
 
 
-def _rerun_command(trace_path: Path, args: argparse.Namespace) -> str:
-    """A command that repeats this run from the results folder's config.json."""
-    parts = ["cosmos", "dram", "replay", str(trace_path.resolve()), "--config", "config.json",
-             "--format", args.format]
+def _rerun_command(trace_path: Path, config_json: Path, args: argparse.Namespace) -> str:
+    """A command that repeats this run: the same trace, memory system and replay options."""
+    parts = ["cosmos", "dram", "replay", str(trace_path.resolve()), "--config",
+             str(config_json.resolve()), "--format", args.format]
     if args.wrap:
         parts.append("--wrap")
     if args.strict_align:
@@ -310,11 +314,14 @@ def _plain(obj: Any) -> Any:
 
 
 def _progress_bar(total: int, *, disable: bool):
-    """A tqdm bar over requests and the callback that advances it (shown on long runs only)."""
+    """A tqdm bar over completed requests and the callback ``f(done, total)`` that advances it;
+    shown on a terminal only, and only once the run has taken more than a second."""
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, unit="req", unit_scale=True, desc="replay", disable=disable,
-               mininterval=0.5, delay=1.0, file=sys.stderr, leave=False)
+    # disable=None: no bar when stderr is not a terminal (pipes, logs, tests)
+    bar = tqdm(total=total, unit="req", unit_scale=True, desc="replay",
+               disable=True if disable else None, mininterval=0.5, delay=1.0, file=sys.stderr,
+               leave=False)
     state = {"done": 0}
 
     def progress(done: int, total_: int | None = None) -> None:
@@ -328,23 +335,28 @@ def _progress_bar(total: int, *, disable: bool):
 
 def summary_header(trace, config) -> str:
     """Two lines naming the trace and the memory system."""
+    from dram.traces import _fmt_bytes
+
     kind = "timed" if trace.timed else "untimed"
     refresh = "refresh on" if config.refresh else "refresh off"
     return (
         f"trace   {trace.source} ({trace.format}, {kind})\n"
-        f"memory  {config.standard} {config.org}, {config.channels} ch x {config.ranks} ranks, "
-        f"{config.mapping}, {config.scheduler}, {config.row_policy} page, {refresh}, "
-        f"queues {config.read_queue_depth}/{config.write_queue_depth}\n"
+        f"memory  {config.standard} {config.org}, {config.channels} ch x {config.ranks} ranks "
+        f"({_fmt_bytes(config.capacity_bytes)}), {config.mapping}, {config.scheduler}, "
+        f"{config.row_policy} page, {refresh}, queues {config.read_queue_depth}/"
+        f"{config.write_queue_depth}\n"
     )
 
 
-def run_statistics(trace, result, config, wall_s: float) -> dict:
-    """The statistics written to stats.json: the model's statistics plus the run's bookkeeping."""
-    from dram.output import stats_to_dict
+def run_statistics(trace, result, *, read_s: float, replay_s: float) -> dict:
+    """The statistics written to stats.json: the model's statistics (units in the names, see
+    :func:`dram.output.with_units`) plus the run's bookkeeping."""
+    from dram.output import with_units
 
-    stats = stats_to_dict(result.stats)
-    stats["wall_s"] = float(wall_s)
-    stats["sim_requests_per_s"] = float(len(trace) / wall_s) if wall_s > 0 else None
-    stats["trace_path"] = str(trace.source)
-    stats["trace_format"] = trace.format
+    stats = with_units(result.stats)
+    sim_s = float(getattr(result, "wall_s", 0.0) or replay_s)
+    stats["trace_read_s"] = float(read_s)
+    stats["replay_wall_s"] = float(replay_s)
+    stats["sim_wall_s"] = sim_s
+    stats["sim_requests_per_s"] = float(len(trace) / sim_s) if sim_s > 0 else None
     return stats

@@ -43,6 +43,7 @@ __all__ = [
     "write_requests_csv",
     "stats_to_dict",
     "scalar_stats",
+    "with_units",
     "write_run",
     "summary_table",
     "file_sha256",
@@ -209,6 +210,36 @@ def stats_to_dict(stats: Any) -> dict:
     return out
 
 
+_LATENCY = ("mean", "p50", "p95", "p99", "max")
+
+
+def _unit_name(key: str) -> str:
+    """The name of a :mod:`dram.stats` statistic with its unit (house rule: units in names).
+
+    ``mean_read_lat`` -> ``mean_read_latency_cycles``, ``p99_read_lat_ns`` ->
+    ``p99_read_latency_ns``, ``mean_accept_delay`` -> ``mean_accept_delay_cycles``,
+    ``first_arrival`` -> ``first_arrival_cycle``; names that carry a unit already (``_GBps``,
+    ``_cycles``, ``_ps``, ``_fraction``) and counts (``row_hits``, ``n_RD``, ...) are kept.
+    """
+    for agg in _LATENCY:
+        for kind in ("read", "write"):
+            base = f"{agg}_{kind}_lat"
+            if key == base:
+                return f"{agg}_{kind}_latency_cycles"
+            if key == base + "_ns":
+                return f"{agg}_{kind}_latency_ns"
+    if key in ("mean_accept_delay", "max_accept_delay"):
+        return key + "_cycles"
+    if key in ("first_arrival", "last_arrival", "last_completion"):
+        return key + "_cycle"
+    return key
+
+
+def with_units(stats: Mapping[str, Any]) -> dict:
+    """A statistics dict with every timed quantity's unit in its name (see :func:`_unit_name`)."""
+    return {_unit_name(k): v for k, v in stats_to_dict(stats).items()}
+
+
 def scalar_stats(stats: Mapping[str, Any]) -> dict:
     """The scalar entries (numbers, strings, booleans) of a statistics dict, in order."""
     return {k: v for k, v in stats.items() if isinstance(v, (int, float, str, bool)) or v is None}
@@ -271,46 +302,53 @@ def write_run(
 def _num(v: Any, digits: int = 1) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "-"
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
     if isinstance(v, (int, np.integer)):
         return f"{int(v):,}"
     return f"{float(v):,.{digits}f}"
 
 
+def _duration(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:,.2f} {unit}"
+    return f"{seconds * 1e9:,.1f} ns"
+
+
 def summary_table(stats: Mapping[str, Any]) -> str:
     """A plain-text table of a replay's headline figures.
 
-    ``stats`` is the flat statistics dict written to stats.json (see docs/dram_cli.md for the
-    keys). Latencies are shown in cycles and in ns; a figure that does not apply (no writes:
-    mean write latency) shows ``-``.
+    ``stats`` is the statistics dict of a run with units in the names (:func:`with_units`, as
+    written to stats.json; docs/dram_cli.md lists the keys). Latencies are shown in cycles
+    and ns. A figure that does not apply (no writes: mean write latency) shows ``-``.
     """
     g = stats.get
-    rows: list[tuple[str, str, str]] = []
-
-    def lat(label: str, key: str) -> None:
-        rows.append((label, _num(g(f"{key}_cycles")), _num(g(f"{key}_ns"))))
-
-    rows.append(("requests (reads / writes)",
-                 f"{_num(g('n_requests'))} ({_num(g('n_reads'))} / {_num(g('n_writes'))})", ""))
-    lat("read latency mean", "mean_read_latency")
-    lat("read latency p50", "p50_read_latency")
-    lat("read latency p95", "p95_read_latency")
-    lat("read latency p99", "p99_read_latency")
-    lat("read latency max", "max_read_latency")
-    lat("write latency mean", "mean_write_latency")
-    rows.append(("achieved bandwidth", _num(g("achieved_bandwidth_GBps"), 2) + " GB/s", ""))
-    rows.append(("row hits / misses / conflicts",
-                 f"{_num(g('row_hits'))} / {_num(g('row_misses'))} / {_num(g('row_conflicts'))}", ""))
-    rows.append(("refresh commands", _num(g("refresh_count")), ""))
-    rows.append(("simulated time", f"{_num(g('total_cycles'))} cycles", _num(g("total_time_ns"), 0) + " ns"
-                 if g("total_time_ns") is not None else ""))
-    rows.append(("simulation speed", _num(g("sim_requests_per_s"), 0) + " requests/s",
-                 f"{_num(g('wall_s'), 3)} s wall" if g("wall_s") is not None else ""))
-    head = ("", "cycles", "ns")
-    w0 = max(len(r[0]) for r in rows + [head])
-    w1 = max(len(r[1]) for r in rows + [head])
-    w2 = max(len(r[2]) for r in rows + [head])
-    lines = [f"{head[0]:<{w0}}  {head[1]:>{w1}}  {head[2]:>{w2}}".rstrip()]
-    lines.append("-" * (w0 + w1 + w2 + 4))
-    for a, b, c in rows:
-        lines.append(f"{a:<{w0}}  {b:>{w1}}  {c:>{w2}}".rstrip())
-    return "\n".join(lines)
+    lines = [f"{'':<26}{'cycles':>12}{'ns':>12}"]
+    for kind, aggs in (("read", _LATENCY), ("write", ("mean",))):
+        for i, agg in enumerate(aggs):
+            label = f"{kind} latency" if i == 0 else ""
+            lines.append(f"{label:<20}{agg:<6}{_num(g(f'{agg}_{kind}_latency_cycles')):>12}"
+                         f"{_num(g(f'{agg}_{kind}_latency_ns')):>12}")
+    lines.append(f"{'frontend wait':<20}{'mean':<6}{_num(g('mean_accept_delay_cycles')):>12}")
+    lines.append(f"{'':<20}{'max':<6}{_num(g('max_accept_delay_cycles')):>12}")
+    lines.append("")
+    rows = [
+        ("requests", f"{_num(g('n_requests'))} ({_num(g('n_reads'))} reads, "
+                     f"{_num(g('n_writes'))} writes)"),
+        ("achieved bandwidth", f"{_num(g('achieved_bw_GBps'), 2)} GB/s "
+                               f"(offered {_num(g('offered_bw_GBps'), 2)} GB/s)"),
+        ("row hits/misses/conflicts", f"{_num(g('row_hits'))} / {_num(g('row_misses'))} / "
+                                      f"{_num(g('row_conflicts'))}"),
+        ("refresh commands", _num(g("refresh_cmds"))),
+    ]
+    total, tck = g("total_cycles"), g("tCK_ps")
+    if total is not None and tck is not None:
+        rows.append(("simulated time", f"{_num(total)} cycles = {_duration(total * tck * 1e-12)}"))
+    if g("sim_requests_per_s") is not None:
+        rows.append(("simulation speed", f"{_num(g('sim_requests_per_s'), 0)} requests/s "
+                                         f"({_num(g('sim_wall_s'), 3)} s simulating, "
+                                         f"{_num(g('replay_wall_s'), 3)} s with set-up)"))
+    for label, value in rows:
+        lines.append(f"{label:<26}{value}")
+    return "\n".join(line.rstrip() for line in lines)

@@ -103,3 +103,124 @@ def test_bad_trace_files_are_one_line_errors(capsys, tmp_path):
     bad_cfg.write_text(json.dumps({"dram_config": {"standard": "DDR5_4800AN", "colour": 3}}))
     code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--config", str(bad_cfg))
     assert code == 2 and "unknown DRAMConfig field(s) colour" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# replay end to end
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    """One replay of the 2,000-line reference sample, with --out (shared by several tests)."""
+    out = tmp_path_factory.mktemp("runs") / "results"
+    import contextlib
+    import io
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["dram", "replay", str(SAMPLE), "--out", str(out)])
+    return code, stdout.getvalue(), stderr.getvalue(), out
+
+
+def test_replay_prints_the_summary_and_writes_the_results(first_run):
+    code, out, err, folder = first_run
+    assert code == 0, err
+    assert f"results written to {folder}" in err
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "config.json", "requests.csv", "stats.csv", "stats.json", "summary.txt"]
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+    req = pd.read_csv(folder / "requests.csv")
+    assert tuple(req.columns) == REQUEST_COLUMNS
+    text = gzip.decompress(SAMPLE.read_bytes()).decode().split()
+    assert req["id"].tolist() == list(range(2000))
+    assert req["addr"].tolist() == [int(a, 16) for a in text[0::3]]
+    assert req["is_write"].tolist() == [int(k == "WRITE") for k in text[1::3]]
+    assert req["arrival_cycle"].tolist() == [int(c) for c in text[2::3]]
+    assert (req["latency_cycles"] == req["completion_cycle"] - req["arrival_cycle"]).all()
+    assert (req["accept_cycle"] >= req["arrival_cycle"]).all()
+    assert (req["completion_cycle"] > req["accept_cycle"]).all()
+    # the unloaded minimum: a read needs at least RD issue + nCL + nBL = 43 cycles (row hit)
+    assert req.loc[req["is_write"] == 0, "latency_cycles"].min() >= 43
+
+    stats = json.loads((folder / "stats.json").read_text())
+    reads = req.loc[req["is_write"] == 0, "latency_cycles"].to_numpy()
+    writes = req.loc[req["is_write"] == 1, "latency_cycles"].to_numpy()
+    assert (stats["n_requests"], stats["n_reads"], stats["n_writes"]) == (2000, 1399, 601)
+    assert stats["mean_read_latency_cycles"] == pytest.approx(reads.mean(), rel=1e-12)
+    for q in (50, 95, 99):
+        assert stats[f"p{q}_read_latency_cycles"] == pytest.approx(np.percentile(reads, q), rel=1e-12)
+    assert stats["max_read_latency_cycles"] == reads.max()
+    assert stats["mean_write_latency_cycles"] == pytest.approx(writes.mean(), rel=1e-12)
+    assert stats["mean_read_latency_ns"] == pytest.approx(reads.mean() * 0.416, rel=1e-12)
+    span_s = (req["completion_cycle"].max() - req["arrival_cycle"].min()) * 416e-12
+    assert stats["achieved_bw_GBps"] == pytest.approx(2000 * 64 / span_s / 1e9, rel=1e-12)
+    assert stats["row_hits"] + stats["row_misses"] + stats["row_conflicts"] == 2000
+    assert len(stats["channel_busy_fraction"]) == 4 and len(stats["rank_busy_fraction"]) == 4
+    assert stats["sim_requests_per_s"] > 0
+
+    row = pd.read_csv(folder / "stats.csv")
+    assert len(row) == 1
+    for col in ("mean_read_latency_cycles", "p99_read_latency_ns", "mean_write_latency_cycles",
+                "achieved_bw_GBps", "row_conflicts", "refresh_cmds", "total_cycles",
+                "sim_requests_per_s", "first_arrival_cycle", "mean_accept_delay_cycles"):
+        assert row[col].iloc[0] == pytest.approx(stats[col]), col
+    assert "mean_read_lat" not in row.columns  # every latency carries its unit
+
+    # the printed table shows these figures
+    assert out.startswith(f"trace   {SAMPLE} (dramsim3, timed)\n")
+    assert "DDR5_4800AN 16Gb_x4, 4 ch x 2 ranks (128 GiB), RoBaRaCoCh" in out
+    for key in ("mean_read_latency", "p50_read_latency", "p95_read_latency", "p99_read_latency",
+                "max_read_latency", "mean_write_latency"):
+        assert f"{stats[key + '_cycles']:,.1f}" in out and f"{stats[key + '_ns']:,.1f}" in out, key
+    assert f"{stats['achieved_bw_GBps']:.2f} GB/s" in out
+    assert f"{stats['row_hits']:,} / {stats['row_misses']:,} / {stats['row_conflicts']:,}" in out
+    assert "requests/s" in out
+    assert (folder / "summary.txt").read_text() == out
+
+    cfg = json.loads((folder / "config.json").read_text())
+    assert cfg["dram_config"]["standard"] == "DDR5_4800AN" and cfg["dram_config"]["channels"] == 4
+    assert cfg["trace"]["format"] == "dramsim3" and cfg["trace"]["n_requests"] == 2000
+    assert cfg["rerun"].startswith("cosmos dram replay ")
+
+
+def test_second_run_does_not_overwrite_the_first_and_config_repeats_it(first_run, capsys):
+    _, _, _, folder = first_run
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--out", str(folder),
+                       "--config", str(folder / "config.json"), "--no-progress")
+    assert code == 0, err
+    second = folder / "run-1"
+    assert f"results written to {second}" in err
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    # same config -> same per-request results, bit for bit
+    assert (second / "requests.csv").read_bytes() == before["requests.csv"]
+    s1 = json.loads(before["stats.json"])
+    s2 = json.loads((second / "stats.json").read_text())
+    timing = ("trace_read_s", "replay_wall_s", "sim_wall_s", "sim_requests_per_s")
+    assert {k: v for k, v in s1.items() if k not in timing} == {k: v for k, v in s2.items() if k not in timing}
+
+
+def test_options_reach_the_model_wrap_and_untimed_traces(capsys, tmp_path):
+    from dram.traces import read_trace, write_trace
+
+    # 1 channel (32 GiB): the 64-GiB sample addresses need --wrap
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--channels", "1")
+    assert code == 2 and "beyond the memory's capacity of 32 GiB" in err
+    untimed = write_trace(read_trace(SAMPLE), tmp_path / "ldst.trace", "ramulator", drop_timing=True)
+    code, out, err = run(capsys, "dram", "replay", str(untimed), "--channels", "1", "--ranks", "1",
+                         "--refresh", "off", "--queue-depth", "8", "--wrap", "--json",
+                         "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    stats = json.loads(out)
+    assert stats["refresh_cmds"] == 0 and stats["timed"] is False
+    assert len(stats["channel_busy_fraction"]) == 1 and len(stats["rank_busy_fraction"][0]) == 1
+    req = pd.read_csv(tmp_path / "o" / "requests.csv")
+    assert (req["arrival_cycle"] == 0).all()  # untimed: every request available at cycle 0
+    assert req["addr"].max() < 32 << 30  # wrapped modulo the capacity
+    cfg = json.loads((tmp_path / "o" / "config.json").read_text())["dram_config"]
+    assert (cfg["channels"], cfg["ranks"], cfg["refresh"]) == (1, 1, False)
+    assert (cfg["read_queue_depth"], cfg["write_queue_depth"]) == (8, 8)
+    # one channel cannot beat its data-bus limit: 64 B per nBL = 8 cycles of 416 ps = 19.23 GB/s
+    assert 0 < stats["achieved_bw_GBps"] <= 64 / (8 * 416e-12) / 1e9
