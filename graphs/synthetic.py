@@ -26,7 +26,7 @@ on hnswlib's recall@10 against ef (M=16, efC=100; ef=10: 0.979 vs 0.977, ef=24: 
 The other three reuse the same latent structure (there is no small public sample of them here);
 their type, dimension, norm and metric follow the real sets.
 
-Determinism and prefixes: rows are generated in fixed blocks of 65,536 from
+Determinism and prefixes: rows are generated in fixed blocks of 8,192 from
 ``numpy.random.default_rng([seed, stream, block])``, so the first n rows of a size-N set equal the
 set of size n generated with the same seed (a 100k development set is a prefix of the 1M set).
 """
@@ -39,7 +39,7 @@ import numpy as np
 
 __all__ = ["SyntheticSpec", "SPECS", "generate", "synthetic_dataset"]
 
-_BLOCK = 65536
+_BLOCK = 8192
 _STREAM_MODEL, _STREAM_BASE, _STREAM_QUERY = 0, 1, 2
 
 
