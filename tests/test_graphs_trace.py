@@ -1,0 +1,127 @@
+"""LogicalTrace save/load/statistics, clusters.npz, and the `cosmos graphs` command line."""
+
+import numpy as np
+import pytest
+
+import graphs
+from cosmos.cli import main
+from graphs.io import write_vectors
+from graphs.trace import LogicalTrace, load_clusters, load_trace, save_trace
+
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data" / "graphs"
+KW = dict(n=2000, num_queries=40, num_clusters=8, num_probes=3, cand_list_len=24, k=10, M=8, ef_construction=32,
+          progress=False)
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    return graphs.make_workload("sift", cache_dir=tmp_path_factory.mktemp("c"), **KW)
+
+
+def test_meta_has_contract_keys(trace):
+    for key in ("dataset", "n", "dim", "dtype", "metric", "vector_bytes", "max_degree", "cand_list_len",
+                "num_clusters", "num_probes", "k", "recall", "seed", "num_queries", "format_version"):
+        assert key in trace.meta
+    assert trace.meta["vector_bytes"] == 128 and trace.meta["dtype"] == "uint8"
+    assert trace.cluster_nodes.dtype == np.int32 and trace.result_ids.dtype == np.int64
+    assert trace.cluster_adjacency.shape == (8, 7)
+    assert np.array_equal(np.sort(trace.cluster_nodes), np.arange(2000))
+
+
+def test_save_load_roundtrip_and_overwrite(tmp_path, trace):
+    p = save_trace(tmp_path / "t.npz", trace)
+    t2 = load_trace(p)
+    for key in ("query_ptr", "search_hop_ptr", "hop_node", "read_node", "result_ids", "query_recall"):
+        assert np.array_equal(getattr(trace, key), getattr(t2, key))
+    assert t2.meta["recall"] == trace.meta["recall"]
+    with pytest.raises(FileExistsError):
+        save_trace(p, trace)
+    assert not [f for f in tmp_path.iterdir() if f.name.endswith(".tmp")]
+
+
+def test_corrupted_trace_is_rejected(tmp_path, trace):
+    p = save_trace(tmp_path / "t.npz", trace)
+    with np.load(p) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["read_node"] = arrays["read_node"].copy()
+    arrays["read_node"][0] += 1
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(ValueError, match=r"bad\.npz: checksum of 'read_node'"):
+        load_trace(tmp_path / "bad.npz")
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match=r"junk\.npz: not a (readable|valid) trace file"):
+        load_trace(tmp_path / "junk.npz")
+
+
+def test_statistics_match_direct_counts(trace):
+    pq = trace.per_query(node_bytes=300, vector_bytes=128)
+    for qi in (0, 7, 39):
+        s0, s1 = trace.query_ptr[qi], trace.query_ptr[qi + 1]
+        h0, h1 = trace.search_hop_ptr[s0], trace.search_hop_ptr[s1]
+        hops = h1 - h0
+        reads = trace.hop_read_ptr[h1] - trace.hop_read_ptr[h0]
+        assert pq["hops"][qi] == hops
+        assert pq["distances"][qi] == (s1 - s0) + reads
+        assert pq["cand_inserts"][qi] == trace.hop_cand_inserts[h0:h1].sum()
+        assert pq["bytes"][qi] == hops * 300 + ((s1 - s0) + reads) * 128
+    pc = trace.per_cluster()
+    assert pc["searches"].sum() == 40 * 3 and pc["hops"].sum() == len(trace.hop_node)
+    assert pc["reads"].sum() == len(trace.read_node)
+    assert trace.node_bytes_default() == 4 + 4 * 16
+    s = trace.summary()
+    assert s["hops"]["mean"] == pytest.approx(pq["hops"].mean())
+    assert np.isclose(pq["recall"].mean(), trace.meta["recall"])
+
+
+def test_inconsistent_trace_rejected(trace):
+    fields = {k: getattr(trace, k) for k in LogicalTrace.__dataclass_fields__ if k != "meta"}
+    fields["hop_degree"] = fields["hop_degree"][:-1]
+    with pytest.raises(ValueError, match="hop_degree"):
+        LogicalTrace(meta=trace.meta, **fields)
+
+
+def test_bad_parameters_fail_before_building(tmp_path):
+    with pytest.raises(ValueError, match="num_probes=9 must be in 1..num_clusters=8"):
+        graphs.make_workload("sift", cache_dir=tmp_path, **{**KW, "num_probes": 9})
+    with pytest.raises(ValueError, match="k=30 must be in 1..cand_list_len=24"):
+        graphs.make_workload("sift", cache_dir=tmp_path, **{**KW, "k": 30})
+    assert not (tmp_path / "indexes").exists()
+
+
+def test_cli_build_and_trace(tmp_path, capsys):
+    cache = tmp_path / "cache"
+    common = ["--dataset", "bigann10k", "--num-clusters", "8", "--M", "8", "--ef-construction", "32",
+              "--cache-dir", str(cache)]
+    assert main(["graphs", "build", *common, "--clusters-out", str(tmp_path / "clusters.npz")]) == 0
+    cl = load_clusters(tmp_path / "clusters.npz")
+    assert cl["sizes"].sum() == 10000 and cl["centroids"].shape == (8, 128) and cl["cluster_adjacency"].shape == (8, 7)
+    out = tmp_path / "t.npz"
+    assert main(["graphs", "trace", *common, "--num-probes", "4", "--cand-list-len", "32", "-k", "10",
+                 "--out", str(out), "--per-query"]) == 0
+    text = capsys.readouterr().out
+    line = [x for x in text.splitlines() if x.startswith("recall@10: ")]
+    assert line and float(line[0].split()[1]) > 0.8
+    tr = load_trace(out)
+    assert tr.num_queries == 100 and tr.meta["num_probes"] == 4
+    assert float(line[0].split()[1]) == pytest.approx(tr.meta["recall"], abs=1e-4)
+    # existing output is never overwritten without --force
+    assert main(["graphs", "trace", *common, "--out", str(out)]) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_cli_user_files_and_errors(tmp_path, capsys):
+    base = DATA / "siftsmall_base.u8bin"
+    q = tmp_path / "q.fvecs"
+    write_vectors(q, np.zeros((3, 100), np.float32))
+    assert main(["graphs", "build", "--base", str(base), "--queries", str(q), "--cache-dir", str(tmp_path)]) == 2
+    assert "queries have dimension 100" in capsys.readouterr().err
+    bad = tmp_path / "bad.u8bin"
+    bad.write_bytes(base.read_bytes()[:1000])
+    assert main(["graphs", "build", "--base", str(bad), "--cache-dir", str(tmp_path)]) == 2
+    assert "bad.u8bin: header says n=10000" in capsys.readouterr().err
+    assert main(["graphs", "trace", "--base", str(base), "--queries", str(DATA / "siftsmall_query.u8bin"),
+                 "--num-clusters", "4", "--num-probes", "5", "--out", str(tmp_path / "x.npz"),
+                 "--cache-dir", str(tmp_path)]) == 2
+    assert "--num-probes=5 must be in 1..--num-clusters=4" in capsys.readouterr().err
