@@ -390,8 +390,8 @@ class _Block:
 
         ``skip`` leading bytes (a ``0x`` prefix) and ``trim`` trailing bytes (a ``:``) are left
         out. Returns (values uint64, and masks of tokens with a bad digit, with no digits, with
-        too many digits). Digits are gathered right-aligned into an (n, width) byte matrix, so
-        the work is a few passes over n x width bytes.
+        too many digits). Digits are processed right-aligned, one column (digit position) at a
+        time over all tokens, so the work is ``width`` vectorised passes over n tokens.
         """
         s = self.tok_start[toks] + skip
         e = self.tok_end[toks] - trim
@@ -405,15 +405,17 @@ class _Block:
         bad = np.zeros(toks.size, bool)
         if width == 0:
             return values, bad, empty, too_long
-        cols = np.arange(width, dtype=np.int64)
-        valid = cols[None, :] >= (width - nd)[:, None]
-        idx = np.maximum(e[:, None] - width + cols[None, :], 0)
-        digit = (_HEX if base == 16 else _DEC)[self.data[idx]]
-        digit[~valid] = 0
-        bad = (digit < 0).any(axis=1) & ~too_long
-        np.maximum(digit, 0, out=digit)
-        weights = (np.uint64(base) ** np.arange(width - 1, -1, -1, dtype=np.uint64)).astype(np.uint64)
-        values = (digit.astype(np.uint64) * weights[None, :]).sum(axis=1, dtype=np.uint64)
+        lut = _HEX if base == 16 else _DEC
+        first_col = width - nd  # right-aligned: token digits sit in columns first_col..width-1
+        last = self.data.size - 1
+        ubase = np.uint64(base)
+        for j in range(width):
+            valid = first_col <= j
+            digit = lut[self.data[np.clip(e - (width - j), 0, last)]]
+            bad |= valid & (digit < 0)
+            values *= ubase
+            values += np.where(valid & (digit >= 0), digit, 0).astype(np.uint64)
+        bad &= ~too_long
         return values, bad, empty, too_long
 
     def has_prefix_0x(self, toks: np.ndarray) -> np.ndarray:
@@ -728,7 +730,7 @@ def write_trace(
 
     def write(tmp: Path) -> None:
         with open(tmp, "wb") as raw:
-            out = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if compress else raw
+            out = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) if compress else raw
             try:
                 for s in range(0, len(trace), _WRITE_ROWS):
                     e = s + _WRITE_ROWS

@@ -338,3 +338,17 @@ def test_round_trip_property(tmp_path_factory, rows, fmt):
     back = read_trace(write_trace(t, folder / "p.trace", fmt, drop_timing=True), block_bytes=256)
     assert np.array_equal(back.addr, addr) and np.array_equal(back.is_write, is_write)
     assert back.arrival is None if fmt == "ramulator" else np.array_equal(back.arrival, arrival)
+
+
+def test_capacity_of_a_real_dram_config():
+    from dram.config import DRAMConfig
+
+    # the sample's addresses span 64 GiB: within 4 ch x 2 ranks x 16Gb_x4 (128 GiB), not 1 ch (32 GiB)
+    assert DRAMConfig().capacity_bytes == 128 << 30
+    assert len(read_trace(SAMPLE, config=DRAMConfig())) == 2000
+    one = DRAMConfig(channels=1)
+    with pytest.raises(ValueError, match=r"head2000\.trace\.gz, line \d+: address 0x[0-9a-f]+ is beyond the memory's capacity of 32 GiB"):
+        read_trace(SAMPLE, config=one)
+    wrapped = read_trace(SAMPLE, config=one, wrap=True)
+    # wrap = modulo the capacity = dropping address bit 35, what Ramulator's RoBaRaCoCh does on 1 ch
+    assert np.array_equal(wrapped.addr, read_trace(SAMPLE).addr & np.uint64((1 << 35) - 1))
