@@ -1,0 +1,300 @@
+"""System configuration: host, CXL link and switch, CXL devices (DRAM, GPC, rank-level PUs).
+
+Every field is a frozen-dataclass field with a ``help`` text; every default that models
+hardware names its source (``SOURCE`` dict below and docs/system_model.md). A change is
+``dataclasses.replace``; presets (the paper's six systems) live in :mod:`cosmos.presets`.
+
+Time: the engine runs on one global clock, the DRAM clock (DDR5-4800, tCK = 416 ps, the
+figure DESIGN.md and the DRAM reference runs use). Latencies given here in ns and compute
+costs given in cycles of the host or GPC clock are converted to DRAM cycles once, rounding
+up, by :func:`ns_to_cycles` and :func:`core_cycles_to_dram`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+
+#: DRAM clock period used as the engine's global clock (DDR5-4800: 2400 MHz, 416 ps).
+TCK_PS = 416
+
+#: Where each hardware default comes from (field path -> source or stated reason).
+SOURCE: dict[str, str] = {
+    "link.latency_ns": "CXL adds 70-90 ns to a load over local DRAM (Pond, ASPLOS'23); 40 ns "
+    "each way = 80 ns round trip for root port + device controller + flit packing",
+    "link.bandwidth_GBps": "PCIe 5.0 x16: 32 GT/s x 16 lanes / 8 x 128/130 = 63 GB/s per "
+    "direction (PCI-SIG); CXL 2.0 runs on the PCIe 5.0 PHY",
+    "link.flit_bytes": "CXL 2.0 68-byte flit carries 64 bytes of slots (4 x 16-byte slots) plus "
+    "CRC and protocol id: payload efficiency 64/68 (CXL 2.0 specification, 68B flit mode)",
+    "link.slot_bytes": "CXL 2.0 68B flit: 16-byte slots (CXL 2.0 specification)",
+    "link.request_slots": "an M2S read request (MemRd) fits one 16-byte slot (CXL 2.0 spec.)",
+    "link.data_slots": "a 64-byte data response takes 4 data slots plus a header slot: 5 slots "
+    "(CXL 2.0 spec., 68B flit: slot 0 of a flit holds the header)",
+    "switch.latency_ns": "a CXL switch hop adds about 90 ns round trip (DESIGN.md modeling "
+    "notes; CXL switch figures of about 90 ns per hop): 45 ns each way",
+    "switch.upstream_bandwidth_GBps": "one x16 upstream port from the host root port to the "
+    "switch: PCIe 5.0 x16 = 63 GB/s per direction",
+    "host.threads": "Intel Xeon Gold 6430 (Sapphire Rapids, the first Xeon with CXL 1.1 memory "
+    "support): 32 cores; one search per core",
+    "host.clock_GHz": "Xeon Gold 6430 base clock 2.1 GHz (Intel ARK)",
+    "host.outstanding_misses": "Golden Cove (Sapphire Rapids core) has 16 L1D fill buffers "
+    "(Intel optimization manual / Chips and Cheese), the limit on a core's outstanding misses",
+    "host.onchip_latency_ns": "local DDR5 load-to-use is 80-140 ns (CXL Consortium, Hot Chips "
+    "34); with about 35-50 ns in the DRAM (nRCD + nCL + burst) this leaves about 60 ns of "
+    "core-to-controller round trip: 30 ns each way",
+    "host.distance_dims_per_cycle": "AVX-512: 16 fp32 lanes, one fused multiply-add per cycle "
+    "sustained by load bandwidth (Intel optimization manual); uint8 data is widened first",
+    "host.distance_overhead_cycles": "loop setup, horizontal reduction of the SIMD accumulator "
+    "(log2(16) = 4 shuffle+add pairs) and the compare: about 20 cycles (stated estimate)",
+    "host.visit_check_cycles": "one visited-set probe per neighbor (bit test in an L1/L2-"
+    "resident bitmap, 4-cycle L1 hit plus branch): 5 cycles (stated estimate)",
+    "host.insert_cycles": "one candidate-list insertion: binary search over L entries "
+    "(log2 L compares) plus shifting on average L/2 8-byte entries at 32 bytes per cycle; about "
+    "6 + L/8 cycles, 20 cycles for L=100 (stated estimate)",
+    "host.select_cycles": "pop the next unexpanded candidate from the sorted list: about 10 "
+    "cycles (stated estimate)",
+    "host.merge_cycles_per_result": "merging the probes' top-k lists: one compare+copy per "
+    "result, about 4 cycles (stated estimate)",
+    "device.count": "Cosmos evaluates four CXL devices behind one switch (DESIGN.md notes)",
+    "device.dram": "4 DDR5-4800 DIMM channels = 8 32-bit subchannels x 2 ranks of 16Gb x4 "
+    "chips = 256 GB per device (Cosmos paper, DESIGN.md notes)",
+    "device.onchip_latency_ns": "device controller/GPC to its memory controller: 10 ns each way "
+    "(an on-chip interconnect crossing at about 1-2 GHz, stated estimate)",
+    "gpc.cores": "the paper gives no core count; 8 cores per device is a stated assumption "
+    "sized so cores x threads x outstanding requests covers the device's bandwidth-latency "
+    "product (153.6 GB/s x ~100 ns = 240 lines in flight)",
+    "gpc.threads_per_core": "2 search contexts per core (stated assumption, as above)",
+    "gpc.clock_GHz": "2.0 GHz, an Arm Neoverse-class embedded core (stated assumption)",
+    "gpc.outstanding_requests": "32 outstanding 64-byte requests per context (stated assumption: "
+    "a decoupled load queue as in near-memory cores; as above)",
+    "gpc.distance_dims_per_cycle": "128-bit NEON: 4 fp32 lanes per cycle (Arm Neoverse, one "
+    "FMA pipe assumed)",
+    "rank_pu.segment_bytes": "rank-level PUs read their vector segments as 64-byte bursts "
+    "(DDR5 BL16 on a 32-bit subchannel = 64 B; Cosmos paper)",
+    "rank_pu.pipeline_latency_ns": "a multiply-accumulate pipeline next to the rank buffer: a "
+    "few cycles; 5 ns (stated estimate)",
+    "cxl_anns.accel_latency_ns": "CXL-ANNS device accelerator: pipelined distance unit; 10 ns "
+    "per batch after the last vector arrives (stated estimate)",
+    "cxl_anns.accel_outstanding": "CXL-ANNS accelerator vector fetches in flight per batch: 64 "
+    "(stated assumption: enough to cover a hop's reads)",
+    "host_dram": "Sapphire Rapids: 8 DDR5-4800 channels per socket = 16 subchannels (Intel "
+    "ARK); 1 rank per channel (stated assumption)",
+}
+
+
+def _f(default, help_text):
+    return field(default=default, metadata={"help": help_text})
+
+
+def ns_to_cycles(t_ns: float, tck_ps: int = TCK_PS) -> int:
+    """A time in ns as a whole number of DRAM cycles, rounded up (0 stays 0)."""
+    if t_ns < 0:
+        raise ValueError(f"time must be >= 0 ns, got {t_ns}")
+    return int(math.ceil(t_ns * 1000.0 / tck_ps - 1e-9))
+
+
+def core_cycles_to_dram(n_cycles: float, clock_GHz: float, tck_ps: int = TCK_PS) -> int:
+    """``n_cycles`` of a core at ``clock_GHz`` as DRAM cycles, rounded up."""
+    if clock_GHz <= 0:
+        raise ValueError(f"clock_GHz must be > 0, got {clock_GHz}")
+    return ns_to_cycles(n_cycles / clock_GHz, tck_ps)
+
+
+def bytes_per_cycle(bandwidth_GBps: float, tck_ps: int = TCK_PS) -> float:
+    """A bandwidth in GB/s as bytes per DRAM cycle (1 GB/s x 1 ps = 1e-3 bytes)."""
+    if bandwidth_GBps <= 0:
+        raise ValueError(f"bandwidth_GBps must be > 0, got {bandwidth_GBps}")
+    return bandwidth_GBps * tck_ps * 1e-3
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """A CXL link between the switch and one device (and the host's upstream port)."""
+
+    latency_ns: float = _f(40.0, "one-way latency of the link incl. ports and controllers, ns")
+    bandwidth_GBps: float = _f(63.0, "raw bandwidth per direction, GB/s")
+    flit_bytes: int = _f(68, "bytes on the wire per flit")
+    slots_per_flit: int = _f(4, "16-byte slots per flit")
+    slot_bytes: int = _f(16, "bytes per slot")
+    request_slots: int = _f(1, "slots taken by one read request")
+    data_slots: int = _f(5, "slots taken by one 64-byte data response (4 data + header)")
+
+    def wire_bytes(self, slots: int) -> float:
+        """Bytes on the wire for ``slots`` slots (flit overhead included)."""
+        return slots * self.flit_bytes / self.slots_per_flit
+
+    def message_slots(self, payload_bytes: int) -> int:
+        """Slots for a message of ``payload_bytes``: one header slot plus the payload."""
+        return 1 + int(math.ceil(payload_bytes / self.slot_bytes))
+
+
+@dataclass(frozen=True)
+class SwitchConfig:
+    """The CXL switch between the host and the devices."""
+
+    latency_ns: float = _f(45.0, "one-way latency through the switch, ns")
+    upstream_bandwidth_GBps: float = _f(63.0, "host-to-switch port bandwidth per direction, GB/s")
+    present: bool = _f(True, "whether the devices sit behind a switch (else direct attach)")
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """The host CPU."""
+
+    threads: int = _f(32, "search contexts (one query per core)")
+    clock_GHz: float = _f(2.1, "core clock, GHz")
+    outstanding_misses: int = _f(16, "outstanding cache-line misses per core")
+    onchip_latency_ns: float = _f(30.0, "core to memory controller / root port, one way, ns")
+    distance_dims_per_cycle: float = _f(16.0, "vector dimensions per cycle in a distance")
+    distance_overhead_cycles: float = _f(20.0, "fixed cycles per distance computation")
+    visit_check_cycles: float = _f(5.0, "cycles per neighbor visited-set check")
+    insert_cycles: float = _f(20.0, "cycles per candidate-list insertion")
+    select_cycles: float = _f(10.0, "cycles to select the next node to expand")
+    merge_cycles_per_result: float = _f(4.0, "cycles per result when merging top-k lists")
+    dram_channels: int = _f(16, "host DRAM subchannels (DRAM-only system)")
+    dram_ranks: int = _f(1, "ranks per host DRAM subchannel (DRAM-only system)")
+
+
+@dataclass(frozen=True)
+class GPCConfig:
+    """The general-purpose cores inside each Cosmos device."""
+
+    cores: int = _f(8, "cores per device")
+    threads_per_core: int = _f(2, "search contexts per core")
+    clock_GHz: float = _f(2.0, "core clock, GHz")
+    outstanding_requests: int = _f(32, "outstanding 64-byte requests per context")
+    distance_dims_per_cycle: float = _f(4.0, "vector dimensions per cycle in a distance")
+    distance_overhead_cycles: float = _f(20.0, "fixed cycles per distance computation")
+    visit_check_cycles: float = _f(5.0, "cycles per neighbor visited-set check")
+    insert_cycles: float = _f(20.0, "cycles per candidate-list insertion")
+    select_cycles: float = _f(10.0, "cycles to select the next node to expand")
+    partial_sum_cycles: float = _f(1.0, "cycles to add one rank PU's partial distance")
+
+
+@dataclass(frozen=True)
+class RankPUConfig:
+    """Rank-level processing units (one per DRAM rank)."""
+
+    enabled: bool = _f(True, "use rank-level PUs for distance computation")
+    segment_bytes: int = _f(64, "bytes a PU reads per access (one burst)")
+    pipeline_latency_ns: float = _f(5.0, "latency from the last segment to the partial distance, ns")
+
+
+@dataclass(frozen=True)
+class CXLANNSConfig:
+    """The CXL-ANNS device-side distance accelerator (used by the cxl-anns preset)."""
+
+    accel_latency_ns: float = _f(10.0, "accelerator latency after the last vector arrives, ns")
+    accel_outstanding: int = _f(64, "vector line fetches in flight per batch")
+
+
+@dataclass(frozen=True)
+class DeviceConfig:
+    """One CXL memory device: DRAM behind a controller, optionally a GPC and rank PUs."""
+
+    count: int = _f(4, "number of CXL devices behind the switch")
+    channels: int = _f(8, "DRAM subchannels per device (4 DDR5 DIMM channels x 2)")
+    ranks: int = _f(2, "ranks per subchannel")
+    onchip_latency_ns: float = _f(10.0, "device controller/GPC to memory controller, one way, ns")
+    capacity_bytes: int = _f(256 << 30, "DRAM capacity per device, bytes")
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    """A whole system. ``kind`` selects how queries become programs (see cosmos.program)."""
+
+    name: str = _f("custom", "preset name")
+    kind: str = _f("cosmos", "execution model: host-cxl | host-dram | cxl-anns | cosmos")
+    placement: str = _f("adjacency", "cluster placement policy name (placement registry)")
+    layout_spread: bool = _f(True, "spread the layout over the full device capacity")
+    host: HostConfig = field(default_factory=HostConfig, metadata={"help": "host CPU"})
+    link: LinkConfig = field(default_factory=LinkConfig, metadata={"help": "device links"})
+    switch: SwitchConfig = field(default_factory=SwitchConfig, metadata={"help": "CXL switch"})
+    device: DeviceConfig = field(default_factory=DeviceConfig, metadata={"help": "CXL devices"})
+    gpc: GPCConfig = field(default_factory=GPCConfig, metadata={"help": "device cores"})
+    rank_pu: RankPUConfig = field(default_factory=RankPUConfig, metadata={"help": "rank PUs"})
+    cxl_anns: CXLANNSConfig = field(default_factory=CXLANNSConfig, metadata={"help": "CXL-ANNS"})
+
+    KINDS = ("host-cxl", "host-dram", "cxl-anns", "cosmos")
+
+    def validate(self) -> "SystemConfig":
+        """Reject impossible values with a message naming the field."""
+        if self.kind not in self.KINDS:
+            raise ValueError(f"system.kind: unknown {self.kind!r}; expected one of {self.KINDS}")
+        checks = [
+            ("host.threads", self.host.threads, 1),
+            ("host.outstanding_misses", self.host.outstanding_misses, 1),
+            ("device.count", self.device.count, 1),
+            ("device.channels", self.device.channels, 1),
+            ("device.ranks", self.device.ranks, 1),
+            ("gpc.cores", self.gpc.cores, 1),
+            ("gpc.threads_per_core", self.gpc.threads_per_core, 1),
+            ("gpc.outstanding_requests", self.gpc.outstanding_requests, 1),
+            ("cxl_anns.accel_outstanding", self.cxl_anns.accel_outstanding, 1),
+            ("host.dram_channels", self.host.dram_channels, 1),
+        ]
+        for name, value, low in checks:
+            if value < low:
+                raise ValueError(f"system.{name}: must be >= {low}, got {value}")
+        for name, value in [
+            ("link.bandwidth_GBps", self.link.bandwidth_GBps),
+            ("switch.upstream_bandwidth_GBps", self.switch.upstream_bandwidth_GBps),
+            ("host.clock_GHz", self.host.clock_GHz),
+            ("gpc.clock_GHz", self.gpc.clock_GHz),
+            ("host.distance_dims_per_cycle", self.host.distance_dims_per_cycle),
+            ("gpc.distance_dims_per_cycle", self.gpc.distance_dims_per_cycle),
+        ]:
+            if not value > 0:
+                raise ValueError(f"system.{name}: must be > 0, got {value}")
+        if self.rank_pu.segment_bytes != 64:
+            raise ValueError("system.rank_pu.segment_bytes: only 64-byte segments (one burst) "
+                             f"are modeled, got {self.rank_pu.segment_bytes}")
+        return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SystemConfig":
+        """Rebuild from :meth:`to_dict` output; unknown keys raise ``ValueError``."""
+        sub = {"host": HostConfig, "link": LinkConfig, "switch": SwitchConfig,
+               "device": DeviceConfig, "gpc": GPCConfig, "rank_pu": RankPUConfig,
+               "cxl_anns": CXLANNSConfig}
+        kwargs = {}
+        valid = {f.name for f in dataclasses.fields(cls)}
+        for key, value in d.items():
+            if key not in valid:
+                raise ValueError(f"system config: unknown field {key!r}; valid: {sorted(valid)}")
+            if key in sub:
+                sub_valid = {f.name for f in dataclasses.fields(sub[key])}
+                bad = set(value) - sub_valid
+                if bad:
+                    raise ValueError(f"system config: unknown field(s) {sorted(bad)} in "
+                                     f"{key!r}; valid: {sorted(sub_valid)}")
+                kwargs[key] = sub[key](**value)
+            else:
+                kwargs[key] = value
+        return cls(**kwargs).validate()
+
+
+def with_overrides(cfg: SystemConfig, overrides: dict[str, object]) -> SystemConfig:
+    """Apply dotted overrides like ``{"gpc.cores": 4, "link.latency_ns": 50}``."""
+    d = cfg.to_dict()
+    for dotted, value in overrides.items():
+        parts = dotted.split(".")
+        node = d
+        for p in parts[:-1]:
+            if p not in node or not isinstance(node[p], dict):
+                raise ValueError(f"override {dotted!r}: unknown section {p!r}")
+            node = node[p]
+        if parts[-1] not in node:
+            raise ValueError(f"override {dotted!r}: unknown field {parts[-1]!r}; "
+                             f"valid: {sorted(node)}")
+        node[parts[-1]] = type(node[parts[-1]])(value) if not isinstance(node[parts[-1]], bool) \
+            else (str(value).lower() in ("1", "true", "yes"))
+    return SystemConfig.from_dict(d)

@@ -1,0 +1,503 @@
+"""The closed-loop engine: execution contexts, CXL links and switch, over the DRAM model.
+
+One numba kernel (:func:`_run_chunk`) advances the whole system; Python calls it in chunks of
+simulated time and updates a progress bar. One global clock: DRAM cycles (tCK = 416 ps).
+
+Model (docs/system_model.md has the full story):
+
+- *Queries* are admitted closed-loop (at most ``max_inflight`` in flight, in trace order: the
+  host streams queries as contexts free up) or open-loop (seeded Poisson arrival times). An
+  admitted query's tasks without predecessors become ready.
+- *Tasks* wait in their pool's FIFO for a free *execution context* (host core, GPC context of
+  a device, or the host's I/O agent); a context runs its task's steps one after another.
+- A MEM step issues its 64-byte requests as long as fewer than ``step_mlp`` are in flight. A
+  request spends ``step_lat`` cycles on chip, crosses the CXL link(s) if ``step_link``, waits
+  in its channel's FIFO until the DRAM controller accepts it (``dram.kernel.offer``), completes
+  in the DRAM model, and its data travels back the same way. So a request enters the DRAM
+  only when its step has started, i.e. when the step it depends on has completed.
+- Links are FIFO servers per direction: the host's upstream port into the switch (shared by
+  all devices) and one link per device. A transfer of ``b`` wire bytes occupies the port for
+  ``b / bandwidth`` cycles after it is free; then the latency is added.
+
+Event order within one cycle ``t``: admit queries, handle every event due at ``<= t`` in
+(time, kind, id) order (kinds: request reaches the controller, data reaches the requester,
+step ends), offer each channel's FIFO head(s) to the controller at ``t``, ``tick(t + 1)``,
+collect completions. With nothing waiting to be offered, time jumps to the next event.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from dram import kernel as dk
+
+from cosmos.program import STEP_MEM, STEP_XFER, STEP_COMPUTE, Program
+
+EV_ARRIVE, EV_RESP, EV_STEP = 0, 1, 2
+_T_SHIFT = 24  # event key = time << 24 | kind << 22 | id
+_ID_MASK = (1 << 22) - 1
+MAX_IDS = 1 << 22
+
+# scalar slots of EngineState.scal
+SC_T, SC_NEXTQ, SC_DONE, SC_HEAP, SC_REQFREE, SC_FIFO_PENDING, SC_ADMITTED = range(7)
+SC_REQS_DONE, SC_EVENTS = 7, 8
+N_SC = 9
+
+# float config slots
+CF_UP_BPC, CF_DEV_BPC, CF_REQ_WIRE, CF_DATA_WIRE = range(4)
+# int config slots
+CI_SWITCH, CI_SW_LAT, CI_LINK_LAT, CI_CH_DIV, CI_NCH, CI_MAXINFL, CI_OPEN, CI_NDEV = range(8)
+N_CI = 8
+
+
+class EngineState(NamedTuple):
+    """Mutable engine state (structure of arrays). Sizes: T tasks, Q queries, NC contexts,
+    NR request slots, G global channels, P pools, D devices."""
+
+    scal: np.ndarray            # (N_SC,) int64
+    heap: np.ndarray            # (NH,) int64 event keys
+    req_ctx: np.ndarray         # (NR,) int64
+    req_addr: np.ndarray        # (NR,) int64
+    req_inst: np.ndarray        # (NR,) int64 memory instance
+    req_step: np.ndarray        # (NR,) int64 step the request belongs to
+    req_free: np.ndarray        # (NR,) int64 free stack
+    fifo: np.ndarray            # (G, NR) int64 ring buffers of request ids per channel
+    fifo_head: np.ndarray       # (G,) int64
+    fifo_len: np.ndarray        # (G,) int64
+    ctx_pool: np.ndarray        # (NC,) int64
+    ctx_task: np.ndarray        # (NC,) int64, -1 idle
+    ctx_step: np.ndarray        # (NC,) int64
+    ctx_issued: np.ndarray      # (NC,) int64
+    ctx_done: np.ndarray        # (NC,) int64
+    ctx_out: np.ndarray         # (NC,) int64
+    ctx_obj: np.ndarray         # (NC,) int64
+    ctx_line: np.ndarray        # (NC,) int64
+    ctx_cpu: np.ndarray         # (NC,) float64 core busy until
+    ctx_step_start: np.ndarray  # (NC,) int64
+    pool_free: np.ndarray       # (NC,) int64 free stacks, pool p at pool_off[p]
+    pool_off: np.ndarray        # (P+1,) int64
+    pool_nfree: np.ndarray      # (P,) int64
+    rq: np.ndarray              # (P, T) int64 ready-task rings
+    rq_head: np.ndarray         # (P,) int64
+    rq_len: np.ndarray          # (P,) int64
+    task_left: np.ndarray       # (T,) int64 predecessors still running
+    task_ready: np.ndarray      # (T,) int64 cycle it became ready
+    task_start: np.ndarray      # (T,) int64 cycle it got a context
+    task_end: np.ndarray        # (T,) int64
+    task_crit: np.ndarray       # (T,) int64 predecessor that finished last (-1)
+    task_bd: np.ndarray         # (T, 5) int64 cycles per breakdown category
+    q_arrival: np.ndarray       # (Q,) int64 (open loop: given; closed loop: admission)
+    q_done: np.ndarray          # (Q,) int64
+    q_left: np.ndarray          # (Q,) int64 tasks still to finish
+    link_free: np.ndarray       # (D+1, 2) float64: row D = upstream port; col = direction
+    link_busy: np.ndarray       # (D+1, 2) float64 busy cycles
+    link_bytes: np.ndarray      # (D+1, 2) float64 wire bytes
+    inst_reqs: np.ndarray       # (I,) int64 requests completed per memory instance
+    inst_local: np.ndarray      # (I,) int64 rank-local requests completed
+    comp_ids: np.ndarray        # (K,) int64 scratch for pop_completions
+    comp_cyc: np.ndarray        # (K,) int64
+
+
+# ----------------------------------------------------------------------------- heap
+@nb.njit(cache=True, inline="always")
+def _hpush(st, key):
+    h = st.heap
+    n = st.scal[SC_HEAP]
+    h[n] = key
+    i = n
+    while i > 0:
+        p = (i - 1) >> 1
+        if h[p] <= h[i]:
+            break
+        tmp = h[p]
+        h[p] = h[i]
+        h[i] = tmp
+        i = p
+    st.scal[SC_HEAP] = n + 1
+
+
+@nb.njit(cache=True, inline="always")
+def _hpop(st):
+    h = st.heap
+    n = st.scal[SC_HEAP] - 1
+    top = h[0]
+    h[0] = h[n]
+    st.scal[SC_HEAP] = n
+    i = 0
+    while True:
+        l = 2 * i + 1
+        if l >= n:
+            break
+        c = l
+        if l + 1 < n and h[l + 1] < h[l]:
+            c = l + 1
+        if h[i] <= h[c]:
+            break
+        tmp = h[c]
+        h[c] = h[i]
+        h[i] = tmp
+        i = c
+    return top
+
+
+@nb.njit(cache=True, inline="always")
+def _event(st, t, kind, ident):
+    _hpush(st, (t << _T_SHIFT) | (kind << 22) | ident)
+
+
+# ----------------------------------------------------------------------------- links
+@nb.njit(cache=True)
+def _link_send(st, cf, ci, dev, direction, nbytes, t):
+    """Send ``nbytes`` wire bytes between host and device ``dev`` at cycle ``t``; return the
+    arrival cycle. direction 0 = host to device, 1 = device to host."""
+    D = ci[CI_NDEV]
+    x = float(t)
+    if direction == 0 and ci[CI_SWITCH] != 0:
+        s = max(x, st.link_free[D, 0])
+        ser = nbytes / cf[CF_UP_BPC]
+        st.link_free[D, 0] = s + ser
+        st.link_busy[D, 0] += ser
+        st.link_bytes[D, 0] += nbytes
+        x = s + ser + ci[CI_SW_LAT]
+    s = max(x, st.link_free[dev, direction])
+    ser = nbytes / cf[CF_DEV_BPC]
+    st.link_free[dev, direction] = s + ser
+    st.link_busy[dev, direction] += ser
+    st.link_bytes[dev, direction] += nbytes
+    x = s + ser + ci[CI_LINK_LAT]
+    if direction == 1 and ci[CI_SWITCH] != 0:
+        s = max(x, st.link_free[D, 1])
+        ser = nbytes / cf[CF_UP_BPC]
+        st.link_free[D, 1] = s + ser
+        st.link_busy[D, 1] += ser
+        st.link_bytes[D, 1] += nbytes
+        x = s + ser + ci[CI_SW_LAT]
+    return np.int64(np.ceil(x - 1e-9))
+
+
+# ----------------------------------------------------------------------------- contexts
+@nb.njit(cache=True)
+def _issue(pg, st, cf, ci, ctx, t):
+    """Issue requests of the context's MEM step while under its in-flight limit."""
+    s = st.ctx_step[ctx]
+    nreq = pg.step_nreq[s]
+    mlp = pg.step_mlp[s]
+    R = pg.step_R[s]
+    rstep = pg.step_rank_step[s]
+    cstep = pg.step_col_step[s]
+    lat = pg.step_lat[s]
+    link = pg.step_link[s]
+    dev = pg.step_dev[s]
+    while st.ctx_issued[ctx] < nreq and st.ctx_out[ctx] < mlp:
+        o = st.ctx_obj[ctx]
+        l = st.ctx_line[ctx]
+        addr = np.int64(pg.obj_addr[o]) + (l % R) * rstep + (l // R) * cstep
+        l += 1
+        if l >= pg.obj_lines[o]:
+            st.ctx_obj[ctx] = o + 1
+            st.ctx_line[ctx] = 0
+        else:
+            st.ctx_line[ctx] = l
+        n = st.scal[SC_REQFREE] - 1
+        req = st.req_free[n]
+        st.scal[SC_REQFREE] = n
+        st.req_ctx[req] = ctx
+        st.req_addr[req] = addr
+        st.req_inst[req] = dev
+        st.req_step[req] = s
+        t1 = t + lat
+        if link != 0:
+            t1 = _link_send(st, cf, ci, dev, 0, cf[CF_REQ_WIRE], t1)
+        _event(st, t1, EV_ARRIVE, req)
+        st.ctx_issued[ctx] += 1
+        st.ctx_out[ctx] += 1
+
+
+@nb.njit(cache=True)
+def _start_step(pg, st, cf, ci, ctx, t):
+    s = st.ctx_step[ctx]
+    st.ctx_step_start[ctx] = t
+    kind = pg.step_kind[s]
+    if kind == STEP_MEM and pg.step_nreq[s] > 0:
+        st.ctx_issued[ctx] = 0
+        st.ctx_done[ctx] = 0
+        st.ctx_out[ctx] = 0
+        st.ctx_obj[ctx] = pg.step_obj_ptr[s]
+        st.ctx_line[ctx] = 0
+        if st.ctx_cpu[ctx] < t:
+            st.ctx_cpu[ctx] = float(t)
+        _issue(pg, st, cf, ci, ctx, t)
+    elif kind == STEP_XFER:
+        arr = _link_send(st, cf, ci, pg.step_dev[s], pg.step_link[s], pg.step_wire_bytes[s], t)
+        _event(st, arr + pg.step_compute_after[s], EV_STEP, ctx)
+    else:
+        _event(st, t + pg.step_compute_after[s], EV_STEP, ctx)
+
+
+@nb.njit(cache=True)
+def _start_task(pg, st, cf, ci, ctx, task, t):
+    st.ctx_task[ctx] = task
+    st.task_start[task] = t
+    st.task_bd[task, 4] += t - st.task_ready[task]
+    st.ctx_step[ctx] = pg.task_step_ptr[task]
+    st.ctx_cpu[ctx] = float(t)
+    if pg.task_step_ptr[task + 1] == pg.task_step_ptr[task]:
+        _finish_task(pg, st, cf, ci, ctx, t)
+    else:
+        _start_step(pg, st, cf, ci, ctx, t)
+
+
+@nb.njit(cache=True)
+def _make_ready(pg, st, cf, ci, task, t):
+    st.task_ready[task] = t
+    p = pg.task_pool[task]
+    if st.pool_nfree[p] > 0:
+        n = st.pool_nfree[p] - 1
+        st.pool_nfree[p] = n
+        ctx = st.pool_free[st.pool_off[p] + n]
+        _start_task(pg, st, cf, ci, ctx, task, t)
+    else:
+        T = st.rq.shape[1]
+        st.rq[p, (st.rq_head[p] + st.rq_len[p]) % T] = task
+        st.rq_len[p] += 1
+
+
+@nb.njit(cache=True)
+def _admit(pg, st, cf, ci, q, t):
+    st.q_arrival[q] = t
+    st.scal[SC_ADMITTED] += 1
+    for task in range(pg.query_task_ptr[q], pg.query_task_ptr[q + 1]):
+        if pg.task_npred[task] == 0:
+            _make_ready(pg, st, cf, ci, task, t)
+
+
+@nb.njit(cache=True)
+def _finish_task(pg, st, cf, ci, ctx, t):
+    task = st.ctx_task[ctx]
+    st.task_end[task] = t
+    st.ctx_task[ctx] = -1
+    p = st.ctx_pool[ctx]
+    succ = pg.task_succ[task]
+    if succ >= 0:
+        st.task_left[succ] -= 1
+        if st.task_left[succ] == 0:
+            st.task_crit[succ] = task
+            _make_ready(pg, st, cf, ci, succ, t)
+    q = pg.task_query[task]
+    st.q_left[q] -= 1
+    if st.q_left[q] == 0:
+        st.q_done[q] = t
+        st.scal[SC_DONE] += 1
+        if ci[CI_OPEN] == 0:
+            nq = st.scal[SC_NEXTQ]
+            if nq < st.q_done.shape[0]:
+                st.scal[SC_NEXTQ] = nq + 1
+                _admit(pg, st, cf, ci, nq, t)
+    # the context takes the next ready task of its pool, or becomes free
+    if st.rq_len[p] > 0:
+        T = st.rq.shape[1]
+        nxt = st.rq[p, st.rq_head[p]]
+        st.rq_head[p] = (st.rq_head[p] + 1) % T
+        st.rq_len[p] -= 1
+        _start_task(pg, st, cf, ci, ctx, nxt, t)
+    else:
+        st.pool_free[st.pool_off[p] + st.pool_nfree[p]] = ctx
+        st.pool_nfree[p] += 1
+
+
+@nb.njit(cache=True)
+def _step_end(pg, st, cf, ci, ctx, t):
+    s = st.ctx_step[ctx]
+    task = st.ctx_task[ctx]
+    st.task_bd[task, pg.step_cat[s]] += t - st.ctx_step_start[ctx]
+    s += 1
+    if s < pg.task_step_ptr[task + 1]:
+        st.ctx_step[ctx] = s
+        _start_step(pg, st, cf, ci, ctx, t)
+    else:
+        _finish_task(pg, st, cf, ci, ctx, t)
+
+
+@nb.njit(cache=True)
+def _response(pg, st, cf, ci, req, t):
+    """The data of ``req`` reached its requester at ``t``."""
+    ctx = st.req_ctx[req]
+    s = st.req_step[req]
+    st.req_free[st.scal[SC_REQFREE]] = req
+    st.scal[SC_REQFREE] += 1
+    st.ctx_out[ctx] -= 1
+    st.ctx_done[ctx] += 1
+    c = st.ctx_cpu[ctx]
+    if c < t:
+        c = float(t)
+    st.ctx_cpu[ctx] = c + pg.step_compute_line[s]
+    if st.ctx_issued[ctx] < pg.step_nreq[s]:
+        _issue(pg, st, cf, ci, ctx, t)
+    if st.ctx_done[ctx] == pg.step_nreq[s]:
+        end = np.int64(np.ceil(st.ctx_cpu[ctx] - 1e-9))
+        if end < t:
+            end = t
+        _event(st, end + pg.step_compute_after[s], EV_STEP, ctx)
+
+
+# ----------------------------------------------------------------------------- main loop
+@nb.njit(cache=True)
+def _run_chunk(pg, st, cf, ci, params, dstate, open_arrivals, t_stop, done_stop):
+    """Advance until cycle ``t_stop``, ``done_stop`` queries done, or everything done.
+
+    Returns 1 when every query has completed, else 0.
+    """
+    Q = st.q_done.shape[0]
+    nch = ci[CI_NCH]
+    ch_div = ci[CI_CH_DIV]
+    G = st.fifo_len.shape[0]
+    NRcap = st.fifo.shape[1]
+    t = st.scal[SC_T]
+    while True:
+        if st.scal[SC_DONE] >= Q:
+            st.scal[SC_T] = t
+            return 1
+        if t >= t_stop or st.scal[SC_DONE] >= done_stop:
+            st.scal[SC_T] = t
+            return 0
+        # 1. open-loop arrivals
+        if ci[CI_OPEN] != 0:
+            while st.scal[SC_NEXTQ] < Q and open_arrivals[st.scal[SC_NEXTQ]] <= t:
+                q = st.scal[SC_NEXTQ]
+                st.scal[SC_NEXTQ] = q + 1
+                _admit(pg, st, cf, ci, q, t)
+        # 2. events due
+        while st.scal[SC_HEAP] > 0 and (st.heap[0] >> _T_SHIFT) <= t:
+            key = _hpop(st)
+            st.scal[SC_EVENTS] += 1
+            kind = (key >> 22) & 3
+            ident = key & _ID_MASK
+            if kind == EV_ARRIVE:
+                a = st.req_addr[ident]
+                g = st.req_inst[ident] * nch + ((a >> 6) // ch_div) % nch
+                st.fifo[g, (st.fifo_head[g] + st.fifo_len[g]) % NRcap] = ident
+                st.fifo_len[g] += 1
+                st.scal[SC_FIFO_PENDING] += 1
+            elif kind == EV_RESP:
+                _response(pg, st, cf, ci, ident, t)
+            else:
+                _step_end(pg, st, cf, ci, ident, t)
+        # 3. offer waiting requests to their channel controllers
+        if st.scal[SC_FIFO_PENDING] > 0:
+            for g in range(G):
+                while st.fifo_len[g] > 0:
+                    req = st.fifo[g, st.fifo_head[g]]
+                    s = st.req_step[req]
+                    ok = dk.offer(params, dstate, st.req_inst[req], req, st.req_addr[req], 0,
+                                  pg.step_rank_local[s], t)
+                    if not ok:
+                        break
+                    st.fifo_head[g] = (st.fifo_head[g] + 1) % NRcap
+                    st.fifo_len[g] -= 1
+                    st.scal[SC_FIFO_PENDING] -= 1
+        # 4. one DRAM cycle
+        dk.tick(params, dstate, t + 1)
+        # 5. completions -> data back to the requester
+        while True:
+            n = dk.pop_completions(dstate, st.comp_ids, st.comp_cyc)
+            for i in range(n):
+                req = st.comp_ids[i]
+                c = st.comp_cyc[i]
+                s = st.req_step[req]
+                inst = st.req_inst[req]
+                st.inst_reqs[inst] += 1
+                st.scal[SC_REQS_DONE] += 1
+                if pg.step_rank_local[s] != 0:
+                    st.inst_local[inst] += 1
+                if pg.step_link[s] != 0:
+                    c = _link_send(st, cf, ci, inst, 1, cf[CF_DATA_WIRE], c)
+                _event(st, c + pg.step_lat[s], EV_RESP, req)
+            if n < st.comp_ids.shape[0]:
+                break
+        # 6. next cycle: jump over idle time when nothing waits to be offered
+        nt = t + 1
+        if st.scal[SC_FIFO_PENDING] == 0:
+            best = dk.next_event(params, dstate, t + 2) - 1
+            if st.scal[SC_HEAP] > 0:
+                te = st.heap[0] >> _T_SHIFT
+                if te < best:
+                    best = te
+            if ci[CI_OPEN] != 0 and st.scal[SC_NEXTQ] < Q:
+                ta = open_arrivals[st.scal[SC_NEXTQ]]
+                if ta < best:
+                    best = ta
+            if best > nt:
+                nt = best
+            if nt > t_stop:
+                nt = max(t_stop, t + 1)
+        t = nt
+
+
+def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
+                     n_channels: int, num_devices: int, completion_capacity: int) -> EngineState:
+    """Allocate the engine state for program ``pg`` (sizes derived from the program)."""
+    T = pg.task_query.shape[0]
+    Q = pg.num_queries
+    P = pool_sizes.shape[0]
+    NC = int(pool_sizes.sum())
+    # request slots: per pool, contexts x the largest in-flight limit of its MEM steps
+    step_task = np.repeat(np.arange(T), np.diff(pg.task_step_ptr))
+    mem = pg.step_kind == STEP_MEM
+    max_mlp = np.zeros(P, np.int64)
+    if mem.any():
+        np.maximum.at(max_mlp, pg.task_pool[step_task[mem]], pg.step_mlp[mem])
+    NR = int(max(1, (np.minimum(pool_sizes, T) * max_mlp).sum()))
+    if NR >= MAX_IDS or NC >= MAX_IDS:
+        raise ValueError(f"too many request slots ({NR}) or contexts ({NC}) for the engine "
+                         f"(limit {MAX_IDS})")
+    NH = NR + NC + 16
+    G = num_instances * n_channels
+    pool_off = np.zeros(P + 1, np.int64)
+    pool_off[1:] = np.cumsum(pool_sizes)
+    ctx_pool = np.repeat(np.arange(P, dtype=np.int64), pool_sizes)
+    pool_free = np.arange(NC, dtype=np.int64)
+    # free stacks: pop from the end, so reverse within each pool to hand out low ids first
+    for p in range(P):
+        pool_free[pool_off[p]:pool_off[p + 1]] = pool_free[pool_off[p]:pool_off[p + 1]][::-1]
+    D = num_devices
+    return EngineState(
+        scal=np.zeros(N_SC, np.int64), heap=np.zeros(NH, np.int64),
+        req_ctx=np.zeros(NR, np.int64), req_addr=np.zeros(NR, np.int64),
+        req_inst=np.zeros(NR, np.int64), req_step=np.zeros(NR, np.int64),
+        req_free=np.arange(NR - 1, -1, -1, dtype=np.int64),
+        fifo=np.zeros((G, NR), np.int64), fifo_head=np.zeros(G, np.int64),
+        fifo_len=np.zeros(G, np.int64),
+        ctx_pool=ctx_pool, ctx_task=np.full(NC, -1, np.int64), ctx_step=np.zeros(NC, np.int64),
+        ctx_issued=np.zeros(NC, np.int64), ctx_done=np.zeros(NC, np.int64),
+        ctx_out=np.zeros(NC, np.int64), ctx_obj=np.zeros(NC, np.int64),
+        ctx_line=np.zeros(NC, np.int64), ctx_cpu=np.zeros(NC, np.float64),
+        ctx_step_start=np.zeros(NC, np.int64),
+        pool_free=pool_free, pool_off=pool_off, pool_nfree=pool_sizes.astype(np.int64).copy(),
+        rq=np.zeros((P, max(T, 1)), np.int64), rq_head=np.zeros(P, np.int64),
+        rq_len=np.zeros(P, np.int64),
+        task_left=pg.task_npred.copy(), task_ready=np.full(T, -1, np.int64),
+        task_start=np.full(T, -1, np.int64), task_end=np.full(T, -1, np.int64),
+        task_crit=np.full(T, -1, np.int64), task_bd=np.zeros((T, 5), np.int64),
+        q_arrival=np.full(Q, -1, np.int64), q_done=np.full(Q, -1, np.int64),
+        q_left=np.diff(pg.query_task_ptr).astype(np.int64),
+        link_free=np.zeros((D + 1, 2), np.float64), link_busy=np.zeros((D + 1, 2), np.float64),
+        link_bytes=np.zeros((D + 1, 2), np.float64),
+        inst_reqs=np.zeros(num_instances, np.int64), inst_local=np.zeros(num_instances, np.int64),
+        comp_ids=np.zeros(completion_capacity, np.int64),
+        comp_cyc=np.zeros(completion_capacity, np.int64),
+    )
+
+
+@nb.njit(cache=True)
+def _admit_initial(pg, st, cf, ci, count):
+    """Closed loop: admit the first ``count`` queries at cycle 0."""
+    Q = st.q_done.shape[0]
+    for _ in range(count):
+        q = st.scal[SC_NEXTQ]
+        if q >= Q:
+            break
+        st.scal[SC_NEXTQ] = q + 1
+        _admit(pg, st, cf, ci, q, 0)

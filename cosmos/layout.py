@@ -1,0 +1,277 @@
+"""Static memory layout of the clustered index on the devices (Cosmos paper, Section IV-B).
+
+After placement, each device holds the clusters assigned to it, in cluster-id order. A node's
+*local index* on its device is the running offset of its cluster plus its position inside the
+cluster (``cluster_nodes`` order). Two regions per device:
+
+- graph region: ``node address = graph base + local index x node stride``; a node entry holds
+  its adjacency list (``max_degree`` 4-byte ids), rounded up to 64-byte lines;
+- embedding region: ``vector address = embedding base + local index x vector stride``, the
+  vector rounded up to 64-byte lines.
+
+``spread=True`` multiplies both strides by an odd factor ``S`` (the largest odd integer with
+the spread layout still inside the device capacity), so the small logical index is laid out
+across the device's full capacity and the DRAM sees billion-scale address ranges: rows are
+as sparse as in a full-size index (few row hits between unrelated nodes) and all banks and
+rows are addressed. ``S`` is odd so that a power-of-two stride never folds all nodes onto a
+subset of channels. What it does not capture: the real index has more nodes per cluster, so
+traces of a full-size index have longer searches; spreading changes addresses, not the work.
+
+Rank-level PUs (``rank_partitioned=True``): each vector lives in one channel and is partitioned
+column-wise across the ranks of that channel: 64-byte segment ``l`` goes to rank ``l % R`` at
+column ``col0 + l // R`` of the same bank and row. The engine generates segment addresses as
+``base + (l % R) * rank_step + (l // R) * col_step`` from the per-device pattern returned here.
+Which address bits select channel, rank, column, ... is the DRAM model's address mapping; it is
+described by an :class:`AddressFields` (LSB-first mixed-radix fields above the line offset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+LINE_BYTES = 64
+
+
+def lines_for(nbytes: int) -> int:
+    """Number of 64-byte lines needed for ``nbytes`` bytes."""
+    return max(1, -(-int(nbytes) // LINE_BYTES))
+
+
+#: Field ids of the DRAM model's address mapping (dram.config.Params.map_fields).
+FIELD_NAMES = ("channel", "rank", "bankgroup", "bank", "row", "column")
+
+
+@dataclass(frozen=True)
+class AddressFields:
+    """Mixed-radix fields of a physical address, least significant first, above the line offset.
+
+    ``fields`` is a tuple of ``(name, radix)``: line number ``addr // 64`` =
+    ``sum(value_i * prod(radix_j, j < i))``. Names: ``channel``, ``rank``, ``bankgroup``,
+    ``bank``, ``row``, ``column`` (in 64-byte lines), as in the DRAM model's mapping.
+    """
+
+    fields: tuple[tuple[str, int], ...]
+    line_bytes: int = LINE_BYTES
+
+    @classmethod
+    def from_dram_params(cls, params) -> "AddressFields":
+        """The mapping of ``dram.DRAMConfig(...).resolve()`` (``map_fields``, ``map_radix``)."""
+        order = [int(f) for f in params.map_fields]
+        return cls(tuple((FIELD_NAMES[f], int(params.map_radix[f])) for f in order))
+
+    def divisor(self, name: str) -> int:
+        """Product of the radices below field ``name`` (its place value in lines)."""
+        div = 1
+        for n, r in self.fields:
+            if n == name:
+                return div
+            div *= r
+        raise KeyError(f"address mapping has no field {name!r}: {self.fields}")
+
+    def radix(self, name: str) -> int:
+        for n, r in self.fields:
+            if n == name:
+                return r
+        raise KeyError(f"address mapping has no field {name!r}: {self.fields}")
+
+    @property
+    def capacity_bytes(self) -> int:
+        total = self.line_bytes
+        for _, r in self.fields:
+            total *= r
+        return total
+
+    def compose(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """Byte address from field values (missing fields = 0); values must be < radix."""
+        line = None
+        for name, r in self.fields:
+            v = np.asarray(values.get(name, 0), dtype=np.int64)
+            if np.any((v < 0) | (v >= r)):
+                raise ValueError(f"address field {name!r} value outside [0, {r})")
+            term = v * self.divisor(name)
+            line = term if line is None else line + term
+        return (np.asarray(line, dtype=np.uint64) * np.uint64(self.line_bytes))
+
+    def field_of(self, name: str, addr: np.ndarray) -> np.ndarray:
+        line = np.asarray(addr, dtype=np.uint64) // np.uint64(self.line_bytes)
+        return ((line // np.uint64(self.divisor(name))) % np.uint64(self.radix(name))).astype(np.int64)
+
+    def channel_of(self, addr: np.ndarray) -> np.ndarray:
+        return self.field_of("channel", addr)
+
+    def rank_of(self, addr: np.ndarray) -> np.ndarray:
+        return self.field_of("rank", addr)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Addresses of every node entry and vector, per device.
+
+    Attributes
+    ----------
+    node_device : ndarray (n,), int64
+        Device holding each node (global dataset row id).
+    node_addr, vector_addr : ndarray (n,), uint64
+        Device-local byte address of the node entry (adjacency list) and of the vector.
+    node_lines, vector_lines : int
+        64-byte lines per node entry (full ``max_degree`` list) and per vector.
+    node_stride, vector_stride : int
+        Bytes between consecutive entries (spread factor included).
+    spread : int
+        Stride multiplier (1 = dense).
+    rank_parts : int
+        Ranks a vector is partitioned across (1 = not partitioned).
+    rank_step, col_step : int
+        Address deltas to the same column of the next rank, and to the next column of the same
+        rank (only meaningful when ``rank_parts > 1``; else ``col_step = 64``).
+    bytes_used : ndarray (D,), int64
+        Bytes of index data per device (dense, without spreading).
+    """
+
+    node_device: np.ndarray
+    node_addr: np.ndarray
+    vector_addr: np.ndarray
+    node_lines: int
+    vector_lines: int
+    node_stride: int
+    vector_stride: int
+    spread: int
+    rank_parts: int
+    rank_step: int
+    col_step: int
+    bytes_used: np.ndarray
+
+    def adjacency_lines(self, degree: np.ndarray) -> np.ndarray:
+        """Lines read for adjacency lists of the given lengths (4-byte ids, >= 1 line)."""
+        d = np.asarray(degree, dtype=np.int64)
+        return np.maximum(1, -(-(d * 4) // LINE_BYTES))
+
+
+def build_layout(
+    cluster_ptr: np.ndarray,
+    cluster_nodes: np.ndarray,
+    cluster_device: np.ndarray,
+    num_devices: int,
+    *,
+    vector_bytes: int,
+    max_degree: int,
+    capacity_bytes: int,
+    spread: bool = True,
+    rank_partitioned: bool = False,
+    ranks: int = 1,
+    fields: AddressFields | None = None,
+) -> Layout:
+    """Lay out the clustered index on the devices.
+
+    Parameters
+    ----------
+    cluster_ptr : (C+1,) int64 and cluster_nodes : (n,) int64
+        Cluster membership CSR (logical trace, contract 1).
+    cluster_device : (C,) int64
+        Device of each cluster (a placement).
+    num_devices : int
+    vector_bytes, max_degree : int
+        From the trace metadata.
+    capacity_bytes : int
+        DRAM capacity per device.
+    spread : bool
+        Spread the layout over the full capacity (see module docstring).
+    rank_partitioned : bool, ranks : int, fields : AddressFields
+        Partition vectors column-wise across ``ranks`` ranks of their channel (rank PUs);
+        needs the DRAM address mapping ``fields``.
+
+    Raises
+    ------
+    ValueError
+        Placement names a device out of range, or the index does not fit a device.
+    """
+    cluster_ptr = np.asarray(cluster_ptr, dtype=np.int64)
+    cluster_nodes = np.asarray(cluster_nodes, dtype=np.int64)
+    cluster_device = np.asarray(cluster_device, dtype=np.int64)
+    C = cluster_ptr.shape[0] - 1
+    n = cluster_nodes.shape[0]
+    if cluster_device.shape != (C,):
+        raise ValueError(f"placement has {cluster_device.shape[0]} entries, expected one per "
+                         f"cluster ({C})")
+    if C and (cluster_device.min() < 0 or cluster_device.max() >= num_devices):
+        raise ValueError(f"placement names a device outside [0, {num_devices})")
+    node_lines = lines_for(4 * max_degree)
+    vector_lines = lines_for(vector_bytes)
+    node_bytes = node_lines * LINE_BYTES
+    vec_bytes = vector_lines * LINE_BYTES
+
+    sizes = np.diff(cluster_ptr)
+    # local index: clusters of a device in cluster-id order
+    order = np.lexsort((np.arange(C), cluster_device))
+    per_dev_count = np.bincount(cluster_device, weights=sizes, minlength=num_devices).astype(np.int64)
+    cl_offset = np.zeros(C, dtype=np.int64)
+    running = np.zeros(num_devices, dtype=np.int64)
+    for c in order:
+        d = cluster_device[c]
+        cl_offset[c] = running[d]
+        running[d] += sizes[c]
+    member_cluster = np.repeat(np.arange(C, dtype=np.int64), sizes)
+    pos_in_cluster = np.arange(n, dtype=np.int64) - np.repeat(cluster_ptr[:-1], sizes)
+    local = np.empty(n, dtype=np.int64)
+    node_device = np.full(n, -1, dtype=np.int64)
+    local[cluster_nodes] = cl_offset[member_cluster] + pos_in_cluster
+    node_device[cluster_nodes] = cluster_device[member_cluster]
+    if n and node_device.min() < 0:
+        raise ValueError("cluster_nodes does not cover every node exactly once")
+
+    bytes_used = per_dev_count * (node_bytes + vec_bytes)
+    max_nodes = int(per_dev_count.max()) if C else 0
+    if max_nodes * (node_bytes + vec_bytes) > capacity_bytes:
+        raise ValueError(f"the index needs {max_nodes * (node_bytes + vec_bytes)} bytes on its "
+                         f"fullest device, more than the capacity {capacity_bytes}")
+    S = 1
+    if spread and max_nodes > 0:
+        S = max(1, capacity_bytes // (max_nodes * (node_bytes + vec_bytes)))
+        if S % 2 == 0:
+            S -= 1
+        S = max(S, 1)
+    node_stride = node_bytes * S
+    vector_stride = vec_bytes * S
+    graph_bytes = max_nodes * node_stride
+    node_addr = (local * node_stride).astype(np.uint64)
+
+    if not rank_partitioned or ranks <= 1:
+        vector_addr = (graph_bytes + local * vector_stride).astype(np.uint64)
+        return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
+                      node_stride, vector_stride, S, 1, 0, LINE_BYTES, bytes_used)
+
+    if fields is None:
+        raise ValueError("rank-partitioned layout needs the DRAM address mapping (fields)")
+    R = int(ranks)
+    if fields.radix("rank") < R:
+        raise ValueError(f"address mapping has {fields.radix('rank')} ranks, need {R}")
+    n_ch = fields.radix("channel")
+    cols = fields.radix("column")
+    seg_per_rank = -(-vector_lines // R)
+    if seg_per_rank > cols:
+        raise ValueError(f"a vector needs {seg_per_rank} columns per rank, a row has {cols}")
+    vec_per_row = cols // seg_per_rank
+    # rows-worth blocks (all channels x all ranks x one row) taken by the graph region
+    block_bytes = n_ch * fields.radix("rank") * cols * LINE_BYTES
+    rest0 = -(-graph_bytes // block_bytes) if graph_bytes else 0
+    slot = local * S  # spread the vector slots like the dense layout
+    channel = slot % n_ch
+    k = slot // n_ch
+    col = (k % vec_per_row) * seg_per_rank
+    rest = rest0 + k // vec_per_row
+    # fill the remaining fields (bank group, bank, row), lowest first
+    values = {"channel": channel, "rank": np.zeros_like(channel), "column": col}
+    r = rest.copy()
+    for name, radix in fields.fields:
+        if name in values:
+            continue
+        values[name] = r % radix
+        r = r // radix
+    if np.any(r > 0):
+        raise ValueError("rank-partitioned layout does not fit the address space")
+    vector_addr = fields.compose(values)
+    return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
+                  node_stride, vector_stride, S, R, LINE_BYTES * fields.divisor("rank"),
+                  LINE_BYTES * fields.divisor("column"), bytes_used)

@@ -1,0 +1,213 @@
+"""Run one system on one logical trace: placement -> layout -> program -> engine -> metrics.
+
+>>> from cosmos.presets import get_preset
+>>> res = simulate(get_preset("cosmos"), "trace.npz", num_queries=2000)   # doctest: +SKIP
+>>> res.summary()["qps"]                                                 # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cosmos.config import SystemConfig, bytes_per_cycle, ns_to_cycles, TCK_PS
+from cosmos.layout import AddressFields, Layout, build_layout
+from cosmos.program import Program, build_program, pool_sizes
+from cosmos.trace_input import TraceArrays, as_trace
+
+MODES = ("closed", "open")
+
+
+def dram_config_for(cfg: SystemConfig):
+    """The ``dram.DRAMConfig`` of one memory instance of ``cfg`` (a device, or host DRAM)."""
+    from dram.config import DRAMConfig
+
+    if cfg.kind == "host-dram":
+        return DRAMConfig(channels=cfg.host.dram_channels, ranks=cfg.host.dram_ranks)
+    return DRAMConfig(channels=cfg.device.channels, ranks=cfg.device.ranks)
+
+
+def place_clusters(cfg: SystemConfig, tr: TraceArrays, seed: int = 0) -> np.ndarray:
+    """Cluster -> device with the placement policy of ``cfg`` (placement registry)."""
+    import placement
+
+    sizes_vec = np.diff(tr.cluster_ptr)
+    D = cfg.device.count
+    # capacity in vectors: what fits one device with this index's per-vector footprint
+    kwargs = {}
+    if tr.cluster_adjacency is not None:
+        kwargs["adjacency"] = tr.cluster_adjacency
+    elif tr.centroids is not None:
+        kwargs["centroids"] = tr.centroids
+    try:
+        return np.asarray(placement.place(sizes_vec, D, cfg.placement, seed=seed, **kwargs),
+                          dtype=np.int64)
+    except ValueError as exc:
+        raise ValueError(f"placement {cfg.placement!r}: {exc}") from None
+
+
+@dataclass
+class SimResult:
+    """Everything a run produced; :mod:`cosmos.metrics` turns it into tables."""
+
+    config: SystemConfig
+    trace_meta: dict
+    program: Program
+    layout: Layout
+    cluster_device: np.ndarray
+    state: object
+    dram_state: object
+    dram_params: object
+    num_instances: int
+    cycles: int
+    wall_s: float
+    mode: str
+    rate_qps: float | None
+    max_inflight: int
+    pool_sizes: np.ndarray
+    extra: dict = field(default_factory=dict)
+
+    def summary(self, warmup: float = 0.1) -> dict:
+        from cosmos.metrics import summary
+
+        return summary(self, warmup=warmup)
+
+
+def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
+             mode: str = "closed", rate_qps: float | None = None, max_inflight: int | None = None,
+             seed: int = 0, progress: bool = True, cluster_device: np.ndarray | None = None,
+             chunk_cycles: int = 2_000_000) -> SimResult:
+    """Simulate ``cfg`` on the logical ``trace``.
+
+    Parameters
+    ----------
+    cfg : SystemConfig
+    trace : path | dict | LogicalTrace | TraceArrays
+    num_queries : int, optional
+        Use only the first queries of the trace.
+    mode : "closed" | "open"
+        closed: at most ``max_inflight`` queries in flight, a new one enters as one finishes
+        (default ``max_inflight`` = the system's search contexts: host cores, or all GPC
+        contexts); open: Poisson arrivals at ``rate_qps`` (seeded).
+    cluster_device : (C,) int64, optional
+        A placement to use instead of the config's policy.
+    """
+    from dram import kernel as dk
+
+    from cosmos.engine import (CF_DATA_WIRE, CF_DEV_BPC, CF_REQ_WIRE, CF_UP_BPC, CI_CH_DIV,
+                               CI_LINK_LAT, CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SW_LAT,
+                               CI_SWITCH, N_CI, SC_DONE, SC_REQS_DONE, _admit_initial,
+                               _run_chunk, new_engine_state)
+
+    cfg = cfg.validate()
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    tr = as_trace(trace)
+    if num_queries is not None:
+        if num_queries < 1:
+            raise ValueError(f"num_queries must be >= 1, got {num_queries}")
+        tr = tr.head(num_queries)
+    Q = tr.num_queries
+    if Q == 0:
+        raise ValueError("the trace has no queries")
+    D = cfg.device.count
+    dcfg = dram_config_for(cfg)
+    params = dcfg.resolve()
+    if params.tCK_ps != TCK_PS:
+        raise ValueError(f"the engine clock is tCK = {TCK_PS} ps; DRAM preset has "
+                         f"{params.tCK_ps} ps")
+    fields = AddressFields.from_dram_params(params)
+    if cluster_device is None:
+        cluster_device = place_clusters(cfg, tr, seed=seed)
+    cluster_device = np.asarray(cluster_device, dtype=np.int64)
+    if cfg.kind == "host-dram":
+        n_inst = 1
+        layout_dev = np.zeros_like(cluster_device)
+        cap = dcfg.capacity_bytes
+    else:
+        n_inst = D
+        layout_dev = cluster_device
+        cap = min(cfg.device.capacity_bytes, dcfg.capacity_bytes)
+    rank_mode = cfg.kind == "cosmos" and cfg.rank_pu.enabled and dcfg.ranks > 1
+    layout = build_layout(tr.cluster_ptr, tr.cluster_nodes, layout_dev, n_inst,
+                          vector_bytes=int(tr.meta["vector_bytes"]),
+                          max_degree=int(tr.meta["max_degree"]), capacity_bytes=cap,
+                          spread=cfg.layout_spread, rank_partitioned=rank_mode,
+                          ranks=dcfg.ranks, fields=fields)
+    pg = build_program(cfg, tr, layout, layout_dev)
+    psizes = pool_sizes(cfg, agent_contexts=1)
+    if max_inflight is None:
+        max_inflight = cfg.host.threads if cfg.kind != "cosmos" else \
+            D * cfg.gpc.cores * cfg.gpc.threads_per_core
+    max_inflight = int(max_inflight)
+    if max_inflight < 1:
+        raise ValueError(f"max_inflight must be >= 1, got {max_inflight}")
+    # the I/O agent (dispatch/merge) never limits: one context per possible task in flight
+    tasks_per_q = int(np.diff(pg.query_task_ptr).max())
+    psizes[-1] = max(1, tasks_per_q * (max_inflight if mode == "closed" else Q))
+    psizes[-1] = min(psizes[-1], pg.task_query.shape[0])
+    G = n_inst * params.n_channels
+    comp_cap = 4 * G + 64
+    st = new_engine_state(pg, psizes, n_inst, params.n_channels, D, comp_cap)
+    dstate = dk.new_state(params, instances=n_inst, completion_capacity=comp_cap * 4)
+    link = cfg.link
+    cf = np.array([bytes_per_cycle(cfg.switch.upstream_bandwidth_GBps),
+                   bytes_per_cycle(link.bandwidth_GBps),
+                   link.wire_bytes(link.request_slots), link.wire_bytes(link.data_slots)],
+                  np.float64)
+    ci = np.zeros(N_CI, np.int64)
+    ci[CI_SWITCH] = int(cfg.switch.present)
+    ci[CI_SW_LAT] = ns_to_cycles(cfg.switch.latency_ns)
+    ci[CI_LINK_LAT] = ns_to_cycles(link.latency_ns)
+    ci[CI_CH_DIV] = fields.divisor("channel")
+    ci[CI_NCH] = params.n_channels
+    ci[CI_MAXINFL] = max_inflight
+    ci[CI_OPEN] = int(mode == "open")
+    ci[CI_NDEV] = D
+    arrivals = np.zeros(1, np.int64)
+    if mode == "open":
+        if rate_qps is None or not rate_qps > 0:
+            raise ValueError("open-loop mode needs rate_qps > 0")
+        rng = np.random.default_rng(seed)
+        gaps_s = rng.exponential(1.0 / rate_qps, size=Q)
+        arrivals = np.ceil(np.cumsum(gaps_s) * 1e12 / TCK_PS).astype(np.int64)
+    else:
+        _admit_initial(pg, st, cf, ci, max_inflight)
+    t0 = time.perf_counter()
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=Q, unit="query", desc=f"simulate {cfg.name}", leave=False)
+    last_done = 0
+    stall = 0
+    while True:
+        t_stop = int(st.scal[0]) + chunk_cycles
+        finished = _run_chunk(pg, st, cf, ci, params, dstate, arrivals, t_stop,
+                              int(st.scal[SC_DONE]) + max(1, Q // 50))
+        done = int(st.scal[SC_DONE])
+        if bar is not None:
+            bar.update(done - last_done)
+        if done == last_done and mode == "closed":
+            stall += 1
+            if stall > 1000:
+                raise RuntimeError("engine made no progress for 1000 chunks (deadlock); "
+                                   "please report with the config and trace")
+        else:
+            stall = 0
+        last_done = done
+        if finished:
+            break
+    if bar is not None:
+        bar.close()
+    if int(dstate.c_overflow[0]) != 0:
+        raise RuntimeError("DRAM completion buffer overflowed; results are invalid")
+    wall = time.perf_counter() - t0
+    return SimResult(config=cfg, trace_meta=dict(tr.meta), program=pg, layout=layout,
+                     cluster_device=cluster_device, state=st, dram_state=dstate,
+                     dram_params=params, num_instances=n_inst, cycles=int(st.scal[0]),
+                     wall_s=wall, mode=mode, rate_qps=rate_qps, max_inflight=max_inflight,
+                     pool_sizes=psizes,
+                     extra={"requests": int(st.scal[SC_REQS_DONE])})
