@@ -235,7 +235,7 @@ def _replay_function():
 def _cmd_replay(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from dram.output import file_sha256, new_run_dir, summary_table, write_run
+    from dram.output import _json_text, file_sha256, new_run_dir, summary_table, write_run
     from dram.traces import read_trace
 
     config = build_config(args)
@@ -256,7 +256,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     stats = run_statistics(trace, result, read_s=read_s, replay_s=replay_s)
     table = summary_header(trace, config) + "\n" + summary_table(stats)
     if args.json:
-        print(json.dumps(stats, indent=2, default=_plain))
+        print(_json_text(stats), end="")
     else:
         print(table)
     if args.out is not None:
@@ -301,16 +301,6 @@ def _versions() -> dict:
         cosmos_version = None
     return {"cosmos": cosmos_version, "numpy": numpy.__version__, "numba": numba.__version__,
             "python": sys.version.split()[0]}
-
-
-def _plain(obj: Any) -> Any:
-    import numpy as np
-
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"cannot write {type(obj).__name__} to JSON")
 
 
 def _progress_bar(total: int, *, disable: bool):

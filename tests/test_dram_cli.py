@@ -224,3 +224,20 @@ def test_options_reach_the_model_wrap_and_untimed_traces(capsys, tmp_path):
     assert (cfg["read_queue_depth"], cfg["write_queue_depth"]) == (8, 8)
     # one channel cannot beat its data-bus limit: 64 B per nBL = 8 cycles of 416 ps = 19.23 GB/s
     assert 0 < stats["achieved_bw_GBps"] <= 64 / (8 * 416e-12) / 1e9
+
+
+def test_read_only_trace_has_no_write_latency(capsys, tmp_path):
+    trace = tmp_path / "reads.stl"
+    trace.write_text("".join(f"{10 * i}: read 0x{(i * 4096 + 64 * (i % 3)):x}\n" for i in range(50)))
+    code, out, err = run(capsys, "dram", "replay", str(trace), "--json", "--format", "dramsys")
+    assert code == 0, err
+    stats = json.loads(out)  # strict JSON: no NaN
+    assert stats["n_writes"] == 0 and stats["mean_write_latency_cycles"] is None
+    code, out, err = run(capsys, "dram", "replay", str(trace))
+    line = next(s for s in out.splitlines() if s.startswith("write latency"))
+    assert line.split()[-2:] == ["-", "-"]
+
+
+def test_dram_without_subcommand_prints_help(capsys):
+    code, out, err = run(capsys, "dram")
+    assert code == 2 and "replay" in err and "presets" in err
