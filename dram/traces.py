@@ -260,6 +260,17 @@ def _fmt_bytes(n: int) -> str:
 # ----------------------------------------------------------------------------------------------
 
 _GZIP_MAGIC = b"\x1f\x8b"
+# Other containers a user might hand over by mistake: named in the error instead of parsed.
+_OTHER_MAGIC = {
+    b"BZh": "bzip2",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"PK\x03\x04": "zip",
+    b"\x93NUMPY": "numpy .npy",
+}
+_UTF8_BOM = b"\xef\xbb\xbf"
+#: Longest accepted line; a longer one means the file is not a text trace.
+MAX_LINE_BYTES = 1 << 20
 
 
 def _open_binary(path: Path):
@@ -269,30 +280,52 @@ def _open_binary(path: Path):
     if path.is_dir():
         raise ValueError(f"{path}: is a directory, expected a trace file")
     with open(path, "rb") as f:
-        magic = f.read(2)
-    if magic == _GZIP_MAGIC:
+        magic = f.read(8)
+    if magic[:2] == _GZIP_MAGIC:
         return gzip.open(path, "rb")
+    for sig, kind in _OTHER_MAGIC.items():
+        if magic.startswith(sig):
+            raise ValueError(f"{path}: is a {kind} file; expected a text trace, plain or gzip")
     return open(path, "rb")
 
 
 def _blocks(path: Path, block_bytes: int) -> Iterator[bytes]:
-    """Yield the file's text in blocks that end with a newline (the last one gets one added)."""
+    """Yield the file's text in blocks that end with a newline (the last one gets one added).
+
+    A UTF-8 byte-order mark at the start becomes spaces. A line longer than
+    :data:`MAX_LINE_BYTES` is an error (the file is not a text trace).
+    """
     with _open_binary(path) as f:
-        rest = b""
+        parts: list[bytes] = []  # pieces of an unfinished line
+        pending = 0
+        lines_done = 0
+        head = None
         while True:
             try:
-                chunk = f.read(block_bytes)
+                if head is None:
+                    head = f.read(len(_UTF8_BOM))
+                    chunk = (b"   " if head == _UTF8_BOM else head) + f.read(block_bytes)
+                else:
+                    chunk = f.read(block_bytes)
             except (OSError, EOFError) as exc:  # corrupt or truncated gzip stream
                 raise ValueError(f"{path}: cannot read the compressed file: {exc}") from None
             if not chunk:
                 break
-            buf = rest + chunk
-            cut = buf.rfind(b"\n")
+            cut = chunk.rfind(b"\n")
             if cut < 0:
-                rest = buf
+                parts.append(chunk)
+                pending += len(chunk)
+                if pending > MAX_LINE_BYTES:
+                    raise ValueError(f"{path}, line {lines_done + 1}: longer than "
+                                     f"{MAX_LINE_BYTES} bytes; not a text trace file?")
                 continue
-            rest = buf[cut + 1:]
-            yield buf[: cut + 1]
+            parts.append(chunk[: cut + 1])
+            buf = b"".join(parts)
+            parts = [chunk[cut + 1:]]
+            pending = len(parts[0])
+            lines_done += buf.count(b"\n")
+            yield buf
+        rest = b"".join(parts)
         if rest:
             yield rest + b"\n"
 
@@ -539,7 +572,7 @@ def detect_format(path: str | os.PathLike) -> str:
                 continue
             fmt = _classify(tokens)
             if fmt is None:
-                shown = raw.decode("utf-8", "replace").rstrip("\r")
+                shown = raw[:200].decode("utf-8", "replace").rstrip("\r")
                 raise ValueError(
                     f"{path}, line {line_no}: cannot tell the trace format from {shown!r}; expected "
                     + "; or ".join(f"{k} {v}" for k, v in FORMATS.items())

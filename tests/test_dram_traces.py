@@ -50,8 +50,8 @@ EXPECTED_WRITE = [0, 1, 0, 1]
 )
 def test_read_each_format(tmp_path, fmt, text, lines, arrival, gz):
     path = write(tmp_path, f"t.{fmt}", text, gz=gz)
-    for given_format in ("auto", fmt):
-        t = read_trace(path, given_format)
+    for given_format, block in (("auto", 1 << 20), (fmt, 1 << 20), ("auto", 7)):
+        t = read_trace(path, given_format, block_bytes=block)  # 7: lines longer than a block
         assert t.format == fmt
         assert t.source == str(path)
         assert t.addr.dtype == np.uint64 and t.is_write.dtype == np.uint8
@@ -110,7 +110,7 @@ def test_reference_sample():
 
 def test_block_size_does_not_change_the_result():
     whole = read_trace(SAMPLE)
-    for block in (1, 50, 4096):
+    for block in (333, 4096):
         t = read_trace(SAMPLE, block_bytes=block)
         for name in ("addr", "is_write", "arrival", "line"):
             assert np.array_equal(getattr(t, name), getattr(whole, name)), (block, name)
@@ -352,3 +352,23 @@ def test_capacity_of_a_real_dram_config():
     wrapped = read_trace(SAMPLE, config=one, wrap=True)
     # wrap = modulo the capacity = dropping address bit 35, what Ramulator's RoBaRaCoCh does on 1 ch
     assert np.array_equal(wrapped.addr, read_trace(SAMPLE).addr & np.uint64((1 << 35) - 1))
+
+
+def test_not_a_text_trace(tmp_path):
+    bom = tmp_path / "bom.trace"
+    bom.write_bytes(b"\xef\xbb\xbf0x40 READ 0\n0x80 READ 1\n")
+    for block in (1, 1 << 20):
+        assert read_trace(bom, block_bytes=block).addr.tolist() == [0x40, 0x80]
+    npy = tmp_path / "addr.npy"
+    np.save(npy, np.arange(4))
+    with pytest.raises(ValueError, match=r"addr\.npy: is a numpy \.npy file; expected a text trace"):
+        read_trace(npy)
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(b"\x01" * ((1 << 20) + 10))
+    with pytest.raises(ValueError, match=r"blob\.bin, line 1: longer than 1048576 bytes"):
+        read_trace(blob, "dramsim3", block_bytes=1 << 16)
+    long_line = tmp_path / "long.trace"
+    long_line.write_bytes(b"0x40 READ 0\n" + b"x" * 5000 + b"\n")
+    with pytest.raises(ValueError, match=r"long\.trace, line 2: .*xxx\.\.\.'; expected") as err:
+        read_trace(long_line)
+    assert len(str(err.value)) < 600  # the offending text is shortened
