@@ -49,7 +49,7 @@ class SearchParams(NamedTuple):
     entry: str = "medoid"
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=True)
 def _dist(q, vecs, p, metric):
     s = np.float32(0.0)
     if metric == 0:

@@ -1,0 +1,129 @@
+"""Speed, memory and recall of the clustered graph index on a synthetic SIFT-like set.
+
+Goals (issue 3): building the 1M-vector clustered index (k-means + graphs) in at most 10 minutes
+on 2 cores; tracing 10,000 queries on it in at most 60 s; recall@10 >= 0.90 at num_probes = 8;
+exact ground truth of 10,000 queries over 1M vectors within a few GB. Each phase is timed on
+its own with a fresh cache (nothing is reused), peak memory (max RSS of this process) is printed
+after each phase.
+
+    python experiments/bench_graphs.py                   # 1M vectors, 10,000 queries, defaults
+    python experiments/bench_graphs.py --n 100000 --num-queries 2000
+    python experiments/bench_graphs.py --threads 2 --json results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from graphs.dataset import Dataset  # noqa: E402
+from graphs.groundtruth import exact_knn, recall_at_k  # noqa: E402
+from graphs.index import IndexParams, build_index  # noqa: E402
+from graphs.search import search  # noqa: E402
+from graphs.synthetic import SPECS, generate  # noqa: E402
+from graphs.workload import DEFAULTS  # noqa: E402
+
+
+def peak_rss_MB() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dataset", default="sift", choices=list(SPECS))
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--num-queries", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--num-clusters", type=int, default=DEFAULTS["num_clusters"])
+    ap.add_argument("--num-probes", type=int, default=DEFAULTS["num_probes"])
+    ap.add_argument("--cand-list-len", type=int, default=DEFAULTS["cand_list_len"])
+    ap.add_argument("-k", type=int, default=DEFAULTS["k"])
+    ap.add_argument("--M", type=int, default=DEFAULTS["M"])
+    ap.add_argument("--ef-construction", type=int, default=DEFAULTS["ef_construction"])
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="clusters built concurrently")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
+    ap.add_argument("--save-trace", type=Path, default=None, help="write the trace here (.npz)")
+    args = ap.parse_args(argv)
+
+    fig: dict = {"config": vars(args) | {"json": None, "save_trace": None}, "cpus": os.cpu_count()}
+    spec = SPECS[args.dataset]
+
+    t = time.perf_counter()
+    base = generate(spec, args.n, args.seed)
+    queries = generate(spec, args.num_queries, args.seed, queries=True)
+    fig["generate_s"] = time.perf_counter() - t
+    print(f"generate {args.dataset} n={args.n} q={args.num_queries}: {fig['generate_s']:.1f} s, "
+          f"peak RSS {peak_rss_MB():.0f} MB", flush=True)
+
+    t = time.perf_counter()
+    gt, _ = exact_knn(base, queries, args.k, spec.metric, progress=True)
+    fig["groundtruth_s"] = time.perf_counter() - t
+    fig["peak_rss_after_groundtruth_MB"] = peak_rss_MB()
+    print(f"exact ground truth (k={args.k}): {fig['groundtruth_s']:.1f} s, peak RSS {peak_rss_MB():.0f} MB",
+          flush=True)
+
+    ds = Dataset(name=f"{args.dataset}-n{args.n}", base=base, queries=queries, groundtruth=gt, metric=spec.metric)
+    params = IndexParams(num_clusters=args.num_clusters, M=args.M, ef_construction=args.ef_construction,
+                         seed=args.seed)
+    t = time.perf_counter()
+    idx = build_index(ds, params, threads=args.threads, progress=True)
+    fig["build_s"] = time.perf_counter() - t
+    fig["peak_rss_after_build_MB"] = peak_rss_MB()
+    sizes = idx.cluster_sizes
+    deg = idx.degrees()
+    fig.update(cluster_size_min=int(sizes.min()), cluster_size_max=int(sizes.max()),
+               mean_degree=float(deg.mean()), max_degree=int(deg.max()))
+    print(f"build index (k-means + {idx.num_clusters} hnswlib graphs, M={args.M}, efC={args.ef_construction}, "
+          f"{args.threads} threads): {fig['build_s']:.1f} s (goal <= 600 s at 1M), peak RSS {peak_rss_MB():.0f} MB",
+          flush=True)
+    print(f"  cluster sizes {sizes.min()}..{sizes.max()}, level-0 degree mean {deg.mean():.1f} max {deg.max()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        idx.save(Path(tmp) / "idx.npz")
+        fig["index_save_s"] = time.perf_counter() - t
+        fig["index_file_MB"] = (Path(tmp) / "idx.npz").stat().st_size / 1e6
+
+    # warm the numba kernels on a few queries so compilation is not timed (cache=True keeps it)
+    search(idx, base, queries[:4], args.num_probes, args.cand_list_len, args.k, progress=False)
+    t = time.perf_counter()
+    out = search(idx, base, queries, args.num_probes, args.cand_list_len, args.k, progress=True)
+    fig["trace_s"] = time.perf_counter() - t
+    fig["peak_rss_after_trace_MB"] = peak_rss_MB()
+    rec = recall_at_k(out.result_ids, gt, args.k)
+    fig["recall_at_k"] = float(rec.mean())
+    hops = np.diff(out.search_hop_ptr).reshape(-1, args.num_probes).sum(1)
+    reads = np.diff(out.hop_read_ptr)
+    fig["hops_per_query"] = float(hops.mean())
+    fig["distances_per_query"] = float((len(reads) and reads.sum() / args.num_queries) + args.num_probes)
+    fig["trace_entries"] = {"hops": int(len(out.hop_node)), "reads": int(len(out.read_node))}
+    print(f"trace {args.num_queries} queries (num_probes={args.num_probes}, L={args.cand_list_len}, k={args.k}): "
+          f"{fig['trace_s']:.1f} s (goal <= 60 s), {args.num_queries / fig['trace_s']:.0f} queries/s, "
+          f"peak RSS {peak_rss_MB():.0f} MB")
+    print(f"  per query: {fig['hops_per_query']:.1f} hops, {fig['distances_per_query']:.1f} distance computations")
+    print(f"recall@{args.k}: {fig['recall_at_k']:.4f}")
+    print(f"peak memory (max RSS): {peak_rss_MB():.0f} MB")
+    if args.save_trace is not None:
+        from graphs.workload import trace_index
+
+        del out
+        from graphs.trace import save_trace
+
+        save_trace(args.save_trace, trace_index(idx, ds, args.num_probes, args.cand_list_len, args.k,
+                                                progress=False))
+    if args.json is not None:
+        args.json.write_text(json.dumps(fig, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
