@@ -417,11 +417,9 @@ def adjacency_aware(sizes: np.ndarray, capacities: np.ndarray, adjacency: np.nda
             # Every device keeps room for the largest cluster of the block even after the
             # whole block is placed: no feasibility test needed inside it.
             always_feasible = int(remaining.min()) - int(sizes_sorted[p0:p1].sum()) >= sz[0]
-            for i in range(b):
-                row = key[i]
+            for i, (row, s) in enumerate(zip(key, sz)):  # rows are views: later edits show
                 row -= remaining  # loss * M - remaining: argmin = (min loss, max remaining, min index)
                 d = int(row.argmin())
-                s = sz[i]
                 if not always_feasible and remaining[d] < s:
                     k = np.where(remaining >= s, row, big)
                     d = int(k.argmin())
