@@ -241,3 +241,33 @@ def test_read_only_trace_has_no_write_latency(capsys, tmp_path):
 def test_dram_without_subcommand_prints_help(capsys):
     code, out, err = run(capsys, "dram")
     assert code == 2 and "replay" in err and "presets" in err
+
+
+def test_replay_matches_ramulator_request_by_request(capsys, tmp_path):
+    """End to end against the reference: file -> cosmos dram replay -> requests.csv.
+
+    Reference: Ramulator 2.1, set A run 1ch / unloaded_conflict / seed 62 / refresh on
+    (results_setA.csv row and per-request records, tests/data/dram/cli/README.md).
+    """
+    import hashlib
+
+    trace = DATA / "cli" / "1ch_unloaded_conflict_s62.trace.gz"
+    assert hashlib.sha256(gzip.decompress(trace.read_bytes())).hexdigest() == (
+        "c31d1f2204639afba395c3e8665e5e4b4c1d34279c7271e8811fea1e9d39c547")
+    code, out, err = run(capsys, "dram", "replay", str(trace), "--channels", "1", "--refresh", "on",
+                         "--out", str(tmp_path / "r"))
+    assert code == 0, err
+    ours = pd.read_csv(tmp_path / "r" / "requests.csv")
+    ref = pd.read_csv(DATA / "cli" / "1ch_unloaded_conflict_s62.refON.requests.csv.gz")
+    assert len(ours) == len(ref) == 2001
+    for mine, theirs in (("arrival_cycle", "arrival"), ("accept_cycle", "accept"),
+                         ("completion_cycle", "completion"), ("is_write", "is_write")):
+        assert np.array_equal(ours[mine].to_numpy(), ref[theirs].to_numpy()), mine
+    stats = json.loads((tmp_path / "r" / "stats.json").read_text())
+    # the reference row: 0 / 214 / 1787 hits/misses/conflicts, 426 REFab, last completion 2,000,110,
+    # achieved 0.153915 GB/s over all 2,001 lines; mean read latency 140.80 over the 2,000 probes
+    assert (stats["row_hits"], stats["row_misses"], stats["row_conflicts"]) == (0, 214, 1787)
+    assert stats["refresh_cmds"] == 426 and stats["total_cycles"] == 2_000_110
+    assert stats["achieved_bw_GBps"] == pytest.approx(0.153915, rel=1e-5)
+    assert ours["latency_cycles"].iloc[1:].mean() == pytest.approx(140.8, abs=0.005)
+    assert "0 / 214 / 1,787" in out and "refresh commands          426" in out
