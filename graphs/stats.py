@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["knn_distances", "lid_mle", "relative_contrast", "difficulty"]
+__all__ = ["knn_distances", "lid_mle", "relative_contrast", "difficulty", "probe_concentration", "recall_vs_ef"]
 
 
 def knn_distances(base: np.ndarray, queries: np.ndarray, k: int, exclude_self: bool = False):
@@ -74,3 +74,75 @@ def difficulty(base: np.ndarray, queries: np.ndarray, k: int = 20, exclude_self:
         "k": k,
         "num_queries": int(len(queries)),
     }
+
+
+def recall_vs_ef(base: np.ndarray, queries: np.ndarray, efs=(10, 16, 24, 32, 48), exclude_self: bool = False,
+                 M: int = 16, ef_construction: int = 100, seed: int = 1) -> list[float]:
+    """recall@10 of hnswlib's ``knn_query`` at each ef (single-threaded build, seeded)."""
+    import hnswlib
+
+    from .groundtruth import exact_knn
+
+    k = 10 + int(exclude_self)
+    gt, _ = exact_knn(base, queries, k)
+    g = hnswlib.Index(space="l2", dim=base.shape[1])
+    g.init_index(len(base), M=M, ef_construction=ef_construction, random_seed=seed)
+    g.add_items(np.asarray(base, dtype=np.float32), np.arange(len(base)), num_threads=1)
+    out = []
+    for ef in efs:
+        g.set_ef(max(ef, k))
+        lab, _ = g.knn_query(np.asarray(queries, dtype=np.float32), k=k)
+        if exclude_self:
+            lab, ref = lab[:, 1:], gt[:, 1:]
+        else:
+            ref = gt
+        out.append(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(lab, ref)])))
+    return out
+
+
+def probe_concentration(base: np.ndarray, queries: np.ndarray, num_clusters: int = 64, num_probes: int = 8,
+                        seed: int = 0) -> float:
+    """Max over mean of how often each k-means cluster is among a query's ``num_probes`` nearest
+    centroids (1 = perfectly even routing; large = a "hub" cluster probed by most queries)."""
+    from .kmeans import kmeans
+
+    c = kmeans(base, num_clusters, seed=seed)
+    q = np.asarray(queries, dtype=np.float32)
+    s = np.einsum("ij,ij->i", c, c)[None, :] - 2.0 * q @ c.T
+    pr = np.argsort(s, axis=1, kind="stable")[:, :num_probes]
+    cnt = np.bincount(pr.ravel(), minlength=num_clusters)
+    return float(cnt.max() / cnt.mean())
+
+
+def main() -> None:  # pragma: no cover - prints the calibration table of docs/graphs.md
+    """``python -m graphs.stats``: difficulty of the real sets and the synthetic families."""
+    from .dataset import real_dataset
+    from .synthetic import SPECS, generate
+
+    rows = []
+    big = real_dataset("bigann10k").base
+    rows.append(("bigann10k (real)", big))
+    rows.append(("siftsmall (real)", real_dataset("siftsmall").base))
+    for seed in (0, 1, 2):
+        rows.append((f"synthetic sift seed {seed}", generate("sift", 10000, seed)))
+    for name in SPECS:
+        if name != "sift":
+            rows.append((f"synthetic {name} seed 0", generate(name, 10000, 0)))
+    blob = np.clip(np.rint(np.random.default_rng(0).normal(30, 20, size=(10000, 128))), 0, 255)
+    rows.append(("gaussian blob (naive)", blob))
+    print("| set | LID (MLE, k=20) | RC | zero fraction | probe concentration | "
+          "hnswlib recall@10 at ef=10/16/24/32/48 |")
+    print("|---|---|---|---|---|---|")
+    for name, b in rows:
+        # first 300 vectors as queries against all 10,000 (self excluded); concentration:
+        # 64 clusters of vectors 2000.. probed by vectors 0..1999 (8 probes)
+        d = difficulty(b, b[:300], exclude_self=True)
+        r = recall_vs_ef(b, b[:300], exclude_self=True)
+        z = float(np.mean(np.asarray(b) == 0))
+        pc = probe_concentration(b[2000:], b[:2000])
+        print(f"| {name} | {d['lid_mean']:.1f} | {d['rc_mean']:.2f} | {z:.3f} | {pc:.2f} | "
+              + " / ".join(f"{v:.3f}" for v in r) + " |", flush=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

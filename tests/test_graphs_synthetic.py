@@ -5,7 +5,7 @@ import pytest
 
 from graphs.dataset import real_dataset
 from graphs.kmeans import assign, centroid_adjacency, cluster_csr, kmeans
-from graphs.stats import difficulty
+from graphs.stats import difficulty, probe_concentration
 from graphs.synthetic import SPECS, generate
 
 
@@ -42,6 +42,8 @@ def test_sift_calibrated_against_bigann10k():
     assert abs(s["lid_mean"] / r["lid_mean"] - 1) < 0.15, (s, r)
     assert abs(s["rc_mean"] / r["rc_mean"] - 1) < 0.15, (s, r)
     assert abs((syn == 0).mean() - (real == 0).mean()) < 0.05
+    # routing is not dominated by one hub cluster (real: 1.54 bigann10k, 2.52 siftsmall)
+    assert probe_concentration(syn[2000:], syn[:2000]) < 1.25 * probe_concentration(real[2000:], real[:2000]) + 1.0
     # a naive Gaussian blob of the same shape is far off (much higher LID)
     blob = np.clip(np.rint(np.random.default_rng(0).normal(30, 20, size=(10000, 128))), 0, 255)
     g = difficulty(blob, blob[:300], exclude_self=True)
