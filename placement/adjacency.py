@@ -133,20 +133,22 @@ def validate_adjacency(adjacency, num_clusters: int, *, name: str = "adjacency")
         a = a.astype(np.int64)
     if a.size == 0:
         return a
-    bad = (a < -1) | (a >= num_clusters)
-    if bad.any():
+    lo, hi = int(a.min()), int(a.max())
+    if lo < -1 or hi >= num_clusters:
+        bad = (a < -1) | (a >= num_clusters)
         c, j = (int(v) for v in np.argwhere(bad)[0])
         raise ValueError(
             f"{name}[{c}, {j}] = {int(a[c, j])} is not a cluster id: expected 0..{num_clusters - 1} "
             f"or -1 for padding"
         )
-    valid = a >= 0
-    gap = valid[:, 1:] & ~valid[:, :-1]
-    if gap.any():
-        c, j = (int(v) for v in np.argwhere(gap)[0])
-        raise ValueError(
-            f"{name}[{c}, {j + 1}] = {int(a[c, j + 1])} follows -1 padding: -1 may only pad the end of a row"
-        )
+    if lo == -1:  # padding present: it must be trailing
+        valid = a >= 0
+        gap = valid[:, 1:] & ~valid[:, :-1]
+        if gap.any():
+            c, j = (int(v) for v in np.argwhere(gap)[0])
+            raise ValueError(
+                f"{name}[{c}, {j + 1}] = {int(a[c, j + 1])} follows -1 padding: -1 may only pad the end of a row"
+            )
     self_ref = a == np.arange(num_clusters)[:, None]
     if self_ref.any():
         c, j = (int(v) for v in np.argwhere(self_ref)[0])

@@ -32,6 +32,7 @@ Policies shipped here (docs/placement.md has the details and the reading of the 
 
 from __future__ import annotations
 
+from bisect import insort
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -346,9 +347,11 @@ def adjacency_aware_steps(sizes, capacities, adjacency) -> list[dict]:
 
 #: Clusters processed per vectorized block in :func:`adjacency_aware`.
 _BLOCK = 4096
+#: Largest device count for the bitmask step (device sets as 64-bit masks).
+_BITMASK_MAX_DEVICES = 64
 
 
-def adjacency_aware(sizes: np.ndarray, capacities: np.ndarray, adjacency: np.ndarray) -> np.ndarray:
+def adjacency_aware(sizes: np.ndarray, capacities: np.ndarray, adjacency: np.ndarray | None) -> np.ndarray:
     """Algorithm 1 on validated arrays (see :func:`adjacency_aware_steps` for the plain version).
 
     Clusters are taken largest first (equal sizes: lower id first). For cluster ``c``, each
@@ -358,12 +361,22 @@ def adjacency_aware(sizes: np.ndarray, capacities: np.ndarray, adjacency: np.nda
     goes to the candidate with the lowest loss, then the most remaining capacity, then the
     lowest device index.
 
-    Implementation: the order is fixed in advance, so which neighbors are already placed when
-    ``c`` is placed is known up front. Clusters are handled in blocks: the loss contributions of
-    neighbors placed before the block are summed for the whole block at once (``bincount``);
-    neighbors placed inside the block are added as they are placed. Each step is then one
-    ``argmin`` over ``D`` packed keys ``loss * M - remaining`` (``M`` > any capacity), which
-    orders devices exactly by (loss, -remaining, index).
+    Implementation (same answers as the plain version; tested): the order is fixed in advance,
+    so which neighbors of ``c`` are placed before it is known up front. Clusters are handled in
+    blocks; for each block, the devices of neighbors placed before the block are gathered at
+    once, and neighbors placed inside the block are added as they are placed. Two exact step
+    rules, chosen per block:
+
+    * bitmask (``D <= 64``, when most clusters have a device with loss 0): every weight is
+      positive, so the lowest loss is 0 whenever some device holds none of the ``D`` nearest
+      neighbors; the answer is then the device with the most remaining capacity outside the
+      cluster's neighbor-device mask, read from a list of devices kept sorted by remaining
+      capacity. Otherwise (all devices hold a neighbor, or the best zero-loss device is full)
+      the step falls back to the exact loss computation.
+    * dense: the losses of the block as a ``(b, D)`` histogram (``bincount``) and one ``argmin``
+      per step over packed keys ``loss * M - remaining`` (``M`` > any capacity), which orders
+      devices exactly by (loss, -remaining, index); an exact two-step comparison when the
+      capacities are too large to pack into int64.
     """
     C = sizes.shape[0]
     D = capacities.shape[0]
@@ -374,78 +387,125 @@ def adjacency_aware(sizes: np.ndarray, capacities: np.ndarray, adjacency: np.nda
     A = 0 if adjacency is None else min(adjacency.shape[1], D)
     weights = (D - np.arange(A)).astype(np.int64)
     nbrs = adjacency[:, :A] if A else np.zeros((C, 0), dtype=np.int32)
-    # Compact copies for the random gathers (cache friendly); index C is a sentinel that the
-    # -1 padding of the adjacency lands on: never placed, placed "after everyone".
-    small = np.int32 if C < 2**31 - 1 else np.int64
-    dev = np.full(C + 1, -1, dtype=np.int16 if D < 2**15 else np.int64)
-    rank = np.empty(C + 1, dtype=small)
-    rank[order] = np.arange(C, dtype=small)
-    rank[C] = C
+    # Per-cluster state for the gathers, one integer: low field = device + 1 (0 = not placed),
+    # high field = position in the current block + 1 (0 = not in it). Index C is a sentinel
+    # that the -1 padding of the adjacency lands on (never placed, never in a block).
+    block = int(_BLOCK)
+    if D + 1 < 2**15 and block + 1 < 2**15:
+        st_dtype, shift = np.int32, 16
+    else:
+        st_dtype, shift = np.int64, 32
+    low = (1 << shift) - 1
+    st = np.zeros(C + 1, dtype=st_dtype)
     remaining = capacities.astype(np.int64).copy()
     M = int(remaining.max()) + 1
     packed = (int(weights.sum()) + 1) * M < 2**62
     sizes_sorted = sizes[order]
     big = np.iinfo(np.int64).max
-    w_tile = np.tile(weights.astype(np.float64), _BLOCK)
+    w_float = weights.astype(np.float64)
+    use_bits = D <= _BITMASK_MAX_DEVICES
+    if use_bits:
+        bit_table = np.zeros(D + 1, dtype=np.uint64)  # low field -> device bit (0 -> none)
+        bit_table[1:] = np.left_shift(np.uint64(1), np.arange(D, dtype=np.uint64))
+        full = (1 << D) - 1
 
-    for p0 in range(0, C, _BLOCK):
-        p1 = min(C, p0 + _BLOCK)
+    def exact_choice(c, s, rem_np, loss_row):
+        """The Algorithm 1 choice for one cluster from its loss row (int64, length D)."""
+        feas = rem_np >= s
+        if not feas.any():
+            raise _capacity_error(c, s, rem_np, capacities, "adjacency")
+        li = np.where(feas, loss_row, big)
+        cand = feas & (li == li.min())
+        return int(np.where(cand, rem_np, -1).argmax())
+
+    for p0 in range(0, C, block):
+        p1 = min(C, p0 + block)
         b = p1 - p0
         blk = order[p0:p1]
+        blk_l = blk.tolist()
+        sz = sizes_sorted[p0:p1].tolist()
         nb = nbrs[blk]  # (b, A)
-        # Neighbors placed before this block: their devices are known now; the others read
-        # -1 and land in column 0 of a (b, D + 1) histogram, which is dropped.
-        dv = dev[nb]
-        flat = (np.arange(b)[:, None] * (D + 1) + 1 + dv).ravel()
-        loss = np.bincount(flat, weights=w_tile[: b * A], minlength=b * (D + 1))
-        loss = loss.reshape(b, D + 1)[:, 1:].astype(np.int64)
-        # Neighbors placed earlier inside this block: added when they are placed.
-        own = (p0 + np.arange(b))[:, None]
-        nb_rank = rank[nb]
-        er, ec = np.nonzero((dv < 0) & (nb_rank < own))
-        esrc = nb_rank[er, ec].astype(np.int64) - p0
+        st[blk] = (np.arange(1, b + 1, dtype=st_dtype) << shift)  # mark block positions
+        comb = st[nb]
+        lo = comb & low  # device + 1 of neighbors placed before the block, else 0
+        hi = comb >> shift  # position + 1 of neighbors inside the block, else 0
+        # Neighbors placed earlier inside this block: applied when they are placed.
+        er, ec = np.nonzero((hi != 0) & (hi <= np.arange(b, dtype=hi.dtype)[:, None]))
+        esrc = (hi[er, ec] - 1).astype(np.int64)
         eo = np.argsort(esrc, kind="stable")
         esrc_l = esrc[eo].tolist()
         edst_l = er[eo].tolist()
-        ew_l = weights[ec[eo]].tolist()
+        ecol_l = ec[eo].tolist()
         ne = len(esrc_l)
         e = 0
-        sz = sizes_sorted[p0:p1].tolist()
         chosen = [0] * b
-        if packed:
-            key = loss * M
-            # Every device keeps room for the largest cluster of the block even after the
-            # whole block is placed: no feasibility test needed inside it.
-            always_feasible = int(remaining.min()) - int(sizes_sorted[p0:p1].sum()) >= sz[0]
-            for i, (row, s) in enumerate(zip(key, sz)):  # rows are views: later edits show
-                row -= remaining  # loss * M - remaining: argmin = (min loss, max remaining, min index)
-                d = int(row.argmin())
-                if not always_feasible and remaining[d] < s:
-                    k = np.where(remaining >= s, row, big)
-                    d = int(k.argmin())
-                    if k[d] == big:
-                        raise _capacity_error(int(blk[i]), s, remaining, capacities, "adjacency")
-                remaining[d] -= s
-                chosen[i] = d
-                while e < ne and esrc_l[e] == i:
-                    key[edst_l[e], d] += ew_l[e] * M
-                    e += 1
-        else:  # capacities too large to pack (loss, remaining) into one int64 key
+
+        masks = None
+        if use_bits:
+            m_arr = np.bitwise_or.reduce(bit_table[lo], axis=1)
+            if np.count_nonzero(m_arr == np.uint64(full)) * 2 <= b:
+                masks = m_arr.tolist()
+
+        if masks is not None:
+            rem = remaining.tolist()
+            ranked = sorted((-r, d) for d, r in enumerate(rem))  # most remaining first, then index
             for i in range(b):
+                m = masks[i]
                 s = sz[i]
-                feas = remaining >= s
-                if not feas.any():
-                    raise _capacity_error(int(blk[i]), s, remaining, capacities, "adjacency")
-                li = np.where(feas, loss[i], big)
-                cand = feas & (li == li.min())
-                d = int(np.where(cand, remaining, -1).argmax())
-                remaining[d] -= s
+                d = -1
+                if m != full:
+                    for pos, (nr, dd) in enumerate(ranked):
+                        if not (m >> dd) & 1:
+                            break
+                    if -nr >= s:  # best zero-loss device has room: it is the answer
+                        d = dd
+                        del ranked[pos]
+                        insort(ranked, (nr + s, d))
+                if d < 0:  # exact step: losses from the current devices of the neighbors
+                    row_lo = st[nb[i]] & low
+                    loss_row = np.bincount(row_lo, weights=w_float, minlength=D + 1)[1:].astype(np.int64)
+                    d = exact_choice(blk_l[i], s, np.array(rem, dtype=np.int64), loss_row)
+                    ranked.remove((-rem[d], d))
+                    insort(ranked, (-(rem[d] - s), d))
+                rem[d] -= s
                 chosen[i] = d
+                st[blk_l[i]] = d + 1
                 while e < ne and esrc_l[e] == i:
-                    loss[edst_l[e], d] += ew_l[e]
+                    masks[edst_l[e]] |= 1 << d
                     e += 1
-        device[blk] = chosen
-        dev[blk] = chosen
+            remaining[:] = rem
+        else:
+            flat = (np.arange(b)[:, None] * (D + 1) + lo).ravel()
+            loss = np.bincount(flat, weights=np.broadcast_to(w_float, (b, A)).ravel(), minlength=b * (D + 1))
+            loss = loss.reshape(b, D + 1)[:, 1:].astype(np.int64)
+            if packed:
+                key = loss * M
+                # Every device keeps room for the largest cluster of the block even after the
+                # whole block is placed: no feasibility test needed inside it.
+                always_feasible = int(remaining.min()) - int(sizes_sorted[p0:p1].sum()) >= sz[0]
+                for i, (row, s) in enumerate(zip(key, sz)):  # rows are views: later edits show
+                    row -= remaining  # loss * M - remaining: argmin = (min loss, max remaining, min index)
+                    d = int(row.argmin())
+                    if not always_feasible and remaining[d] < s:
+                        d = exact_choice(blk_l[i], s, remaining, loss[i])
+                    remaining[d] -= s
+                    chosen[i] = d
+                    while e < ne and esrc_l[e] == i:
+                        key[edst_l[e], d] += int(weights[ecol_l[e]]) * M
+                        loss[edst_l[e], d] += int(weights[ecol_l[e]])
+                        e += 1
+            else:  # capacities too large to pack (loss, remaining) into one int64 key
+                for i in range(b):
+                    s = sz[i]
+                    d = exact_choice(blk_l[i], s, remaining, loss[i])
+                    remaining[d] -= s
+                    chosen[i] = d
+                    while e < ne and esrc_l[e] == i:
+                        loss[edst_l[e], d] += int(weights[ecol_l[e]])
+                        e += 1
+        ch = np.array(chosen, dtype=np.int64)
+        device[blk] = ch
+        st[blk] = (ch + 1).astype(st_dtype)  # placed; block positions cleared
     return device
 
 

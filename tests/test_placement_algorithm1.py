@@ -110,27 +110,31 @@ def test_without_adjacency_equals_size_balanced():
     np.testing.assert_array_equal(a, b)
 
 
-def test_blocks_do_not_change_the_answer(monkeypatch):
-    # The vectorized version handles neighbors placed before a block and inside it differently;
-    # tiny blocks make both paths run many times.
+def test_blocks_and_step_rules_do_not_change_the_answer(monkeypatch):
+    # The vectorized version handles neighbors placed before a block and inside it differently,
+    # and has two step rules (bitmask, dense); tiny blocks make every path run many times.
     rng = np.random.default_rng(7)
-    C, D = 300, 6
+    C, D = 300, 12
     cen = rng.normal(size=(C, 5))
     adj = placement.cluster_adjacency(cen, 10)
     sizes = rng.integers(1, 50, C)
     caps = np.full(D, int(sizes.sum() / D * 1.08))
     whole = place(sizes, D, "adjacency", adjacency=adj, capacities=caps)
-    for block in (1, 7, 64):
-        monkeypatch.setattr(policies, "_BLOCK", block)
-        np.testing.assert_array_equal(place(sizes, D, "adjacency", adjacency=adj, capacities=caps), whole)
+    for bitmask_max in (64, 0):  # 0 forces the dense step rule everywhere
+        monkeypatch.setattr(policies, "_BITMASK_MAX_DEVICES", bitmask_max)
+        for block in (1, 7, 64, 4096, 40000):  # 40000: 64-bit state fields
+            monkeypatch.setattr(policies, "_BLOCK", block)
+            np.testing.assert_array_equal(place(sizes, D, "adjacency", adjacency=adj, capacities=caps), whole)
     ref = np.full(C, -1)
     for st in adjacency_aware_steps(sizes, caps, adj):
         ref[st["cluster"]] = st["device"]
     np.testing.assert_array_equal(whole, ref)
 
 
-def test_unpackable_capacities_use_the_exact_fallback():
-    # Capacities near 2**62 cannot be packed with the loss into one int64 key.
+@pytest.mark.parametrize("bitmask_max", [64, 0])
+def test_unpackable_capacities_use_the_exact_fallback(monkeypatch, bitmask_max):
+    # Capacities near 2**62 cannot be packed with the loss into one int64 key (dense rule).
+    monkeypatch.setattr(policies, "_BITMASK_MAX_DEVICES", bitmask_max)
     huge = 2**61
     sizes = [10, 8, 6, 4]
     adj = [[1, 2, 3], [0, 2, 3], [3, 1, 0], [2, 0, 1]]

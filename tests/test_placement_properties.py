@@ -77,13 +77,14 @@ def test_vectorized_algorithm1_equals_the_plain_one(prob):
         ref[s["cluster"]] = s["device"]
         # the chosen device has the lowest loss among the candidates
         assert s["losses"][s["device"]] == min(s["losses"].values())
-    old = policies._BLOCK
+    old = policies._BLOCK, policies._BITMASK_MAX_DEVICES
     try:
-        for block in (old, 2):
-            policies._BLOCK = block
-            np.testing.assert_array_equal(place(sizes, D, "adjacency", capacities=caps_arr, adjacency=adj), ref)
+        for block in (old[0], 2):
+            for bitmask_max in (64, 0):  # bitmask and dense step rules
+                policies._BLOCK, policies._BITMASK_MAX_DEVICES = block, bitmask_max
+                np.testing.assert_array_equal(place(sizes, D, "adjacency", capacities=caps_arr, adjacency=adj), ref)
     finally:
-        policies._BLOCK = old
+        policies._BLOCK, policies._BITMASK_MAX_DEVICES = old
 
 
 @SETTINGS
