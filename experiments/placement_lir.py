@@ -107,9 +107,18 @@ def route(queries, centroids, num_probes):
 # ----------------------------------------------------------------------------------------------
 
 
-def lir_rows(device, qp, sc, D, weights, batch):
+def capacities(sizes, args):
+    """Equal devices of (1 + slack) x total / D, or None (unconstrained)."""
+    if args.capacity_slack is None:
+        return None
+    return int(np.ceil(sizes.sum() / args.devices * (1.0 + args.capacity_slack)))
+
+
+def lir_rows(device, qp, sc, D, weights, batch, sizes):
     per_q = placement.query_lir(device, qp, sc, D, weights)
+    used = np.bincount(device, weights=sizes, minlength=D)
     return {
+        "size_max_over_mean": float(used.max() / used.mean()),
         "lir_per_query_mean": float(np.nanmean(per_q)),
         "lir_per_query_p95": float(np.nanpercentile(per_q, 95)),
         f"lir_batch{batch}_mean": float(np.nanmean(placement.batch_lir(device, qp, sc, D, batch, weights))),
@@ -126,12 +135,14 @@ def run_synthetic(args):
         cent, lab = kmeans(x, args.clusters, args.kmeans_iters, rng)
         sizes = np.bincount(lab, minlength=args.clusters)  # vectors per cluster
         adj = placement.cluster_adjacency(cent, min(args.clusters - 1, max(args.devices, max(args.probes))))
-        placements = {p: placement.place(sizes, args.devices, p, adjacency=adj, seed=seed) for p in POLICIES}
+        caps = capacities(sizes, args)
+        placements = {p: placement.place(sizes, args.devices, p, adjacency=adj, capacities=caps, seed=seed)
+                      for p in POLICIES}
         for P in args.probes:
             qp, sc = route(q, cent, P)
             for p, dev in placements.items():
                 rows.append({"seed": seed, "num_probes": P, "policy": p, "num_devices": args.devices,
-                             **lir_rows(dev, qp, sc, args.devices, None, args.batch)})
+                             **lir_rows(dev, qp, sc, args.devices, None, args.batch, sizes)})
             if seed == args.seed and P == args.heatmap_probes:
                 for p in ("round_robin", "adjacency"):
                     M = placement.device_cluster_count_matrix(placements[p], qp, sc, args.devices)
@@ -155,9 +166,10 @@ def run_trace(args):
     P = int(probes.meta.get("num_probes", int(np.max(np.diff(probes.query_ptr)))))
     rows, heat = [], []
     for p in POLICIES:
-        dev = placement.place(meta.sizes, args.devices, p, seed=args.seed, **kw)
+        dev = placement.place(meta.sizes, args.devices, p, seed=args.seed, capacities=capacities(meta.sizes, args), **kw)
         rows.append({"seed": args.seed, "num_probes": P, "policy": p, "num_devices": args.devices,
-                     **lir_rows(dev, probes.query_ptr, probes.search_cluster, args.devices, probes.weights, args.batch)})
+                     **lir_rows(dev, probes.query_ptr, probes.search_cluster, args.devices, probes.weights, args.batch,
+                              meta.sizes)})
         if p in ("round_robin", "adjacency"):
             M = placement.device_cluster_count_matrix(dev, probes.query_ptr, probes.search_cluster, args.devices)
             for d in range(M.shape[0]):
@@ -224,6 +236,8 @@ def main(argv=None):
     ap.add_argument("--noise", type=float, default=1.0, help="std of points around their topic center")
     ap.add_argument("--clusters", type=int, default=256, help="k-means clusters")
     ap.add_argument("--kmeans-iters", type=int, default=20, help="Lloyd iterations")
+    ap.add_argument("--capacity-slack", type=float, default=None,
+                    help="equal device capacities of (1 + slack) x total size / devices (default: unconstrained)")
     ap.add_argument("--seed", type=int, default=0, help="first seed")
     ap.add_argument("--seeds", type=int, default=5, help="number of seeds (datasets) to average over")
     ap.add_argument("--batch", type=int, default=64, help="queries per batch for the batch LIR")
@@ -239,12 +253,14 @@ def main(argv=None):
 
     folder = new_results_dir(args.out_root, "placement_lir")
     df = pd.DataFrame(rows)
-    metrics = [c for c in df.columns if c.startswith("lir_")]
+    metrics = [c for c in df.columns if c.startswith("lir_") or c.startswith("size_")]
     g = df.groupby(["num_probes", "policy"], sort=False)[metrics]
     summary = g.mean().add_suffix("_avg").join(g.std().add_suffix("_sd")).reset_index()
     summary["seeds"] = g.size().values
     write_json(folder / "config.json", {**vars(args), "policies": POLICIES,
-                                        "capacities": "unconstrained (equal devices; see docs/placement.md)",
+                                        "capacities": ("unconstrained (equal devices; see docs/placement.md)"
+                                                       if args.capacity_slack is None else
+                                                       f"equal, (1 + {args.capacity_slack}) x total / devices"),
                                         "load_per_search": args.work if args.trace else "searches"})
     write_csv(folder / "lir.csv", df)
     write_csv(folder / "summary.csv", summary)

@@ -33,7 +33,7 @@ def test_route_probes_nearest_centroids_in_order():
 def test_small_synthetic_run_reports_every_policy_and_probe_count():
     args = argparse.Namespace(seed=0, seeds=1, points=3000, queries=300, dim=8, topics=4, topic_spread=3.0,
                               noise=1.0, clusters=32, kmeans_iters=5, devices=4, probes=[4, 8], batch=16,
-                              heatmap_probes=8)
+                              heatmap_probes=8, capacity_slack=None)
     rows, heat = exp.run_synthetic(args)
     assert len(rows) == 2 * len(exp.POLICIES)
     for r in rows:
