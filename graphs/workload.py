@@ -229,14 +229,17 @@ def make_workload(
         digest_size=8,
     ).hexdigest()
     path = cache / "traces" / f"{_safe(ds.name)}-{key}.npz"
+    expect = {
+        **spar, "dataset_fingerprint": ds.fingerprint(), "M": M, "ef_construction": ef_construction,
+        "seed": seed, "num_clusters": num_clusters, "n": ds.n, "num_queries": len(ds.queries),
+    }
     if path.exists():
         try:
             tr = load_trace(path)
-            if tr.meta.get("dataset_fingerprint") == ds.fingerprint() and all(
-                tr.meta.get(a) == b for a, b in spar.items()
-            ) and tr.meta.get("M") == M and tr.meta.get("num_clusters") == num_clusters:
+            bad = {a: tr.meta.get(a) for a, b in expect.items() if tr.meta.get(a) != b}
+            if not bad:
                 return tr
-            warnings.warn(f"{path}: stale trace cache (parameters differ); recomputing", stacklevel=2)
+            warnings.warn(f"{path}: stale trace cache ({bad} differ); recomputing", stacklevel=2)
         except ValueError as exc:
             warnings.warn(f"recomputing the trace: {exc}", stacklevel=2)
     index, _ = get_index(ds, params, cache, threads=threads, progress=progress)

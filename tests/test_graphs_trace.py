@@ -125,3 +125,14 @@ def test_cli_user_files_and_errors(tmp_path, capsys):
                  "--num-clusters", "4", "--num-probes", "5", "--out", str(tmp_path / "x.npz"),
                  "--cache-dir", str(tmp_path)]) == 2
     assert "--num-probes=5 must be in 1..--num-clusters=4" in capsys.readouterr().err
+
+
+def test_trace_cache_corruption_is_detected(tmp_path):
+    a = graphs.make_workload("sift", cache_dir=tmp_path, **KW)
+    (path,) = list((tmp_path / "traces").iterdir())
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 3] ^= 0x55
+    path.write_bytes(bytes(raw))
+    with pytest.warns(UserWarning, match="recomputing the trace"):
+        b = graphs.make_workload("sift", cache_dir=tmp_path, **KW)
+    assert np.array_equal(a.read_node, b.read_node) and np.array_equal(a.result_ids, b.result_ids)
