@@ -430,8 +430,12 @@ def adjacency_aware(sizes: np.ndarray, capacities: np.ndarray, adjacency: np.nda
         lo = comb & low  # device + 1 of neighbors placed before the block, else 0
         hi = comb >> shift  # position + 1 of neighbors inside the block, else 0
         # Neighbors placed earlier inside this block: applied when they are placed.
-        er, ec = np.nonzero((hi != 0) & (hi <= np.arange(b, dtype=hi.dtype)[:, None]))
-        esrc = (hi[er, ec] - 1).astype(np.int64)
+        idx = np.flatnonzero(hi)  # in the block at all (rare: about b / C of the entries)
+        er, ec = np.divmod(idx, A) if A else (idx, idx)
+        hsel = hi.ravel()[idx]
+        keep = hsel <= er  # placed before this row (position + 1 <= row)
+        er, ec = er[keep], ec[keep]
+        esrc = (hsel[keep] - 1).astype(np.int64)
         eo = np.argsort(esrc, kind="stable")
         esrc_l = esrc[eo].tolist()
         edst_l = er[eo].tolist()
@@ -448,6 +452,7 @@ def adjacency_aware(sizes: np.ndarray, capacities: np.ndarray, adjacency: np.nda
 
         if masks is not None:
             rem = remaining.tolist()
+            flushed = 0  # chosen[:flushed] are already written to st
             ranked = sorted((-r, d) for d, r in enumerate(rem))  # most remaining first, then index
             for i in range(b):
                 m = masks[i]
@@ -462,6 +467,9 @@ def adjacency_aware(sizes: np.ndarray, capacities: np.ndarray, adjacency: np.nda
                         del ranked[pos]
                         insort(ranked, (nr + s, d))
                 if d < 0:  # exact step: losses from the current devices of the neighbors
+                    if flushed < i:  # record this block's placements so far in the state
+                        st[blk[flushed:i]] = np.array(chosen[flushed:i], dtype=st_dtype) + 1
+                        flushed = i
                     row_lo = st[nb[i]] & low
                     loss_row = np.bincount(row_lo, weights=w_float, minlength=D + 1)[1:].astype(np.int64)
                     d = exact_choice(blk_l[i], s, np.array(rem, dtype=np.int64), loss_row)
@@ -469,7 +477,6 @@ def adjacency_aware(sizes: np.ndarray, capacities: np.ndarray, adjacency: np.nda
                     insort(ranked, (-(rem[d] - s), d))
                 rem[d] -= s
                 chosen[i] = d
-                st[blk_l[i]] = d + 1
                 while e < ne and esrc_l[e] == i:
                     masks[edst_l[e]] |= 1 << d
                     e += 1
