@@ -64,6 +64,11 @@ def main(argv=None):
     print(f"machine: {os.cpu_count()} CPUs, 1-minute load average {load:.2f} (timings scale with contention)")
     print(f"inputs: {C:,} clusters, adjacency {adj.shape} {adj.dtype}, {args.devices} devices, "
           f"capacity {'unconstrained' if caps is None else caps} (built in {time.perf_counter() - t:.1f} s)")
+    def goal(dt):
+        if C != 1_000_000 or args.devices != 64:
+            return ""
+        return f"  goal (1M clusters, 64 devices) < 10 s: {'met' if dt < 10 else 'MISSED'}"
+
     for policy in args.policies:
         t, cpu = time.perf_counter(), time.process_time()
         dev = placement.place(sizes, args.devices, policy, adjacency=adj, capacities=caps, seed=args.seed)
@@ -71,7 +76,7 @@ def main(argv=None):
         used = np.bincount(dev, weights=sizes, minlength=args.devices)
         same = (dev[adj[:, 0]] == dev).mean()  # nearest neighbor on the same device
         print(f"{policy:14s} {dt:6.2f} s wall, {dcpu:5.2f} s CPU  ({dt / C * 1e6:.2f} us/cluster)  size max/mean {used.max() / used.mean():.4f}  "
-              f"nearest neighbor co-located {same:.4f}  goal < 10 s: {'met' if dt < 10 else 'MISSED'}")
+              f"nearest neighbor co-located {same:.4f}" + goal(dt))
     return 0
 
 
