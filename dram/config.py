@@ -176,22 +176,24 @@ def parse_mapping(mapping: str):
 
 
 class Params(NamedTuple):
-    """Resolved configuration for the kernels (integers and dense integer arrays only).
+    """Resolved configuration for the kernels: integer scalars plus ONE int64 array ``tab``.
 
-    Geometry: ``n_channels``, ``n_ranks``, ``n_bg`` (bank groups per rank), ``n_banks``
-    (banks per bank group), ``n_rows``, ``n_cols`` (64-B lines per row), ``nb_ch`` (banks per
-    channel), ``n_nodes`` (timing nodes per channel: 1 channel + ranks + bank groups + banks).
-    ``map_fields`` int64[6]: address fields LSB first (0 ch, 1 rank, 2 bank group, 3 bank,
-    4 row, 5 column); ``map_radix`` int64[6]: radix of each field id.
+    (One array, so that passing ``params`` to a jitted function costs almost nothing.)
 
-    Timing constraints, CSR over (level, preceding command): entries
-    ``cons_ptr[l * n_cmds + c] : cons_ptr[l * n_cmds + c + 1]`` of ``cons_follow`` (int64),
-    ``cons_lat`` (int64 cycles), ``cons_win`` (int64, 1 = spacing), ``cons_sib`` (int64 0/1).
-    ``hist_len`` int64[4, n_cmds]: history depth per (level, command) = largest window.
-    ``has_sib`` int64[4, n_cmds]: 1 if the (level, command) has sibling constraints.
-    Command metadata int64[n_cmds]: ``cmd_opening``, ``cmd_closing``, ``cmd_accessing``,
-    ``cmd_rank_scope``, ``cmd_local`` (column command -> its rank-local variant),
-    ``cmd_autopre`` (RD -> RDA ...), ``cmd_is_read``, ``cmd_data_bus``.
+    Geometry: ``n_channels``, ``n_ranks``, ``n_bg`` (bank groups per rank), ``n_banks`` (banks
+    per bank group), ``n_rows``, ``n_cols`` (64-B lines per row), ``nb_ch`` (banks per
+    channel), ``n_nodes`` (timing nodes per channel: 1 channel + ranks + bank groups + banks),
+    ``n_cmds``, ``hist_max`` (longest constraint window).
+
+    ``tab`` holds, at the offsets named ``o_*`` (see :func:`tables` for numpy views):
+    ``map_fields`` int64[6] address fields LSB first (0 ch, 1 rank, 2 bank group, 3 bank,
+    4 row, 5 column) and ``map_radix`` int64[6] (radix per field id); the timing constraints
+    as CSR over (level, preceding command): entries ``cons_ptr[l * n_cmds + c]`` ..
+    ``cons_ptr[l * n_cmds + c + 1]`` of ``follow`` (command), ``lat`` (cycles), ``win``
+    (window, 1 = spacing), ``sib`` (1 = applies to the sibling ranks); ``hist_len`` [4, n_cmds]
+    (history depth per level and command), ``has_sib`` [4, n_cmds]; command metadata
+    ``cmeta`` [8, n_cmds]: rows opening, closing, accessing, rank scope, rank-local variant,
+    auto-precharge variant, is read, uses the channel data bus.
     """
     n_channels: int
     n_ranks: int
@@ -203,23 +205,6 @@ class Params(NamedTuple):
     n_nodes: int
     n_cmds: int
     hist_max: int
-    map_fields: np.ndarray
-    map_radix: np.ndarray
-    cons_ptr: np.ndarray
-    cons_follow: np.ndarray
-    cons_lat: np.ndarray
-    cons_win: np.ndarray
-    cons_sib: np.ndarray
-    hist_len: np.ndarray
-    has_sib: np.ndarray
-    cmd_opening: np.ndarray
-    cmd_closing: np.ndarray
-    cmd_accessing: np.ndarray
-    cmd_rank_scope: np.ndarray
-    cmd_local: np.ndarray
-    cmd_autopre: np.ndarray
-    cmd_is_read: np.ndarray
-    cmd_data_bus: np.ndarray
     read_latency: int
     nBL: int
     nREFI: int
@@ -234,6 +219,39 @@ class Params(NamedTuple):
     scheduler: int
     row_policy: int
     tCK_ps: int
+    o_map_fields: int
+    o_map_radix: int
+    o_cons_ptr: int
+    o_follow: int
+    o_lat: int
+    o_win: int
+    o_sib: int
+    o_hist_len: int
+    o_has_sib: int
+    o_cmeta: int
+    n_cons: int
+    tab: np.ndarray
+
+
+#: Rows of the command-metadata table.
+M_OPEN, M_CLOSE, M_ACCESS, M_RSCOPE, M_LOCAL, M_AUTOPRE, M_ISREAD, M_DBUS = range(8)
+
+
+def tables(params: "Params") -> dict:
+    """Numpy views of the tables inside ``params.tab`` (for inspection and tests)."""
+    t, nc, m = params.tab, params.n_cmds, params.n_cons
+    return {
+        "map_fields": t[params.o_map_fields:params.o_map_fields + 6],
+        "map_radix": t[params.o_map_radix:params.o_map_radix + 6],
+        "cons_ptr": t[params.o_cons_ptr:params.o_cons_ptr + 4 * nc + 1],
+        "follow": t[params.o_follow:params.o_follow + m],
+        "lat": t[params.o_lat:params.o_lat + m],
+        "win": t[params.o_win:params.o_win + m],
+        "sib": t[params.o_sib:params.o_sib + m],
+        "hist_len": t[params.o_hist_len:params.o_hist_len + 4 * nc].reshape(4, nc),
+        "has_sib": t[params.o_has_sib:params.o_has_sib + 4 * nc].reshape(4, nc),
+        "cmeta": t[params.o_cmeta:params.o_cmeta + 8 * nc].reshape(8, nc),
+    }
 
 
 def watermark_counts(high: float, low: float, depth: int):
@@ -294,6 +312,20 @@ def _resolve(cfg: DRAMConfig) -> Params:
     cmd_autopre = np.arange(n_cmds, dtype=np.int64)
     for a, b in (("RD", "RDA"), ("WR", "WRA"), ("RD_L", "RDA_L"), ("WR_L", "WRA_L")):
         cmd_autopre[ddr5.CMD[a]] = ddr5.CMD[b]
+    cmeta = np.stack([meta(ddr5.OPENING), meta(ddr5.CLOSING), meta(ddr5.ACCESSING),
+                      meta(ddr5.RANK_SCOPE), cmd_local, cmd_autopre,
+                      meta(("RD", "RDA", "RD_L", "RDA_L")), meta(("RD", "RDA", "WR", "WRA"))])
+    parts = [("map_fields", fields), ("map_radix", radix), ("cons_ptr", ptr),
+             ("follow", np.array(fol, np.int64)), ("lat", np.array(lat_a, np.int64)),
+             ("win", np.array(win_a, np.int64)), ("sib", np.array(sib_a, np.int64)),
+             ("hist_len", hist_len.ravel()), ("has_sib", has_sib.ravel()),
+             ("cmeta", cmeta.ravel())]
+    offs = {}
+    pos = 0
+    for name, arr in parts:
+        offs["o_" + name] = pos
+        pos += arr.size
+    tab = np.concatenate([np.asarray(a, np.int64).ravel() for _, a in parts])
     rl = ddr5.read_latency(t)
     high_n, low_n = watermark_counts(cfg.wr_high_watermark, cfg.wr_low_watermark,
                                      cfg.write_queue_depth)
@@ -303,15 +335,6 @@ def _resolve(cfg: DRAMConfig) -> Params:
         n_rows=int(org["rows"]), n_cols=int(n_cols), nb_ch=int(nb_ch),
         n_nodes=int(1 + R + R * BG + nb_ch), n_cmds=n_cmds,
         hist_max=int(max(1, hist_len.max())),
-        map_fields=fields, map_radix=radix,
-        cons_ptr=ptr, cons_follow=np.array(fol, np.int64), cons_lat=np.array(lat_a, np.int64),
-        cons_win=np.array(win_a, np.int64), cons_sib=np.array(sib_a, np.int64),
-        hist_len=hist_len, has_sib=has_sib,
-        cmd_opening=meta(ddr5.OPENING), cmd_closing=meta(ddr5.CLOSING),
-        cmd_accessing=meta(ddr5.ACCESSING), cmd_rank_scope=meta(ddr5.RANK_SCOPE),
-        cmd_local=cmd_local, cmd_autopre=cmd_autopre,
-        cmd_is_read=meta(("RD", "RDA", "RD_L", "RDA_L")),
-        cmd_data_bus=meta(("RD", "RDA", "WR", "WRA")),
         read_latency=int(rl), nBL=int(t["nBL"]), nREFI=int(t["nREFI"]),
         refresh=int(bool(cfg.refresh)),
         read_q=int(cfg.read_queue_depth), write_q=int(cfg.write_queue_depth),
@@ -320,4 +343,5 @@ def _resolve(cfg: DRAMConfig) -> Params:
         wr_high_n=int(high_n), wr_low_n=int(low_n),
         scheduler=SCHED_ID[cfg.scheduler], row_policy=ROWPOL_ID[cfg.row_policy],
         tCK_ps=int(t["tCK_ps"]),
+        n_cons=len(fol), tab=tab, **{k: int(v) for k, v in offs.items()},
     )

@@ -57,20 +57,28 @@ class ReplayResult:
         return self.completion - self.arrival
 
 
-@njit(cache=True)
-def _run(params, state, addr, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_list,
-         fifo_head, fifo_adm, drv, accept, completion, max_done, out_ids, out_cyc):
+@njit(cache=True, _nrt=False)
+def _drain(H, out_ids, out_cyc, completion):
+    n = K._pop(H, out_ids, out_cyc)
+    for k in range(n):
+        completion[out_ids[k]] = out_cyc[k]
+    return n
+
+
+@njit(cache=True, _nrt=False)
+def _run(params, H, addr, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_list,
+         fifo_head, fifo_adm, blocked, drv, accept, completion, max_done, out_ids, out_cyc):
     """Run the open-loop driver until ``max_done`` completions or the end of the trace.
 
     drv int64[4]: [t (next driver cycle), next file index to admit, completions so far,
-    error code]. Returns nothing; progress is in ``drv``.
+    error code]; progress is kept there between calls.
     """
     N = addr.shape[0]
     F = fifo_head.shape[0]
     t = drv[0]
     nxt = drv[1]
     done = drv[2]
-    blocked = np.zeros(F, np.bool_)
+    og = H[K.H_O_GLOB]
     while done < N and done < max_done:
         # 1. admission
         while nxt < N and arrival[nxt] <= t:
@@ -91,40 +99,35 @@ def _run(params, state, addr, is_write, rank_local, arrival, fifo, fifo_ptr, fif
                         bf = f
             if bf < 0:
                 break
-            if K.offer(params, state, 0, bi, addr[bi], is_write[bi], rank_local[bi], t):
+            if K._offer(params, H, 0, bi, addr[bi], is_write[bi], rank_local[bi], t):
                 accept[bi] = t
                 fifo_head[bf] += 1
-                if state.c_len[0] > 0:
-                    n = K.pop_completions(state, out_ids, out_cyc)
-                    for k in range(n):
-                        completion[out_ids[k]] = out_cyc[k]
-                    done += n
+                if H[og + K.G_CLEN] > 0:
+                    done += _drain(H, out_ids, out_cyc, completion)
             else:
                 blocked[bf] = True
                 backlog = True
         # 3. tick at t + 1
-        ch0 = state.changes[0]
-        K.tick(params, state, t + 1)
-        if state.c_len[0] > 0:
-            n = K.pop_completions(state, out_ids, out_cyc)
-            for k in range(n):
-                completion[out_ids[k]] = out_cyc[k]
-            done += n
-        if state.c_overflow[0] > 0:
+        drv[4] += 1
+        ch0 = H[og + K.G_CHANGES]
+        K._tick(params, H, t + 1)
+        if H[og + K.G_CLEN] > 0:
+            done += _drain(H, out_ids, out_cyc, completion)
+        if H[og + K.G_COVF] > 0:
             drv[3] = 2
             break
         # next driver cycle: skip cycles in which nothing can happen
-        if backlog and state.changes[0] != ch0:
+        if backlog and H[og + K.G_CHANGES] != ch0:
             t += 1
             continue
-        tn = K.next_event(params, state, t + 2) - 1
+        tn = K._next_event(params, H, t + 2) - 1
         if nxt < N and arrival[nxt] < tn:
             tn = arrival[nxt]
         if tn < t + 1:
             tn = t + 1
         if tn >= K.INF - 2:
             if done < N:
-                drv[3] = 1          # nothing can ever happen again: deadlock
+                drv[3] = 1          # nothing can ever happen again
             break
         t = tn
     drv[0] = t
@@ -220,7 +223,8 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
                         log_capacity=int(command_log))
     accept = np.full(n, -1, np.int64)
     completion = np.full(n, -1, np.int64)
-    drv = np.zeros(4, np.int64)
+    drv = np.zeros(6, np.int64)
+    blocked = np.zeros(F, np.bool_)
     # The driver starts at cycle 0 (refreshes fall due from nREFI on, requests or not);
     # idle stretches are skipped inside _run.
     out_ids = np.zeros(4096 + 4 * C, np.int64)
@@ -234,8 +238,8 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     while drv[2] < n:
         target = min(n, int(drv[2]) + chunk)
         t0 = time.perf_counter()
-        _run(params, state, addr, is_write, rank_local, arrival, fifo, fifo_ptr, order,
-             fifo_head, fifo_adm, drv, accept, completion, target, out_ids, out_cyc)
+        _run(params, state.heap, addr, is_write, rank_local, arrival, fifo, fifo_ptr, order,
+             fifo_head, fifo_adm, blocked, drv, accept, completion, target, out_ids, out_cyc)
         wall += time.perf_counter() - t0
         if drv[3] == 1:
             raise RuntimeError(f"dram replay: no further progress possible at cycle {drv[0]} "
@@ -248,8 +252,9 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
             progress(int(drv[2]), n)
     if bar is not None:
         bar.close()
-    log = state.log[: state.log_len[0]].copy() if command_log else None
+    log = K.views(state)["log"].copy() if command_log else None
     stats = summarize(config, params, state, arrival, accept, completion, is_write, timed)
+    stats["driver_iterations"] = int(drv[4])
     return ReplayResult(arrival=arrival, accept=accept, completion=completion,
                         is_write=is_write.astype(np.uint8), stats=stats, config=config,
                         wall_s=wall, command_log=log, channel=ch)

@@ -74,7 +74,8 @@ def latency_stats(arrival, accept, completion, is_write, tCK_ps: float) -> dict:
 def summarize(config, params, state, arrival, accept, completion, is_write, timed=True) -> dict:
     """All statistics of a replay: :func:`latency_stats` plus the controller counters."""
     out = latency_stats(arrival, accept, completion, is_write, params.tCK_ps)
-    st = state.stats.sum(axis=0)
+    v = K.views(state)
+    st = v["stats"].sum(axis=0)
     names = K.STAT_NAMES
     for i, name in enumerate(names):
         out[name] = int(st[i])
@@ -86,6 +87,6 @@ def summarize(config, params, state, arrival, accept, completion, is_write, time
     out["tCK_ps"] = int(params.tCK_ps)
     out["timed"] = bool(timed)
     denom = max(total, 1)
-    out["channel_busy_fraction"] = (state.stats[:, K.S_BUS_BUSY] / denom).tolist()
-    out["rank_busy_fraction"] = (state.rank_busy / denom).tolist()
+    out["channel_busy_fraction"] = (v["stats"][:, K.S_BUS_BUSY] / denom).tolist()
+    out["rank_busy_fraction"] = (v["rank_busy"] / denom).tolist()
     return out
