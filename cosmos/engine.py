@@ -19,6 +19,9 @@ Model (docs/system_model.md has the full story):
   all devices) and one link per device. A transfer of ``b`` wire bytes occupies the port for
   ``b / bandwidth`` cycles after it is free; then the latency is added.
 
+All kernels run without numba's reference counting (``_nrt=False``: they allocate nothing),
+so passing the program and state tuples between them costs nothing.
+
 Event order within one cycle ``t``: admit queries, handle every event due at ``<= t`` in
 (time, kind, id) order (kinds: request reaches the controller, data reaches the requester,
 step ends), offer each channel's FIFO head(s) to the controller at ``t``, ``tick(t + 1)``,
@@ -102,10 +105,9 @@ class EngineState(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- heap
-@nb.njit(cache=True, inline="always")
-def _hpush(st, key):
-    h = st.heap
-    n = st.scal[SC_HEAP]
+@nb.njit(cache=True, _nrt=False)
+def _hpush(h, scal, key):
+    n = scal[SC_HEAP]
     h[n] = key
     i = n
     while i > 0:
@@ -116,16 +118,15 @@ def _hpush(st, key):
         h[p] = h[i]
         h[i] = tmp
         i = p
-    st.scal[SC_HEAP] = n + 1
+    scal[SC_HEAP] = n + 1
 
 
-@nb.njit(cache=True, inline="always")
-def _hpop(st):
-    h = st.heap
-    n = st.scal[SC_HEAP] - 1
+@nb.njit(cache=True, _nrt=False)
+def _hpop(h, scal):
+    n = scal[SC_HEAP] - 1
     top = h[0]
     h[0] = h[n]
-    st.scal[SC_HEAP] = n
+    scal[SC_HEAP] = n
     i = 0
     while True:
         l = 2 * i + 1
@@ -143,13 +144,13 @@ def _hpop(st):
     return top
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False)
 def _event(st, t, kind, ident):
-    _hpush(st, (t << _T_SHIFT) | (kind << 22) | ident)
+    _hpush(st.heap, st.scal, (t << _T_SHIFT) | (kind << 22) | ident)
 
 
 # ----------------------------------------------------------------------------- links
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _link_send(st, cf, ci, dev, direction, nbytes, t):
     """Send ``nbytes`` wire bytes between host and device ``dev`` at cycle ``t``; return the
     arrival cycle. direction 0 = host to device, 1 = device to host."""
@@ -179,7 +180,7 @@ def _link_send(st, cf, ci, dev, direction, nbytes, t):
 
 
 # ----------------------------------------------------------------------------- contexts
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _issue(pg, st, cf, ci, ctx, t):
     """Issue requests of the context's MEM step while under its in-flight limit."""
     s = st.ctx_step[ctx]
@@ -216,7 +217,7 @@ def _issue(pg, st, cf, ci, ctx, t):
         st.ctx_out[ctx] += 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _start_step(pg, st, cf, ci, ctx, t):
     s = st.ctx_step[ctx]
     st.ctx_step_start[ctx] = t
@@ -237,20 +238,18 @@ def _start_step(pg, st, cf, ci, ctx, t):
         _event(st, t + pg.step_compute_after[s], EV_STEP, ctx)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _start_task(pg, st, cf, ci, ctx, task, t):
     st.ctx_task[ctx] = task
     st.task_start[task] = t
     st.task_bd[task, 4] += t - st.task_ready[task]
     st.ctx_step[ctx] = pg.task_step_ptr[task]
     st.ctx_cpu[ctx] = float(t)
-    if pg.task_step_ptr[task + 1] == pg.task_step_ptr[task]:
-        _finish_task(pg, st, cf, ci, ctx, t)
-    else:
-        _start_step(pg, st, cf, ci, ctx, t)
+    # every task has at least one step (checked in new_engine_state): no recursion here
+    _start_step(pg, st, cf, ci, ctx, t)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _make_ready(pg, st, cf, ci, task, t):
     st.task_ready[task] = t
     p = pg.task_pool[task]
@@ -265,7 +264,7 @@ def _make_ready(pg, st, cf, ci, task, t):
         st.rq_len[p] += 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _admit(pg, st, cf, ci, q, t):
     st.q_arrival[q] = t
     st.scal[SC_ADMITTED] += 1
@@ -274,7 +273,7 @@ def _admit(pg, st, cf, ci, q, t):
             _make_ready(pg, st, cf, ci, task, t)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _finish_task(pg, st, cf, ci, ctx, t):
     task = st.ctx_task[ctx]
     st.task_end[task] = t
@@ -308,7 +307,7 @@ def _finish_task(pg, st, cf, ci, ctx, t):
         st.pool_nfree[p] += 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _step_end(pg, st, cf, ci, ctx, t):
     s = st.ctx_step[ctx]
     task = st.ctx_task[ctx]
@@ -321,7 +320,7 @@ def _step_end(pg, st, cf, ci, ctx, t):
         _finish_task(pg, st, cf, ci, ctx, t)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _response(pg, st, cf, ci, req, t):
     """The data of ``req`` reached its requester at ``t``."""
     ctx = st.req_ctx[req]
@@ -344,7 +343,7 @@ def _response(pg, st, cf, ci, req, t):
 
 
 # ----------------------------------------------------------------------------- main loop
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _run_chunk(pg, st, cf, ci, params, dstate, open_arrivals, t_stop, done_stop):
     """Advance until cycle ``t_stop``, ``done_stop`` queries done, or everything done.
 
@@ -371,7 +370,7 @@ def _run_chunk(pg, st, cf, ci, params, dstate, open_arrivals, t_stop, done_stop)
                 _admit(pg, st, cf, ci, q, t)
         # 2. events due
         while st.scal[SC_HEAP] > 0 and (st.heap[0] >> _T_SHIFT) <= t:
-            key = _hpop(st)
+            key = _hpop(st.heap, st.scal)
             st.scal[SC_EVENTS] += 1
             kind = (key >> 22) & 3
             ident = key & _ID_MASK
@@ -442,6 +441,8 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
     T = pg.task_query.shape[0]
     Q = pg.num_queries
     P = pool_sizes.shape[0]
+    if T and np.any(np.diff(pg.task_step_ptr) < 1):
+        raise ValueError("program has a task without steps (the engine needs >= 1 per task)")
     NC = int(pool_sizes.sum())
     # request slots: per pool, contexts x the largest in-flight limit of its MEM steps
     step_task = np.repeat(np.arange(T), np.diff(pg.task_step_ptr))
@@ -491,7 +492,7 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
     )
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _admit_initial(pg, st, cf, ci, count):
     """Closed loop: admit the first ``count`` queries at cycle 0."""
     Q = st.q_done.shape[0]

@@ -58,8 +58,11 @@ class AddressFields:
     @classmethod
     def from_dram_params(cls, params) -> "AddressFields":
         """The mapping of ``dram.DRAMConfig(...).resolve()`` (``map_fields``, ``map_radix``)."""
-        order = [int(f) for f in params.map_fields]
-        return cls(tuple((FIELD_NAMES[f], int(params.map_radix[f])) for f in order))
+        from dram.config import tables
+
+        t = tables(params)
+        order = [int(f) for f in t["map_fields"]]
+        return cls(tuple((FIELD_NAMES[f], int(t["map_radix"][f])) for f in order))
 
     def divisor(self, name: str) -> int:
         """Product of the radices below field ``name`` (its place value in lines)."""
@@ -256,7 +259,14 @@ def build_layout(
     # rows-worth blocks (all channels x all ranks x one row) taken by the graph region
     block_bytes = n_ch * fields.radix("rank") * cols * LINE_BYTES
     rest0 = -(-graph_bytes // block_bytes) if graph_bytes else 0
-    slot = local * S  # spread the vector slots like the dense layout
+    # spread the vector slots over what the graph region leaves (odd factor, as above)
+    S_v = 1
+    if spread and max_nodes > 0:
+        units = capacity_bytes // block_bytes - rest0
+        S_v = max(1, (units * n_ch * vec_per_row) // max_nodes)
+        if S_v % 2 == 0:
+            S_v -= 1
+    slot = local * S_v
     channel = slot % n_ch
     k = slot // n_ch
     col = (k % vec_per_row) * seg_per_rank

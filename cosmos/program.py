@@ -218,7 +218,7 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
             for s in range(s0, s1):
                 d = cluster_device[search_cluster[s]]
                 mdev = 0 if kind == 1 else d
-                mlink = 1 if kind == 0 else 0
+                mlink = 0 if kind == 1 else 1  # host reads cross the link except DRAM-only
                 e = search_entry[s]
                 if kind == 2:
                     # query vector + entry id down, device reads the entry vector, 1 distance up

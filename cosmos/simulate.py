@@ -202,7 +202,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
             break
     if bar is not None:
         bar.close()
-    if int(dstate.c_overflow[0]) != 0:
+    if int(dk.views(dstate)["overflow"]) != 0:
         raise RuntimeError("DRAM completion buffer overflowed; results are invalid")
     wall = time.perf_counter() - t0
     return SimResult(config=cfg, trace_meta=dict(tr.meta), program=pg, layout=layout,

@@ -1,0 +1,185 @@
+"""cosmos.config / cosmos.presets / cosmos.layout / cosmos.program: no engine run needed."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from cosmos.config import (SOURCE, SystemConfig, bytes_per_cycle, core_cycles_to_dram,
+                           ns_to_cycles, with_overrides)
+from cosmos.layout import AddressFields, build_layout, lines_for
+from cosmos.presets import PRESETS, get_preset
+from cosmos.program import (CAT_DISTANCE, CAT_TRANSFER, CAT_TRAVERSAL, STEP_MEM, STEP_XFER,
+                            build_program)
+from cosmos.trace_input import as_trace
+from tests.cosmos_helpers import make_trace
+
+
+def test_presets_are_the_papers_six_systems():
+    assert list(PRESETS) == ["base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo",
+                             "cosmos"]
+    assert PRESETS["cosmos"].rank_pu.enabled and PRESETS["cosmos"].placement == "adjacency"
+    assert PRESETS["cosmos-noalgo"].placement == "round_robin"
+    assert not PRESETS["cosmos-norank"].rank_pu.enabled
+    assert PRESETS["base"].kind == "host-cxl" and PRESETS["dram-only"].kind == "host-dram"
+    for cfg in PRESETS.values():
+        cfg.validate()
+    with pytest.raises(ValueError, match="unknown system 'nope'"):
+        get_preset("nope")
+
+
+def test_every_field_has_help_and_hardware_defaults_have_sources():
+    cfg = SystemConfig()
+    for f in dataclasses.fields(cfg):
+        assert f.metadata.get("help"), f.name
+        sub = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(sub):
+            for g in dataclasses.fields(sub):
+                assert g.metadata.get("help"), f"{f.name}.{g.name}"
+    for key in ("link.latency_ns", "link.bandwidth_GBps", "switch.latency_ns", "host.threads",
+                "host.outstanding_misses", "gpc.cores", "rank_pu.segment_bytes", "device.dram"):
+        assert key in SOURCE and len(SOURCE[key]) > 20
+
+
+def test_unit_conversions():
+    assert ns_to_cycles(0) == 0
+    assert ns_to_cycles(0.416) == 1
+    assert ns_to_cycles(0.417) == 2
+    assert ns_to_cycles(40) == 97          # 40 ns / 0.416 ns = 96.15 -> 97
+    assert core_cycles_to_dram(21, 2.1) == ns_to_cycles(10)
+    assert bytes_per_cycle(63.0) == pytest.approx(63.0 * 0.416)
+
+
+def test_overrides_and_validation_errors():
+    cfg = with_overrides(get_preset("cosmos"), {"gpc.cores": "4", "link.latency_ns": "50"})
+    assert cfg.gpc.cores == 4 and cfg.link.latency_ns == 50.0
+    with pytest.raises(ValueError, match="unknown field 'corez'"):
+        with_overrides(cfg, {"gpc.corez": 1})
+    with pytest.raises(ValueError, match="gpc.cores: must be >= 1"):
+        with_overrides(cfg, {"gpc.cores": 0})
+    with pytest.raises(ValueError, match="kind"):
+        dataclasses.replace(cfg, kind="gpu").validate()
+    assert SystemConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_trace_validation_names_the_array():
+    tr = make_trace(num_queries=3)
+    as_trace(tr)
+    bad = dict(tr)
+    bad["read_node"] = bad["read_node"].copy()
+    bad["read_node"][5] = 10 ** 6
+    with pytest.raises(ValueError, match=r"read_node\[5\] = 1000000 out of range"):
+        as_trace(bad)
+    bad = dict(tr)
+    del bad["hop_degree"]
+    with pytest.raises(ValueError, match="missing array 'hop_degree'"):
+        as_trace(bad)
+    bad = dict(tr)
+    bad["query_ptr"] = bad["query_ptr"][:-1]
+    with pytest.raises(ValueError, match="query_ptr"):
+        as_trace(bad)
+
+
+# The DRAM model's mapping for a Cosmos device: RoBaRaCoCh, 8 channels x 2 ranks, 16Gb x4
+FIELDS = AddressFields((("channel", 8), ("column", 128), ("rank", 2), ("bankgroup", 8),
+                        ("bank", 4), ("row", 65536)))
+
+
+def _cluster_layout(**kw):
+    tr = as_trace(make_trace(num_queries=2, num_clusters=4, cluster_size=50))
+    dev = np.array([0, 1, 0, 1])
+    args = dict(vector_bytes=384, max_degree=32, capacity_bytes=256 << 30)
+    args.update(kw)
+    return tr, dev, build_layout(tr.cluster_ptr, tr.cluster_nodes, dev, 2, **args)
+
+
+def test_layout_is_base_plus_index_times_stride():
+    tr, dev, lay = _cluster_layout(spread=False)
+    assert lay.node_lines == 2 and lay.vector_lines == 6 and lay.spread == 1
+    # device 0 holds clusters 0 and 2, in that order: cluster 2's first node has index 50
+    first_c2 = tr.cluster_nodes[tr.cluster_ptr[2]]
+    assert lay.node_device[first_c2] == 0
+    assert lay.node_addr[first_c2] == 50 * 128
+    graph_bytes = 100 * 128
+    assert lay.vector_addr[first_c2] == graph_bytes + 50 * 384
+    last_c0 = tr.cluster_nodes[tr.cluster_ptr[1] - 1]
+    assert lay.node_addr[last_c0] == 49 * 128
+    for d in (0, 1):
+        on = lay.node_device == d
+        assert len(np.unique(lay.node_addr[on])) == on.sum() == 100
+
+
+def test_spread_layout_covers_the_device_with_an_odd_factor():
+    _, _, lay = _cluster_layout(spread=True)
+    assert lay.spread % 2 == 1 and lay.spread > 1000
+    top = lay.vector_addr.max() + lay.vector_stride
+    assert 0.5 * (256 << 30) < top <= (256 << 30)
+    assert lay.node_stride == 128 * lay.spread
+
+
+def test_rank_partitioned_vectors_stay_in_one_channel_split_across_ranks():
+    _, _, lay = _cluster_layout(spread=True, rank_partitioned=True, ranks=2, fields=FIELDS)
+    assert lay.rank_parts == 2 and lay.rank_step == 64 * 8 * 128 and lay.col_step == 64 * 8
+    base = lay.vector_addr[:200]
+    for l in range(lay.vector_lines):
+        a = base + np.uint64((l % 2) * lay.rank_step + (l // 2) * lay.col_step)
+        assert np.all(FIELDS.channel_of(a) == FIELDS.channel_of(base))
+        assert np.all(FIELDS.rank_of(a) == l % 2)
+        assert np.all(FIELDS.field_of("row", a) == FIELDS.field_of("row", base))
+    # vectors do not overlap the graph region nor each other
+    assert base.min() >= lay.node_addr.max() + 128
+    on0 = lay.node_device == 0
+    assert len(np.unique(lay.vector_addr[on0])) == on0.sum()
+
+
+def test_address_fields_match_the_dram_models_mapping():
+    from dram.config import DRAMConfig
+
+    params = DRAMConfig(channels=8, ranks=2).resolve()
+    f = AddressFields.from_dram_params(params)
+    assert f == FIELDS
+    assert f.capacity_bytes == 256 << 30
+
+
+def _program(name, **trace_kw):
+    tr = as_trace(make_trace(**trace_kw))
+    cfg = get_preset(name)
+    dev = np.arange(tr.num_clusters) % cfg.device.count
+    lay = build_layout(tr.cluster_ptr, tr.cluster_nodes, dev, cfg.device.count,
+                       vector_bytes=int(tr.meta["vector_bytes"]),
+                       max_degree=int(tr.meta["max_degree"]), capacity_bytes=256 << 30,
+                       rank_partitioned=cfg.rank_pu.enabled, ranks=2, fields=FIELDS)
+    return tr, build_program(cfg, tr, lay, dev)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_programs_read_exactly_the_traces_bytes(name):
+    tr, pg = _program(name, num_queries=5, hops=4, reads_per_hop=3, vector_bytes=384, dim=96)
+    vl = lines_for(384)
+    nl = lines_for(4 * 32)
+    per_q = np.diff(tr.query_ptr) * vl  # entry vectors
+    hops_q = np.add.reduceat(np.diff(tr.search_hop_ptr), tr.query_ptr[:-1])
+    reads_q = np.add.reduceat(np.diff(tr.hop_read_ptr)[:], tr.search_hop_ptr[tr.query_ptr[:-1]])
+    expect = per_q + hops_q * nl + reads_q * vl
+    assert np.array_equal(pg.requests_per_query(), expect)
+    mem = pg.step_kind == STEP_MEM
+    assert set(np.unique(pg.step_cat[mem])) <= {CAT_TRAVERSAL, CAT_DISTANCE}
+    xfer = pg.step_kind == STEP_XFER
+    if name in ("base", "dram-only"):
+        assert not xfer.any()
+        assert np.all(pg.step_link[mem] == (1 if name == "base" else 0))
+    if name == "cxl-anns":
+        # adjacency reads cross the link, vector reads stay in the device
+        assert np.all(pg.step_link[mem & (pg.step_cat == CAT_TRAVERSAL)] == 1)
+        assert np.all(pg.step_link[mem & (pg.step_cat == CAT_DISTANCE)] == 0)
+        assert np.all(pg.step_cat[xfer] == CAT_TRANSFER)
+    if name.startswith("cosmos"):
+        assert np.all(pg.step_link[mem] == 0)
+        rank = pg.step_rank_local[mem]
+        assert np.all(rank[pg.step_cat[mem] == CAT_DISTANCE] == (0 if name == "cosmos-norank"
+                                                                   else 1))
+        assert np.all(rank[pg.step_cat[mem] == CAT_TRAVERSAL] == 0)
+        # per query: dispatch + search per device, then one merge task on the host agent
+        ntasks = np.diff(pg.query_task_ptr)
+        assert np.all(ntasks % 2 == 1)
+        assert np.all(pg.task_npred[pg.query_task_ptr[1:] - 1] == (ntasks - 1) // 2)
