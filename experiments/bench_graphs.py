@@ -34,6 +34,22 @@ from graphs.synthetic import SPECS, generate  # noqa: E402
 from graphs.workload import DEFAULTS  # noqa: E402
 
 
+class Phase:
+    """Wall and CPU time (all threads of this process) of a phase. On a shared machine the CPU
+    time / cores is what the phase would take on dedicated cores if it parallelizes fully."""
+
+    def __enter__(self):
+        self.w0, self.c0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall_s = time.perf_counter() - self.w0
+        self.cpu_s = time.process_time() - self.c0
+
+    def text(self) -> str:
+        return f"{self.wall_s:.1f} s wall, {self.cpu_s:.1f} s CPU ({self.cpu_s / max(self.wall_s, 1e-9):.2f} cores busy)"
+
+
 def peak_rss_MB() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
 
@@ -58,33 +74,32 @@ def main(argv=None) -> int:
     fig: dict = {"config": vars(args) | {"json": None, "save_trace": None}, "cpus": os.cpu_count()}
     spec = SPECS[args.dataset]
 
-    t = time.perf_counter()
-    base = generate(spec, args.n, args.seed)
-    queries = generate(spec, args.num_queries, args.seed, queries=True)
-    fig["generate_s"] = time.perf_counter() - t
-    print(f"generate {args.dataset} n={args.n} q={args.num_queries}: {fig['generate_s']:.1f} s, "
+    with Phase() as ph:
+        base = generate(spec, args.n, args.seed)
+        queries = generate(spec, args.num_queries, args.seed, queries=True)
+    fig["generate_s"] = ph.wall_s
+    print(f"generate {args.dataset} n={args.n} q={args.num_queries}: {ph.text()}, "
           f"peak RSS {peak_rss_MB():.0f} MB", flush=True)
 
-    t = time.perf_counter()
-    gt, _ = exact_knn(base, queries, args.k, spec.metric, progress=True)
-    fig["groundtruth_s"] = time.perf_counter() - t
+    with Phase() as ph:
+        gt, _ = exact_knn(base, queries, args.k, spec.metric, progress=True)
+    fig["groundtruth_s"], fig["groundtruth_cpu_s"] = ph.wall_s, ph.cpu_s
     fig["peak_rss_after_groundtruth_MB"] = peak_rss_MB()
-    print(f"exact ground truth (k={args.k}): {fig['groundtruth_s']:.1f} s, peak RSS {peak_rss_MB():.0f} MB",
-          flush=True)
+    print(f"exact ground truth (k={args.k}): {ph.text()}, peak RSS {peak_rss_MB():.0f} MB", flush=True)
 
     ds = Dataset(name=f"{args.dataset}-n{args.n}", base=base, queries=queries, groundtruth=gt, metric=spec.metric)
     params = IndexParams(num_clusters=args.num_clusters, M=args.M, ef_construction=args.ef_construction,
                          seed=args.seed)
-    t = time.perf_counter()
-    idx = build_index(ds, params, threads=args.threads, progress=True)
-    fig["build_s"] = time.perf_counter() - t
+    with Phase() as ph:
+        idx = build_index(ds, params, threads=args.threads, progress=True)
+    fig["build_s"], fig["build_cpu_s"] = ph.wall_s, ph.cpu_s
     fig["peak_rss_after_build_MB"] = peak_rss_MB()
     sizes = idx.cluster_sizes
     deg = idx.degrees()
     fig.update(cluster_size_min=int(sizes.min()), cluster_size_max=int(sizes.max()),
                mean_degree=float(deg.mean()), max_degree=int(deg.max()))
     print(f"build index (k-means + {idx.num_clusters} hnswlib graphs, M={args.M}, efC={args.ef_construction}, "
-          f"{args.threads} threads): {fig['build_s']:.1f} s (goal <= 600 s at 1M), peak RSS {peak_rss_MB():.0f} MB",
+          f"{args.threads} threads): {ph.text()} (goal <= 600 s on 2 cores at 1M), peak RSS {peak_rss_MB():.0f} MB",
           flush=True)
     print(f"  cluster sizes {sizes.min()}..{sizes.max()}, level-0 degree mean {deg.mean():.1f} max {deg.max()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,9 +110,9 @@ def main(argv=None) -> int:
 
     # warm the numba kernels on a few queries so compilation is not timed (cache=True keeps it)
     search(idx, base, queries[:4], args.num_probes, args.cand_list_len, args.k, progress=False)
-    t = time.perf_counter()
-    out = search(idx, base, queries, args.num_probes, args.cand_list_len, args.k, progress=True)
-    fig["trace_s"] = time.perf_counter() - t
+    with Phase() as ph:
+        out = search(idx, base, queries, args.num_probes, args.cand_list_len, args.k, progress=True)
+    fig["trace_s"], fig["trace_cpu_s"] = ph.wall_s, ph.cpu_s
     fig["peak_rss_after_trace_MB"] = peak_rss_MB()
     rec = recall_at_k(out.result_ids, gt, args.k)
     fig["recall_at_k"] = float(rec.mean())
@@ -107,10 +122,11 @@ def main(argv=None) -> int:
     fig["distances_per_query"] = float((len(reads) and reads.sum() / args.num_queries) + args.num_probes)
     fig["trace_entries"] = {"hops": int(len(out.hop_node)), "reads": int(len(out.read_node))}
     print(f"trace {args.num_queries} queries (num_probes={args.num_probes}, L={args.cand_list_len}, k={args.k}): "
-          f"{fig['trace_s']:.1f} s (goal <= 60 s), {args.num_queries / fig['trace_s']:.0f} queries/s, "
+          f"{ph.text()} (goal <= 60 s), {args.num_queries / fig['trace_s']:.0f} queries/s, "
           f"peak RSS {peak_rss_MB():.0f} MB")
     print(f"  per query: {fig['hops_per_query']:.1f} hops, {fig['distances_per_query']:.1f} distance computations")
     print(f"recall@{args.k}: {fig['recall_at_k']:.4f}")
+    print(f"load average during the run (1/5/15 min): {os.getloadavg()} on {os.cpu_count()} CPUs")
     print(f"peak memory (max RSS): {peak_rss_MB():.0f} MB")
     if args.save_trace is not None:
         from graphs.workload import trace_index

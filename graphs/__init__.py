@@ -5,7 +5,7 @@ Main entry points (imported lazily, so ``import graphs`` stays light):
 - :func:`graphs.make_workload` -- dataset -> cached clustered index -> cached :class:`LogicalTrace`
 - :func:`graphs.get_dataset`, :class:`graphs.Dataset`, :func:`graphs.load_dataset`
 - :func:`graphs.get_index` / :func:`graphs.build_index`, :class:`graphs.IndexParams`
-- :func:`graphs.search`, :func:`graphs.trace_index`
+- :func:`graphs.search.search` (module function), :func:`graphs.trace_index`
 - :func:`graphs.save_trace` / :func:`graphs.load_trace`, :func:`graphs.export_clusters`
 """
 
@@ -22,7 +22,6 @@ _EXPORTS = {
     "ClusteredIndex": "index",
     "build_index": "index",
     "get_index": "index",
-    "search": "search",
     "LogicalTrace": "trace",
     "save_trace": "trace",
     "load_trace": "trace",

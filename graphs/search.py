@@ -27,6 +27,7 @@ not depend on the thread count.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -40,13 +41,14 @@ METRIC_CODES = {"l2": 0, "ip": 1}
 ENTRY_MODES = ("medoid", "hnsw")
 
 
-class SearchParams(NamedTuple):
-    """Search parameters (validated by :func:`search`)."""
+@dataclass(frozen=True)
+class SearchParams:
+    """Search parameters (validated by :func:`validate_search`)."""
 
-    num_probes: int = 8
-    cand_list_len: int = 64
-    k: int = 10
-    entry: str = "medoid"
+    num_probes: int = field(default=8, metadata={"help": "nearest centroids (clusters) searched per query"})
+    cand_list_len: int = field(default=64, metadata={"help": "beam search candidate list length L (>= k)"})
+    k: int = field(default=10, metadata={"help": "neighbors returned per query"})
+    entry: str = field(default="medoid", metadata={"help": "'medoid' (DiskANN) or 'hnsw' (hierarchical descent)"})
 
 
 @njit(cache=True, fastmath=True)
