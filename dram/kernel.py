@@ -64,7 +64,9 @@ H_O_COMP, H_O_GLOB, H_O_STATS, H_O_RBUSY, H_O_LOG = range(24, 29)
 HEADER = 32
 # ---- slot fields (one request in a buffer)
 SL_ID, SL_ADDR, SL_RANK, SL_FB, SL_ROW, SL_ARR, SL_TYPE, SL_FINAL, SL_STAT = range(9)
-NSL = 9
+# cached offsets of the request's rank, bank-group and bank timing nodes (node * n_cmds)
+SL_RKO, SL_BGO, SL_BKO = 9, 10, 11
+NSL = 12
 # ---- queues per channel (ordered slot lists) and per-channel scalars
 Q_RD, Q_WR, Q_ACT, Q_FREE = range(4)
 C_PQH, C_PQL, C_PDH, C_PDL, C_WMODE, C_WAKE, C_NREF = range(4, 11)   # 0..3 = queue lengths
@@ -89,7 +91,7 @@ class State(NamedTuple):
     """Controller state of ``G = instances x channels`` channels: one int64 array.
 
     ``heap`` int64[...]: header (sizes and region offsets, ``H_*``) followed by the regions
-    slot fields [G, S, 9], queues [G, 4, S] (read, write, active, free), channel scalars
+    slot fields [G, S, 12], queues [G, 4, S] (read, write, active, free), channel scalars
     [G, 12], priority ring [G, prio_q], pending reads [G, pend_q, 2], banks [G, nb_ch, 3]
     (open row or -1, active requests, scratch), ready cycles [G, n_nodes, n_cmds], issue
     history [G, n_nodes, n_cmds, hist_max], completion ring [cap, 2], globals [8], statistics
@@ -290,6 +292,35 @@ def ready_time(params, H, g, cmd, rank, fb):
     if v > t:
         t = v
     return t
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _slot_ready(H, rb, o, cmd):
+    """Ready cycle of a bank-scope ``cmd`` for the request in slot offset ``o`` (rb = the
+    channel's ready-region base)."""
+    t = H[rb + cmd]
+    v = H[rb + H[o + SL_RKO] + cmd]
+    if v > t:
+        t = v
+    v = H[rb + H[o + SL_BGO] + cmd]
+    if v > t:
+        t = v
+    v = H[rb + H[o + SL_BKO] + cmd]
+    if v > t:
+        t = v
+    return t
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _slot_preq(H, ob, o):
+    """Next command of the (bank-scope) request in slot offset ``o``; ob = bank region base
+    of its channel."""
+    op = H[ob + 3 * H[o + SL_FB]]
+    if op < 0:
+        return ACT
+    if op == H[o + SL_ROW]:
+        return H[o + SL_FINAL]
+    return PREpb
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -506,6 +537,11 @@ def _offer(params, H, instance, req_id, addr, is_write, rank_local, clk):
     H[o + SL_ROW] = row
     H[o + SL_ARR] = clk
     H[o + SL_STAT] = 0
+    NC = params.n_cmds
+    o_bg = 1 + params.n_ranks
+    H[o + SL_RKO] = (1 + rank) * NC
+    H[o + SL_BGO] = (o_bg + rank * params.n_bg + bgi) * NC
+    H[o + SL_BKO] = (o_bg + params.n_ranks * params.n_bg + fb) * NC
     qi = Q_WR if is_write != 0 else Q_RD
     H[o + SL_TYPE] = T_WRITE if is_write != 0 else T_READ
     base = WR if is_write != 0 else RD
@@ -596,30 +632,24 @@ def completions_pending(state):
 # ============================================================================ scheduling
 @njit(cache=True, _nrt=False)
 def _pick_active(params, H, g, clk):
-    """FR-FCFS over the active buffer: (position or -1, command, earliest not-ready cycle)."""
-    best = -1
-    best_ok = False
-    best_arr = INF
-    best_cmd = -1
+    """FR-FCFS over the active buffer: (position or -1, command, earliest not-ready cycle).
+
+    The active buffer is kept sorted by acceptance cycle (ties in promotion order), so the
+    FR-FCFS choice -- ready first, then oldest, then earliest promoted -- is the first ready
+    entry.
+    """
     wake = INF
     oq = _q(H, g, Q_ACT)
+    rb = _rdy(H, g)
+    ob = H[H_O_BANK] + g * H[H_NB] * 3
     for k in range(H[_chs(H, g) + Q_ACT]):
         o = _slot(H, g, H[oq + k])
-        rank = H[o + SL_RANK]
-        fb = H[o + SL_FB]
-        cmd = preq_command(params, H, g, H[o + SL_FINAL], rank, fb, H[o + SL_ROW])
-        rt = ready_time(params, H, g, cmd, rank, fb)
-        ok = rt <= clk
-        if not ok and rt < wake:
+        cmd = _slot_preq(H, ob, o)
+        rt = _slot_ready(H, rb, o, cmd)
+        if rt <= clk:
+            return k, cmd, wake
+        if rt < wake:
             wake = rt
-        arr = H[o + SL_ARR]
-        if best < 0 or (ok and not best_ok) or (ok == best_ok and arr < best_arr):
-            best = k
-            best_ok = ok
-            best_arr = arr
-            best_cmd = cmd
-    if best >= 0 and best_ok:
-        return best, best_cmd, wake
     return -1, -1, wake
 
 
@@ -643,16 +673,18 @@ def _pick_buffer(params, H, g, qi, clk):
                 H[ob + 2] = H[o + SL_ARR]
     found = -1
     found_cmd = -1
+    rb = _rdy(H, g)
+    ob = H[H_O_BANK] + g * H[H_NB] * 3
+    any_active = H[_chs(H, g) + Q_ACT] > 0
     for k in range(n):
         o = _slot(H, g, H[oq + k])
-        rank = H[o + SL_RANK]
-        fb = H[o + SL_FB]
-        cmd = preq_command(params, H, g, H[o + SL_FINAL], rank, fb, H[o + SL_ROW])
-        if _closes_active(params, H, g, cmd, rank, fb):
+        cmd = _slot_preq(H, ob, o)
+        if any_active and _meta(params, M_CLOSE, cmd) == 1:
+            if H[ob + 3 * H[o + SL_FB] + 1] > 0:       # would close a bank an active request needs
+                continue
+        if sched == 1 and cmd == PREpb and H[ob + 3 * H[o + SL_FB] + 2] <= H[o + SL_ARR]:
             continue
-        if sched == 1 and cmd == PREpb and H[_bank(H, g, fb) + 2] <= H[o + SL_ARR]:
-            continue
-        rt = ready_time(params, H, g, cmd, rank, fb)
+        rt = _slot_ready(H, rb, o, cmd)
         if rt <= clk:
             found = k
             found_cmd = cmd
@@ -733,7 +765,13 @@ def _serve(params, H, g, qi, pos, cmd, clk):
         H[c + Q_FREE] += 1
     elif _meta(params, M_OPEN, cmd) == 1 and qi != Q_ACT:
         if H[c + Q_ACT] < params.active_q:
-            H[_q(H, g, Q_ACT) + H[c + Q_ACT]] = s
+            oa = _q(H, g, Q_ACT)
+            arr = H[o + SL_ARR]
+            k = H[c + Q_ACT]
+            while k > 0 and H[_slot(H, g, H[oa + k - 1]) + SL_ARR] > arr:
+                H[oa + k] = H[oa + k - 1]
+                k -= 1
+            H[oa + k] = s
             H[c + Q_ACT] += 1
             H[_bank(H, g, fb) + 1] += 1
             _remove_at(H, g, qi, pos)
