@@ -44,6 +44,8 @@ import numpy as np
 __all__ = ["SyntheticSpec", "SPECS", "generate", "synthetic_dataset"]
 
 _BLOCK = 8192
+#: bump when the generated vectors change (part of the cache keys of synthetic datasets)
+GENERATOR_VERSION = 2
 _STREAM_MODEL, _STREAM_BASE, _STREAM_QUERY = 0, 1, 2
 
 

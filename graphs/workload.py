@@ -81,13 +81,12 @@ def get_dataset(
     if n < 1 or num_queries < 0:
         raise ValueError(f"n={n} must be >= 1 and num_queries={num_queries} >= 0")
     spec = SPECS[dataset]
-    base = generate(spec, n, seed)
-    queries = generate(spec, num_queries, seed, queries=True)
-    ds = Dataset(name=f"{dataset}-n{n}-q{num_queries}-s{seed}", base=base, queries=queries, metric=spec.metric)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    ds = _synthetic_cached(spec, n, num_queries, seed, cache)
+    base, queries = ds.base, ds.queries
     if num_queries == 0:
         return ds
     gk = min(gt_k, n)
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = cache / "groundtruth" / f"{_safe(ds.name)}-{ds.fingerprint()[:16]}-k{gk}.npz"
     gt = None
     if path.exists():
@@ -102,7 +101,41 @@ def get_dataset(
         atomic_write_bytes(
             path, lambda f: np.savez(f, ids=gt, fingerprint=np.array(ds.fingerprint())), overwrite=True
         )
-    return Dataset(name=ds.name, base=base, queries=queries, groundtruth=gt, metric=spec.metric)
+    return Dataset(name=ds.name, base=base, queries=queries, groundtruth=gt, metric=spec.metric,
+                   _fp={"fp": ds.fingerprint()})
+
+
+def _synthetic_cached(spec, n: int, num_queries: int, seed: int, cache: Path) -> Dataset:
+    """Synthetic base and queries, memory-mapped from ``cache/datasets`` (generated once).
+
+    The files are verified against the fingerprint stored beside them; a damaged or partial
+    file is regenerated with a warning.
+    """
+    from .io import read_vectors, write_vectors
+    from .synthetic import GENERATOR_VERSION
+
+    name = f"{spec.name}-n{n}-q{num_queries}-s{seed}"
+    ext = {"uint8": "u8bin", "int8": "i8bin", "float32": "fbin"}[spec.dtype]
+    stem = cache / "datasets" / f"{name}-g{GENERATOR_VERSION}"
+    bpath, qpath, mpath = Path(f"{stem}-base.{ext}"), Path(f"{stem}-query.{ext}"), Path(f"{stem}.json")
+    if bpath.exists() and qpath.exists() and mpath.exists():
+        try:
+            fp = json.loads(mpath.read_text())["fingerprint"]
+            ds = Dataset(name=name, base=read_vectors(bpath), queries=read_vectors(qpath), metric=spec.metric)
+            if ds.fingerprint() == fp and ds.n == n and len(ds.queries) == num_queries:
+                return ds
+            warnings.warn(f"{stem}: cached synthetic vectors do not match their fingerprint; regenerating",
+                          stacklevel=3)
+        except (ValueError, KeyError, OSError) as exc:
+            warnings.warn(f"{stem}: unreadable cached synthetic vectors ({exc}); regenerating", stacklevel=3)
+    base = generate(spec, n, seed)
+    queries = generate(spec, num_queries, seed, queries=True)
+    ds = Dataset(name=name, base=base, queries=queries, metric=spec.metric)
+    write_vectors(bpath, base, ext, overwrite=True)
+    write_vectors(qpath, queries, ext, overwrite=True)
+    meta = json.dumps({"fingerprint": ds.fingerprint(), "generator_version": GENERATOR_VERSION})
+    atomic_write_bytes(mpath, lambda f: f.write(meta.encode()), overwrite=True)
+    return ds
 
 
 def trace_index(

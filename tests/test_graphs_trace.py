@@ -136,3 +136,20 @@ def test_trace_cache_corruption_is_detected(tmp_path):
     with pytest.warns(UserWarning, match="recomputing the trace"):
         b = graphs.make_workload("sift", cache_dir=tmp_path, **KW)
     assert np.array_equal(a.read_node, b.read_node) and np.array_equal(a.result_ids, b.result_ids)
+
+
+def test_synthetic_vectors_cached_and_verified(tmp_path):
+    from graphs.synthetic import generate
+    from graphs.workload import get_dataset
+
+    a = get_dataset("msspacev", 3000, 20, seed=4, cache_dir=tmp_path)
+    assert np.array_equal(a.base, generate("msspacev", 3000, 4))
+    (base_file,) = (tmp_path / "datasets").glob("*-base.i8bin")
+    b = get_dataset("msspacev", 3000, 20, seed=4, cache_dir=tmp_path)
+    assert isinstance(b.base, np.memmap) and np.array_equal(a.groundtruth, b.groundtruth)
+    raw = bytearray(base_file.read_bytes())
+    raw[-1] ^= 0x01
+    base_file.write_bytes(bytes(raw))
+    with pytest.warns(UserWarning, match="do not match their fingerprint"):
+        c = get_dataset("msspacev", 3000, 20, seed=4, cache_dir=tmp_path)
+    assert np.array_equal(a.base, c.base)
