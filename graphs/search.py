@@ -332,9 +332,14 @@ def search(
             bar.update(nq)
     if bar is not None:
         bar.close()
-    hop_nread = np.concatenate(parts["hop_nread"]).astype(np.int64)
+    def cat(name, dtype):
+        a = np.concatenate(parts.pop(name)) if parts[name] else np.zeros(0, dtype)
+        return a.astype(dtype, copy=False)  # the chunk pieces are freed as soon as joined
+
+    hop_nread = cat("hop_nread", np.int64)
     hop_read_ptr = np.zeros(len(hop_nread) + 1, dtype=np.int64)
     np.cumsum(hop_nread, out=hop_read_ptr[1:])
+    del hop_nread
     search_hop_ptr = np.zeros(Q * P + 1, dtype=np.int64)
     np.cumsum(nh_all, out=search_hop_ptr[1:])
     return SearchOutput(
@@ -344,11 +349,11 @@ def search(
         search_cluster=s_cluster_all,
         search_entry=nodes[entries[s_cluster_all]].astype(np.int32),
         search_hop_ptr=search_hop_ptr,
-        hop_node=np.concatenate(parts["hop_node"]).astype(np.int32),
-        hop_degree=np.concatenate(parts["hop_degree"]).astype(np.int32),
+        hop_node=cat("hop_node", np.int32),
+        hop_degree=cat("hop_degree", np.int32),
         hop_read_ptr=hop_read_ptr,
-        read_node=np.concatenate(parts["read_node"]).astype(np.int32),
-        hop_cand_inserts=np.concatenate(parts["hop_ins"]).astype(np.int32),
+        read_node=cat("read_node", np.int32),
+        hop_cand_inserts=cat("hop_ins", np.int32),
     )
 
 
