@@ -17,7 +17,9 @@ rows are addressed. ``S`` is odd so that a power-of-two stride never folds all n
 subset of channels. What it does not capture: the real index has more nodes per cluster, so
 traces of a full-size index have longer searches; spreading changes addresses, not the work.
 
-Rank-level PUs (``rank_partitioned=True``): each vector lives in one channel and is partitioned
+Channel-local vectors (``vector_ranks=R >= 1``, what the simulator uses for every system):
+each vector lives in one row of one channel (one activation reads it all), consecutive vectors
+go to consecutive channels. With rank-level PUs (``R`` = ranks per channel) it is partitioned
 column-wise across the ranks of that channel: 64-byte segment ``l`` goes to rank ``l % R`` at
 column ``col0 + l // R`` of the same bank and row. The engine generates segment addresses as
 ``base + (l % R) * rank_step + (l // R) * col_step`` from the per-device pattern returned here.
@@ -162,8 +164,7 @@ def build_layout(
     max_degree: int,
     capacity_bytes: int,
     spread: bool = True,
-    rank_partitioned: bool = False,
-    ranks: int = 1,
+    vector_ranks: int = 0,
     fields: AddressFields | None = None,
 ) -> Layout:
     """Lay out the clustered index on the devices.
@@ -181,9 +182,13 @@ def build_layout(
         DRAM capacity per device.
     spread : bool
         Spread the layout over the full capacity (see module docstring).
-    rank_partitioned : bool, ranks : int, fields : AddressFields
-        Partition vectors column-wise across ``ranks`` ranks of their channel (rank PUs);
-        needs the DRAM address mapping ``fields``.
+    vector_ranks : int
+        0: vectors at linear addresses (``embedding base + index x stride``; the mapping
+        interleaves their lines over channels). ``R >= 1``: channel-local vectors, each in
+        one row of one channel, partitioned column-wise across ``R`` ranks (``R = 1``: not
+        partitioned; ``R`` = ranks per channel for rank-level PUs). Needs ``fields``.
+    fields : AddressFields
+        The DRAM address mapping.
 
     Raises
     ------
@@ -240,29 +245,37 @@ def build_layout(
     graph_bytes = max_nodes * node_stride
     node_addr = (local * node_stride).astype(np.uint64)
 
-    if not rank_partitioned or ranks <= 1:
+    if not vector_ranks:
         vector_addr = (graph_bytes + local * vector_stride).astype(np.uint64)
         return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
                       node_stride, vector_stride, S, 1, 0, LINE_BYTES, bytes_used)
 
     if fields is None:
-        raise ValueError("rank-partitioned layout needs the DRAM address mapping (fields)")
-    R = int(ranks)
-    if fields.radix("rank") < R:
-        raise ValueError(f"address mapping has {fields.radix('rank')} ranks, need {R}")
+        raise ValueError("a channel-local vector layout needs the DRAM address mapping (fields)")
+    R = int(vector_ranks)
+    if R < 1 or fields.radix("rank") < R:
+        raise ValueError(f"vector_ranks must be in [1, {fields.radix('rank')}] (ranks of the "
+                         f"address mapping), got {R}")
+    low = {n for n, _ in fields.fields[:3 if R > 1 else 2]}
+    need = {"channel", "column", "rank"} if R > 1 else {"channel", "column"}
+    if low != need:
+        raise ValueError(f"a channel-local vector layout needs {sorted(need)} as the lowest "
+                         f"address fields, the mapping has {fields.fields}")
     n_ch = fields.radix("channel")
     cols = fields.radix("column")
     seg_per_rank = -(-vector_lines // R)
     if seg_per_rank > cols:
         raise ValueError(f"a vector needs {seg_per_rank} columns per rank, a row has {cols}")
     vec_per_row = cols // seg_per_rank
-    # rows-worth blocks (all channels x all ranks x one row) taken by the graph region
-    block_bytes = n_ch * fields.radix("rank") * cols * LINE_BYTES
-    rest0 = -(-graph_bytes // block_bytes) if graph_bytes else 0
+    # units of (all channels x one row of columns [x the vector's ranks]); the graph region
+    # (linear addresses from 0) occupies the first rest0 of them
+    in_vec = {"channel", "column"} | ({"rank"} if R > 1 else set())
+    unit_bytes = n_ch * cols * (fields.radix("rank") if R > 1 else 1) * LINE_BYTES
+    rest0 = -(-graph_bytes // unit_bytes) if graph_bytes else 0
     # spread the vector slots over what the graph region leaves (odd factor, as above)
     S_v = 1
     if spread and max_nodes > 0:
-        units = capacity_bytes // block_bytes - rest0
+        units = capacity_bytes // unit_bytes - rest0
         S_v = max(1, (units * n_ch * vec_per_row) // max_nodes)
         if S_v % 2 == 0:
             S_v -= 1
@@ -271,16 +284,18 @@ def build_layout(
     k = slot // n_ch
     col = (k % vec_per_row) * seg_per_rank
     rest = rest0 + k // vec_per_row
-    # fill the remaining fields (bank group, bank, row), lowest first
-    values = {"channel": channel, "rank": np.zeros_like(channel), "column": col}
+    # fill the remaining fields (rank when not partitioned, bank group, bank, row), lowest first
+    values = {"channel": channel, "column": col}
+    if R > 1:
+        values["rank"] = np.zeros_like(channel)
     r = rest.copy()
     for name, radix in fields.fields:
-        if name in values:
+        if name in in_vec:
             continue
         values[name] = r % radix
         r = r // radix
     if np.any(r > 0):
-        raise ValueError("rank-partitioned layout does not fit the address space")
+        raise ValueError("the channel-local vector layout does not fit the address space")
     vector_addr = fields.compose(values)
     return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
                   node_stride, vector_stride, S, R, LINE_BYTES * fields.divisor("rank"),

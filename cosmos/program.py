@@ -176,8 +176,8 @@ def _add_step(st, si, kind, cat, dev, link, rank_local, mlp, lat, cline, after, 
 @nb.njit(cache=True)
 def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_node, hop_degree,
            hop_read_ptr, read_node, hop_cand_inserts, cluster_device, node_addr, vector_addr,
-           node_lines_max, vector_lines, num_devices, k, vector_bytes, rank_R, rank_step,
-           col_step, host_dist, host_visit, host_insert, host_select, host_merge, host_lat,
+           node_lines_max, vector_lines, num_devices, k, vector_bytes, rank_R, vec_R,
+           vec_rstep, vec_cstep, host_dist, host_visit, host_insert, host_select, host_merge, host_lat,
            host_mlp, gpc_dist, gpc_visit, gpc_insert, gpc_select, gpc_partial, dev_lat, gpc_mlp,
            pu_latency, accel_latency, accel_mlp, req_wire, data_wire, slot_wire, slot_bytes,
            max_tasks, max_steps, max_objs):
@@ -229,7 +229,7 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
                     obj_lines[oi] = vector_lines
                     oi += 1
                     si = _add_step(st, si, STEP_MEM, CAT_DISTANCE, d, 0, 0, accel_mlp, dev_lat,
-                                   0.0, accel_latency, 0.0, 1, 0, LINE_BYTES, oi)
+                                   0.0, accel_latency, 0.0, vec_R, vec_rstep, vec_cstep, oi)
                     wire[si] = (1 + (4 + slot_bytes - 1) // slot_bytes) * slot_wire
                     si = _add_step(st, si, STEP_XFER, CAT_TRANSFER, d, 1, 0, 1, 0, 0.0, 0, 0.0,
                                    1, 0, LINE_BYTES, oi)
@@ -239,7 +239,7 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
                     oi += 1
                     cline[si] = host_dist / vector_lines
                     si = _add_step(st, si, STEP_MEM, CAT_DISTANCE, mdev, mlink, 0, host_mlp,
-                                   host_lat, cline[si], 0, 0.0, 1, 0, LINE_BYTES, oi)
+                                   host_lat, cline[si], 0, 0.0, vec_R, vec_rstep, vec_cstep, oi)
                 for h in range(search_hop_ptr[s], search_hop_ptr[s + 1]):
                     deg = hop_degree[h]
                     nl = (deg * 4 + LINE_BYTES - 1) // LINE_BYTES
@@ -267,7 +267,7 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
                             oi += 1
                         if kind == 2:
                             si = _add_step(st, si, STEP_MEM, CAT_DISTANCE, d, 0, 0, accel_mlp,
-                                           dev_lat, 0.0, accel_latency, 0.0, 1, 0, LINE_BYTES,
+                                           dev_lat, 0.0, accel_latency, 0.0, vec_R, vec_rstep, vec_cstep,
                                            oi)
                             wire[si] = (1 + (4 * nr + slot_bytes - 1) // slot_bytes) * slot_wire
                             si = _add_step(st, si, STEP_XFER, CAT_TRANSFER, d, 1, 0, 1, 0, 0.0,
@@ -275,8 +275,8 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
                         else:
                             cline[si] = host_dist / vector_lines
                             si = _add_step(st, si, STEP_MEM, CAT_DISTANCE, mdev, mlink, 0,
-                                           host_mlp, host_lat, cline[si], 0, 0.0, 1, 0,
-                                           LINE_BYTES, oi)
+                                           host_mlp, host_lat, cline[si], 0, 0.0, vec_R,
+                                           vec_rstep, vec_cstep, oi)
                     if kind == 2:
                         # fine-grained scheduling: inserts deferred, only select-next critical
                         c_after = host_select
@@ -326,14 +326,14 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
                     obj_addr[oi] = vector_addr[e]
                     obj_lines[oi] = vector_lines
                     oi += 1
-                    if rank_R > 1:
+                    if rank_R > 0:
                         si = _add_step(st, si, STEP_MEM, CAT_DISTANCE, d, 0, 1, gpc_mlp, dev_lat,
-                                       0.0, int(np.ceil(pu_latency + rank_R * gpc_partial)),
-                                       0.0, rank_R, rank_step, col_step, oi)
+                                       0.0, int(np.ceil(pu_latency + vec_R * gpc_partial)),
+                                       0.0, vec_R, vec_rstep, vec_cstep, oi)
                     else:
                         cline[si] = gpc_dist / vector_lines
                         si = _add_step(st, si, STEP_MEM, CAT_DISTANCE, d, 0, 0, gpc_mlp,
-                                       dev_lat, cline[si], 0, 0.0, 1, 0, LINE_BYTES, oi)
+                                       dev_lat, cline[si], 0, 0.0, vec_R, vec_rstep, vec_cstep, oi)
                     for h in range(search_hop_ptr[s], search_hop_ptr[s + 1]):
                         deg = hop_degree[h]
                         nl = (deg * 4 + LINE_BYTES - 1) // LINE_BYTES
@@ -355,15 +355,15 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
                                 obj_addr[oi] = vector_addr[read_node[r]]
                                 obj_lines[oi] = vector_lines
                                 oi += 1
-                            if rank_R > 1:
+                            if rank_R > 0:
                                 si = _add_step(st, si, STEP_MEM, CAT_DISTANCE, d, 0, 1, gpc_mlp,
                                                dev_lat, 0.0,
-                                               int(np.ceil(pu_latency + nr * rank_R * gpc_partial)),
-                                               0.0, rank_R, rank_step, col_step, oi)
+                                               int(np.ceil(pu_latency + nr * vec_R * gpc_partial)),
+                                               0.0, vec_R, vec_rstep, vec_cstep, oi)
                             else:
                                 cline[si] = gpc_dist / vector_lines
                                 si = _add_step(st, si, STEP_MEM, CAT_DISTANCE, d, 0, 0, gpc_mlp,
-                                               dev_lat, cline[si], 0, 0.0, 1, 0, LINE_BYTES, oi)
+                                               dev_lat, cline[si], 0, 0.0, vec_R, vec_rstep, vec_cstep, oi)
                         c_after = hop_cand_inserts[h] * gpc_insert + gpc_select
                         si = _add_step(st, si, STEP_COMPUTE, CAT_CANDIDATE, -1, 0, 0, 1, 0, 0.0,
                                        int(np.ceil(c_after)), 0.0, 1, 0, LINE_BYTES, oi)
@@ -431,13 +431,15 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     max_tasks = Q * (2 * D + 1) + 1
     max_steps = S * 4 + H * 5 + Q * (2 * D + 2) + 1
     max_objs = S + H + R + 1
-    use_rank = kind == 3 and cfg.rank_pu.enabled and layout.rank_parts > 1
+    use_rank = kind == 3 and cfg.rank_pu.enabled
+    if use_rank and layout.rank_parts < 1:
+        raise ValueError("rank-level PUs need a rank-partitioned layout")
     out = _build(
         kind, trace.query_ptr, trace.search_cluster, trace.search_entry, trace.search_hop_ptr,
         trace.hop_node, trace.hop_degree, trace.hop_read_ptr, trace.read_node,
         trace.hop_cand_inserts, np.asarray(cluster_device, np.int64), layout.node_addr,
         layout.vector_addr, layout.node_lines, layout.vector_lines, D, k, vector_bytes,
-        layout.rank_parts if use_rank else 1, layout.rank_step, layout.col_step,
+        1 if use_rank else 0, layout.rank_parts, layout.rank_step, layout.col_step,
         c.host_dist, c.host_visit, c.host_insert, c.host_select, c.host_merge, c.host_lat,
         c.host_mlp, c.gpc_dist, c.gpc_visit, c.gpc_insert, c.gpc_select, c.gpc_partial,
         c.dev_lat, c.gpc_mlp, c.pu_latency, c.accel_latency, c.accel_mlp, c.req_wire,

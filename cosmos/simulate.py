@@ -130,12 +130,12 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         n_inst = D
         layout_dev = cluster_device
         cap = min(cfg.device.capacity_bytes, dcfg.capacity_bytes)
-    rank_mode = cfg.kind == "cosmos" and cfg.rank_pu.enabled and dcfg.ranks > 1
+    rank_mode = cfg.kind == "cosmos" and cfg.rank_pu.enabled
     layout = build_layout(tr.cluster_ptr, tr.cluster_nodes, layout_dev, n_inst,
                           vector_bytes=int(tr.meta["vector_bytes"]),
                           max_degree=int(tr.meta["max_degree"]), capacity_bytes=cap,
-                          spread=cfg.layout_spread, rank_partitioned=rank_mode,
-                          ranks=dcfg.ranks, fields=fields)
+                          spread=cfg.layout_spread,
+                          vector_ranks=dcfg.ranks if rank_mode else 1, fields=fields)
     pg = build_program(cfg, tr, layout, layout_dev)
     psizes = pool_sizes(cfg, agent_contexts=1)
     if max_inflight is None:

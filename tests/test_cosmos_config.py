@@ -118,7 +118,7 @@ def test_spread_layout_covers_the_device_with_an_odd_factor():
 
 
 def test_rank_partitioned_vectors_stay_in_one_channel_split_across_ranks():
-    _, _, lay = _cluster_layout(spread=True, rank_partitioned=True, ranks=2, fields=FIELDS)
+    _, _, lay = _cluster_layout(spread=True, vector_ranks=2, fields=FIELDS)
     assert lay.rank_parts == 2 and lay.rank_step == 64 * 8 * 128 and lay.col_step == 64 * 8
     base = lay.vector_addr[:200]
     for l in range(lay.vector_lines):
@@ -148,7 +148,7 @@ def _program(name, **trace_kw):
     lay = build_layout(tr.cluster_ptr, tr.cluster_nodes, dev, cfg.device.count,
                        vector_bytes=int(tr.meta["vector_bytes"]),
                        max_degree=int(tr.meta["max_degree"]), capacity_bytes=256 << 30,
-                       rank_partitioned=cfg.rank_pu.enabled, ranks=2, fields=FIELDS)
+                       vector_ranks=2 if cfg.rank_pu.enabled else 1, fields=FIELDS)
     return tr, build_program(cfg, tr, lay, dev)
 
 

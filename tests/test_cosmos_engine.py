@@ -1,0 +1,195 @@
+"""cosmos engine: a worked single-query example, bandwidth bounds, rank-level PUs."""
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+from cosmos.config import TCK_PS, bytes_per_cycle, ns_to_cycles
+from cosmos.metrics import per_query, summary
+from cosmos.presets import get_preset
+from cosmos.simulate import dram_config_for, simulate
+from tests.cosmos_helpers import make_trace
+
+
+def worked_trace():
+    """One query, one search of cluster 0 (nodes 0..7): entry 0, one hop expanding node 1
+    (16 neighbors = one 64-B line), reading the vector of node 2 (64 B), one insertion."""
+    meta = dict(dataset="worked", n=32, dim=16, dtype="float32", metric="l2", vector_bytes=64,
+                max_degree=16, cand_list_len=8, num_clusters=4, num_probes=1, k=10,
+                recall=1.0, seed=0, num_queries=1, format_version=1)
+    return dict(
+        meta=np.array(json.dumps(meta)), cluster_ptr=np.arange(5) * 8,
+        cluster_nodes=np.arange(32), query_ptr=np.array([0, 1]), search_cluster=np.array([0]),
+        search_entry=np.array([0]), search_hop_ptr=np.array([0, 1]), hop_node=np.array([1]),
+        hop_degree=np.array([16]), hop_read_ptr=np.array([0, 1]), read_node=np.array([2]),
+        hop_cand_inserts=np.array([1]))
+
+
+def dram_unloaded_read_cycles(cfg):
+    """The DRAM model's unloaded read to a precharged bank: offer at t, ACT at t + 1, RD after
+    nRCD, data after nCL + nBL. Checked against the model itself."""
+    from dram import kernel as dk
+
+    dcfg = dram_config_for(cfg)
+    t = dcfg.timing
+    expect = 1 + t["nRCD"] + t["nCL"] + t["nBL"]
+    p = dcfg.resolve()
+    s = dk.new_state(p, instances=1)
+    assert dk.offer(p, s, 0, 7, 0, 0, 0, 0)
+    ids, cyc = np.zeros(8, np.int64), np.zeros(8, np.int64)
+    for clk in range(1, 200):
+        dk.tick(p, s, clk)
+        if dk.pop_completions(s, ids, cyc):
+            assert (ids[0], cyc[0]) == (7, expect)
+            return expect
+    raise AssertionError("no completion")
+
+
+def hand_latency(cfg):
+    """The worked query's latency in DRAM cycles, step by step from the configured figures."""
+    dram = dram_unloaded_read_cycles(cfg)
+    ghz_h, ghz_g = cfg.host.clock_GHz, cfg.gpc.clock_GHz
+    to_cyc = 1000.0 / TCK_PS                       # ns -> DRAM cycles
+
+    def hc(n):
+        return n / ghz_h * to_cyc
+
+    def gc(n):
+        return n / ghz_g * to_cyc
+
+    L = cfg.link
+    up_bpc = bytes_per_cycle(cfg.switch.upstream_bandwidth_GBps)
+    dev_bpc = bytes_per_cycle(L.bandwidth_GBps)
+    sw, ln = ns_to_cycles(cfg.switch.latency_ns), ns_to_cycles(L.latency_ns)
+
+    def down(t, nbytes):  # host -> upstream port -> switch -> device link
+        x = t + nbytes / up_bpc + sw
+        return math.ceil(x + nbytes / dev_bpc + ln - 1e-9)
+
+    def up(t, nbytes):
+        x = t + nbytes / dev_bpc + ln
+        return math.ceil(x + nbytes / up_bpc + sw - 1e-9)
+
+    k, dim = 10, 16
+    if cfg.kind == "host-cxl":
+        h = cfg.host
+        lat = ns_to_cycles(h.onchip_latency_ns)
+        req, data = L.wire_bytes(L.request_slots), L.wire_bytes(L.data_slots)
+
+        def read(t):  # one 64-B line from the CXL device, back at the core
+            return up(down(t + lat, req) + dram, data) + lat
+
+        dist = hc(dim / h.distance_dims_per_cycle + h.distance_overhead_cycles)
+        t = math.ceil(read(0) + dist)                                   # entry vector
+        t = read(t) + math.ceil(16 * hc(h.visit_check_cycles))          # adjacency list
+        t = math.ceil(read(t) + dist)                                   # node 2's vector
+        t += math.ceil(hc(h.insert_cycles) + hc(h.select_cycles))       # candidate update
+        t += math.ceil(1 * k * hc(h.merge_cycles_per_result))           # merge top-k
+        return t
+    assert cfg.kind == "cosmos" and not cfg.rank_pu.enabled
+    g = cfg.gpc
+    lat = ns_to_cycles(cfg.device.onchip_latency_ns)
+    dist = gc(dim / g.distance_dims_per_cycle + g.distance_overhead_cycles)
+    t = down(0, L.wire_bytes(1 + 64 // L.slot_bytes))                 # query vector down
+    t = math.ceil(t + lat + dram + lat + dist)                          # entry vector
+    t = t + lat + dram + lat + math.ceil(16 * gc(g.visit_check_cycles))  # adjacency list
+    t = math.ceil(t + lat + dram + lat + dist)                          # node 2's vector
+    t += math.ceil(gc(g.insert_cycles) + gc(g.select_cycles))           # candidate update
+    t = up(t, L.wire_bytes(1 + 8 * k // L.slot_bytes))                  # local top-k up
+    t += math.ceil(1 * k * hc(cfg.host.merge_cycles_per_result))       # merge on the host
+    return t
+
+
+@pytest.mark.parametrize("name", ["base", "cosmos-norank"])
+def test_single_query_latency_equals_hand_sum(name):
+    cfg = dataclasses.replace(get_preset(name), layout_spread=False)
+    res = simulate(cfg, worked_trace(), progress=False, cluster_device=np.zeros(4, np.int64))
+    expect = hand_latency(cfg)
+    assert res.state.q_done[0] == expect
+    row = per_query(res).iloc[0]
+    parts = sum(row[f"{c}_ns"] for c in ("traversal", "distance", "candidate", "transfer",
+                                         "queue"))
+    assert parts == pytest.approx(row["latency_ns"])
+    assert row["latency_ns"] == pytest.approx(expect * TCK_PS / 1000)
+
+
+def test_load_to_use_of_base_is_in_the_public_range():
+    # one adjacency read: CXL load-to-use 170-250 ns direct (CXL Consortium) + ~90 ns switch
+    cfg = get_preset("base")
+    res = simulate(dataclasses.replace(cfg, layout_spread=False), worked_trace(), progress=False,
+                   cluster_device=np.zeros(4, np.int64))
+    trav_ns = per_query(res).iloc[0]["traversal_ns"]
+    visit_ns = 16 * cfg.host.visit_check_cycles / cfg.host.clock_GHz
+    assert 170 + 70 <= trav_ns - visit_ns <= 250 + 90
+
+
+def _bandwidth_case():
+    # many short queries, so the steady-state window is long against the 32 in flight
+    return make_trace(num_queries=1000, num_clusters=8, cluster_size=300, probes=2, hops=2,
+                      reads_per_hop=8, seed=3)
+
+
+def test_throughput_never_exceeds_the_link_and_approaches_it_when_bound():
+    tr = _bandwidth_case()
+    for bw in (63.0, 4.0):
+        cfg = get_preset("base")
+        cfg = dataclasses.replace(cfg, switch=dataclasses.replace(
+            cfg.switch, upstream_bandwidth_GBps=bw))
+        s = summary(simulate(cfg, tr, progress=False))
+        wire_up = s["link_bytes_per_query"]["up"]
+        carried_GBps = s["qps"] * wire_up / 1e9
+        assert carried_GBps <= bw * 1.005
+        dram_GBps = s["qps"] * s["dram_bytes_per_query"] / 1e9
+        assert dram_GBps <= dram_config_for(cfg).peak_bandwidth_GBps * cfg.device.count
+        if bw == 4.0:  # the shared upstream port is the bottleneck: within 5 % of its peak
+            assert carried_GBps >= 0.95 * bw
+            assert s["upstream_util"]["up"] >= 0.95
+
+
+def test_device_dram_bandwidth_bound_holds_for_cosmos():
+    tr = _bandwidth_case()
+    cfg = get_preset("cosmos-norank")
+    s = summary(simulate(cfg, tr, progress=False))
+    peak = dram_config_for(cfg).peak_bandwidth_GBps * cfg.device.count
+    assert 0 < s["qps"] * s["dram_bytes_per_query"] / 1e9 <= peak
+
+
+def _deep_like(seed=5):
+    # DEEP-like: 96-dim float32 = 384-byte vectors (6 lines), 64-entry adjacency lists, ~40
+    # vectors read per expanded node (big-ann-benchmarks DiskANN: 2,268 distances / 56 node
+    # reads per query at one billion points; DESIGN.md)
+    return make_trace(num_queries=128, num_clusters=8, cluster_size=400, probes=2, hops=6,
+                      reads_per_hop=40, dim=96, vector_bytes=384, max_degree=64, seed=seed)
+
+
+def _distance_stage_ns(cfg, tr):
+    res = simulate(cfg, tr, progress=False)
+    s = summary(res)
+    return s["breakdown_ns"]["distance"]
+
+
+def test_rank_pus_speed_up_the_distance_stage_with_two_ranks_only():
+    tr = _deep_like()
+    for ranks, lo, hi in ((2, 1.6, 2.6), (1, 0.97, 1.03)):
+        base = get_preset("cosmos-norank")
+        dev = dataclasses.replace(base.device, ranks=ranks)
+        norank = dataclasses.replace(base, device=dev, placement="round_robin")
+        rank = dataclasses.replace(get_preset("cosmos"), device=dev, placement="round_robin")
+        ratio = _distance_stage_ns(norank, tr) / _distance_stage_ns(rank, tr)
+        assert lo <= ratio <= hi, (ranks, ratio)
+
+
+def test_open_loop_poisson_is_seeded_and_deterministic():
+    tr = make_trace(num_queries=40, hops=4, reads_per_hop=6, seed=9)
+    cfg = get_preset("cosmos")
+    a = simulate(cfg, tr, progress=False, mode="open", rate_qps=2e5, seed=1)
+    b = simulate(cfg, tr, progress=False, mode="open", rate_qps=2e5, seed=1)
+    assert np.array_equal(a.state.q_done, b.state.q_done)
+    assert np.array_equal(a.state.q_arrival, b.state.q_arrival)
+    gaps = np.diff(a.state.q_arrival) * TCK_PS * 1e-12
+    assert 0.5 / 2e5 < gaps.mean() < 2 / 2e5
+    with pytest.raises(ValueError, match="rate_qps"):
+        simulate(cfg, tr, progress=False, mode="open")
