@@ -206,3 +206,24 @@ def test_inner_product_dataset(tmp_path):
     tr = graphs.make_workload("text2image", n=4000, num_queries=50, num_clusters=8, num_probes=4,
                               cand_list_len=48, M=12, ef_construction=64, cache_dir=tmp_path, progress=False)
     assert tr.meta["metric"] == "ip" and tr.meta["recall"] > 0.5
+
+
+def test_hnsw_entry_on_clustered_index(bigann, clustered):
+    """Hierarchical entry per cluster: the descent hops are recorded (no insertions, the
+    upper-layer list lengths) before the level-0 search; recall is that of the medoid entry."""
+    q, gt = bigann.queries, bigann.groundtruth
+    a = search(clustered, bigann.base, q, 4, 32, 10, entry="medoid", progress=False)
+    b = search(clustered, bigann.base, q, 4, 32, 10, entry="hnsw", progress=False)
+    ra = graphs.recall_at_k(a.result_ids, gt, 10).mean()
+    rb = graphs.recall_at_k(b.result_ids, gt, 10).mean()
+    assert abs(ra - rb) < 0.03
+    assert len(b.hop_node) > len(a.hop_node)
+    pos = clustered.position_of()
+    s0 = 0  # first search: its first hop is the top-level entry's upper-layer list
+    c = b.search_cluster[s0]
+    top = int(clustered.hnsw_levels[c])
+    if top > 0:
+        row = (top - 1) * clustered.n + pos[b.hop_node[0]]
+        assert b.hop_node[0] == clustered.cluster_nodes[clustered.hnsw_entry[c]]
+        assert b.hop_degree[0] == clustered.upper_indptr[row + 1] - clustered.upper_indptr[row]
+        assert b.hop_cand_inserts[0] == 0
