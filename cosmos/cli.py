@@ -17,6 +17,7 @@ SUBCOMMAND_MODULES = (
     "dram.cli",
     "placement.cli",
     "graphs.cli",
+    "cosmos.simulate_cli",
 )
 
 
