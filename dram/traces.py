@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import io
 import os
 import tempfile
 from pathlib import Path
