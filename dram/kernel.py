@@ -149,6 +149,7 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0):
     v["q"][:, Q_FREE, :] = np.arange(S - 1, -1, -1)[None, :]
     v["ch"][:, Q_FREE] = S
     v["ch"][:, C_NREF] = params.nREFI if params.refresh else INF
+    v["ch"][:, C_WAKE] = INF             # empty channels: nothing can happen until an offer
     v["bank"][:, :, 0] = -1
     v["bank"][:, :, 2] = INF
     v["hist"][:] = -1
