@@ -1,0 +1,80 @@
+"""Speed of the DRAM model on the set A traces (124 runs), beside Ramulator 2.1's replay loop.
+
+    python experiments/bench_dram.py [--out results] [--only SUBSTRING] [--repeat 1]
+
+Prints the first-call compile time (numba, separately: 0 s once the on-disk cache is warm),
+then simulated requests per second per pattern and in total (trace lines / seconds spent in the
+simulation loop, trace generation excluded), Ramulator 2.1's figure on the same runs (its
+``wall_s`` column: replay loop only, measured with 2 runs in parallel on a 2-core machine), and
+the peak resident memory. Writes ``bench.csv`` and ``config.json`` into a new results folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from experiments.common import new_results_dir, write_csv, write_json
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="results")
+    ap.add_argument("--only", default="", help="only traces whose name contains this")
+    ap.add_argument("--repeat", type=int, default=1, help="replays per run (best time kept)")
+    a = ap.parse_args(argv)
+
+    from dram import DRAMConfig, replay, synth
+    from dram import validation as V
+
+    t0 = time.perf_counter()
+    replay({"addr": np.arange(64, dtype=np.int64) * 4096, "is_write": np.arange(64) % 2,
+            "arrival": np.arange(64, dtype=np.int64)}, DRAMConfig())
+    compile_s = time.perf_counter() - t0
+    print(f"first call (numba compile or cache load): {compile_s:.2f} s")
+
+    ref = V.load_reference()
+    rows = []
+    for e in V.load_manifest():
+        if a.only not in e["name"]:
+            continue
+        tr = synth.from_manifest(e)
+        for refresh in (True, False):
+            cfg = V.reference_config(e["channels"], refresh)
+            best = min(replay(tr, cfg).wall_s for _ in range(a.repeat))
+            r = V.reference_row(ref, e, refresh)
+            rows.append({"name": e["name"], "pattern": e["pattern"], "config": f"{e['channels']}ch",
+                         "refresh": "on" if refresh else "off", "n_requests": len(tr.addr),
+                         "wall_s": best, "ramulator_wall_s": float(r["wall_s"])})
+    df = pd.DataFrame(rows)
+    peak_MB = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    print(f"{'pattern':18s} {'runs':>4s} {'requests':>10s} {'ours req/s':>12s} "
+          f"{'Ramulator req/s':>16s} {'speedup':>8s}")
+    groups = list(df.groupby("pattern", sort=False)) + [("TOTAL", df)]
+    for pat, d in groups:
+        n = d["n_requests"].sum()
+        ours = n / d["wall_s"].sum()
+        theirs = n / d["ramulator_wall_s"].sum()
+        print(f"{pat:18s} {len(d):4d} {n:10d} {ours:12,.0f} {theirs:16,.0f} {ours / theirs:7.1f}x")
+    print(f"peak resident memory: {peak_MB:.0f} MB")
+
+    folder = new_results_dir(a.out, "bench_dram")
+    write_json(folder / "config.json", {"only": a.only, "repeat": a.repeat,
+                                        "compile_or_cache_load_s": compile_s,
+                                        "peak_rss_MB": peak_MB})
+    write_csv(folder / "bench.csv", df)
+    print(f"results in {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
