@@ -18,6 +18,7 @@ SUBCOMMAND_MODULES = (
     "placement.cli",
     "graphs.cli",
     "cosmos.simulate_cli",
+    "experiments.cli",
 )
 
 

@@ -1,0 +1,146 @@
+"""``cosmos reproduce``, ``cosmos run NAME`` and ``cosmos replay TRACE``.
+
+    cosmos reproduce                       # every figure on the built-in synthetic data
+    cosmos reproduce --full                # 1M vectors and 10,000 queries per dataset
+    cosmos reproduce --dataset base.fbin   # on your own vectors
+    cosmos run fig4a_qps --scale tiny      # one figure
+    cosmos replay my_trace.npz --systems base,cosmos
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    from experiments.runner import EXPERIMENTS, add_common_arguments
+
+    p = subparsers.add_parser("reproduce", help="regenerate every figure of the paper (and ours)",
+                              description="Run every experiment into one new results folder: "
+                              + ", ".join(EXPERIMENTS) + ".")
+    add_common_arguments(p)
+    p.add_argument("--only", metavar="NAMES",
+                   help="comma-separated subset of the experiments (default: all)")
+    p.set_defaults(func=reproduce)
+
+    r = subparsers.add_parser("run", help="run one experiment (a figure) into a new results folder")
+    r.add_argument("name", choices=list(EXPERIMENTS), metavar="NAME",
+                   help="one of: " + ", ".join(EXPERIMENTS))
+    add_common_arguments(r)
+    r.set_defaults(func=run_one)
+
+    q = subparsers.add_parser("replay", help="run a logical ANNS trace under several systems "
+                              "and compare them")
+    q.add_argument("trace", help="logical trace .npz (made by `cosmos graphs trace`)")
+    q.add_argument("--systems", default="base,dram-only,cxl-anns,cosmos-norank,cosmos-noalgo,cosmos",
+                   help="comma-separated system presets (see `cosmos simulate --list`)")
+    q.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a config field of every system, e.g. device.count=8")
+    q.add_argument("--num-queries", type=int, default=None, help="only the first N queries")
+    q.add_argument("--out-root", default="results", metavar="DIR",
+                   help="results go to a new folder under DIR (default: ./results)")
+    q.add_argument("--workers", type=int, default=None, help="local worker processes")
+    q.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address, or 'local'")
+    q.add_argument("--no-progress", action="store_true", help="no progress bars")
+    q.set_defaults(func=replay)
+
+
+def _print_table(rows: list[tuple[str, str, str]]) -> None:
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    for a, b, c in rows:
+        print(f"  {a:<{w0}}  {b:<{w1}}  {c}")
+
+
+def _headline_text(h: dict) -> str:
+    return "; ".join(f"{k}={v}" for k, v in h.items() if k != "wall_s")
+
+
+def reproduce(args) -> int:
+    from experiments.common import atomic_write_text, new_results_dir
+    from experiments.runner import EXPERIMENTS, context_from_args, run_experiment
+
+    names = list(EXPERIMENTS)
+    if args.only:
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
+        bad = [n for n in names if n not in EXPERIMENTS]
+        if bad:
+            raise ValueError(f"--only: unknown experiment(s) {bad}; expected {list(EXPERIMENTS)}")
+    root = new_results_dir(args.out_root, "reproduce")
+    t0 = time.perf_counter()
+    produced = []
+    memo: dict = {}
+    sections = [f"# Cosmos simulator: reproduction ({args.scale} scale)", ""]
+    for name in names:
+        folder = root / name
+        folder.mkdir()
+        ctx = context_from_args(args, folder, traces_dir=root / "traces", trace_memo=memo)
+        print(f"[{name}] ...", flush=True)
+        h = run_experiment(name, ctx)
+        produced.append((name, str(folder), f"{h['wall_s']:.0f} s  {_headline_text(h)}"))
+        sections.append((folder / "summary.md").read_text())
+        print(f"[{name}] done in {h['wall_s']:.0f} s: {_headline_text(h)}", flush=True)
+    atomic_write_text(root / "summary.md", "\n".join(sections))
+    print(f"\nreproduce: {len(names)} experiments in {time.perf_counter() - t0:.0f} s; results in {root}")
+    _print_table([("experiment", "folder", "time and headline figures")] + produced)
+    print(f"  {'summary':<{max(len(n) for n in names)}}  {root / 'summary.md'}")
+    return 0
+
+
+def run_one(args) -> int:
+    from experiments.runner import script_main
+
+    argv = []
+    for opt, val in (("--scale", args.scale), ("--dataset", args.dataset), ("--queries", args.queries),
+                     ("--groundtruth", args.groundtruth), ("--out-root", args.out_root),
+                     ("--cache-dir", args.cache_dir), ("--workers", args.workers),
+                     ("--scheduler", args.scheduler), ("--seed", args.seed)):
+        if val is not None:
+            argv += [opt, str(val)]
+    if args.no_progress:
+        argv.append("--no-progress")
+    return script_main(args.name, argv)
+
+
+def replay(args) -> int:
+    import pandas as pd
+
+    from cosmos.presets import PRESETS
+    from experiments.common import new_results_dir, run_sweep, write_csv, write_json
+    from experiments.sim import simulate_task
+
+    trace = Path(args.trace)
+    if not trace.exists():
+        raise FileNotFoundError(f"trace file not found: {trace}")
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    bad = [s for s in systems if s not in PRESETS]
+    if bad:
+        raise ValueError(f"--systems: unknown {bad}; expected some of {sorted(PRESETS)}")
+    overrides = {}
+    for item in args.set:
+        if "=" not in item:
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE")
+        k, v = item.split("=", 1)
+        overrides[k.strip()] = v.strip()
+    from graphs import load_trace
+
+    meta = load_trace(trace).meta  # validates the file before any simulation starts
+    out = new_results_dir(args.out_root, f"replay-{trace.stem}")
+    write_json(out / "config.json", {"trace": str(trace.resolve()), "trace_meta": meta,
+                                     "systems": systems, "overrides": overrides,
+                                     "num_queries": args.num_queries})
+    tasks = [dict(system=s, trace_path=str(trace), overrides=overrides,
+                  num_queries=args.num_queries, tags={"system": s}) for s in systems]
+    rows = run_sweep(simulate_task, tasks, workers=args.workers, scheduler=args.scheduler,
+                     progress=not args.no_progress, desc="replay")
+    df = pd.DataFrame(rows)
+    if "base" in systems:
+        df["qps_vs_base"] = df["qps"] / float(df.loc[df.system == "base", "qps"].iloc[0])
+    write_csv(out / "systems.csv", df)
+    print(f"replay of {trace} ({meta.get('num_queries')} queries, dataset {meta.get('dataset')}):")
+    cols = ["system", "qps"] + (["qps_vs_base"] if "qps_vs_base" in df else []) + \
+        ["latency_mean_ns", "latency_p99_ns"]
+    print(df[cols].to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
+    print(f"results in {out}")
+    return 0

@@ -1,0 +1,108 @@
+"""Fig. 4a: throughput (QPS) of the paper's six systems, normalized to Base.
+
+Every system replays the same logical trace of each dataset (SIFT-like and DEEP-like, or the
+user's own) in the closed loop: queries stream into the system as its search contexts free up.
+The paper's reported ratios (Cosmos over Base: 6.72x on SIFT1B, 5.35x on DEEP1B; Cosmos over
+CXL-ANNS: 2.35x) are drawn beside ours.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pandas as pd
+
+from experiments.common import save_figure, write_csv
+from experiments.sim import simulate_task
+
+NAME = "fig4a_qps"
+TITLE = "Relative QPS of the six systems (Cosmos paper, Fig. 4a)"
+SYSTEMS = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "cosmos")
+#: the paper's reported ratios over Base (Cosmos, IEEE CAL 2025, abstract and Sec. V)
+PAPER_VS_BASE = {("sift", "cosmos"): 6.72, ("deep", "cosmos"): 5.35}
+#: the paper's reported Cosmos / CXL-ANNS throughput ratio
+PAPER_COSMOS_VS_CXLANNS = 2.35
+
+
+def run(ctx) -> dict:
+    tasks = []
+    for fam in ctx.families:
+        path = ctx.trace_file(fam)
+        for system in SYSTEMS:
+            tasks.append(dict(system=system, trace_path=str(path), seed=ctx.seed,
+                              tags={"dataset": fam, "system": system}))
+    rows = ctx.sweep(simulate_task, tasks, desc="fig4a systems")
+    df = pd.DataFrame(rows)
+    base = df[df.system == "base"].set_index("dataset")["qps"]
+    df["qps_vs_base"] = df["qps"] / df["dataset"].map(base)
+    df["paper_qps_vs_base"] = [PAPER_VS_BASE.get((d, s), float("nan"))
+                               for d, s in zip(df.dataset, df.system)]
+    cols = ["dataset", "system", "qps", "qps_vs_base", "paper_qps_vs_base", "latency_mean_ns",
+            "latency_p50_ns", "latency_p99_ns", "dram_bytes_per_query", "num_queries",
+            "window_queries", "wall_s", "requests_per_wall_s"]
+    rest = [c for c in df.columns if c not in cols]
+    write_csv(ctx.out / "qps.csv", df[cols + rest])
+    out = {}
+    for fam in ctx.families:
+        sub = df[df.dataset == fam].set_index("system")
+        out[f"{fam}_cosmos_vs_base"] = round(float(sub.loc["cosmos", "qps_vs_base"]), 2)
+        out[f"{fam}_cosmos_vs_cxl-anns"] = round(
+            float(sub.loc["cosmos", "qps"] / sub.loc["cxl-anns", "qps"]), 2)
+    return out
+
+
+def plot(folder) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    df = pd.read_csv(Path(folder) / "qps.csv")
+    fams = list(dict.fromkeys(df.dataset))
+    systems = list(dict.fromkeys(df.system))
+    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(systems) * len(fams) / 2, 3.4))
+    width = 0.8 / len(fams)
+    x = np.arange(len(systems))
+    for i, fam in enumerate(fams):
+        sub = df[df.dataset == fam].set_index("system").reindex(systems)
+        ax.bar(x + (i - (len(fams) - 1) / 2) * width, sub["qps_vs_base"], width,
+               label=f"{fam} (ours)")
+        paper = sub["paper_qps_vs_base"]
+        ok = paper.notna().to_numpy()
+        if ok.any():
+            ax.scatter((x + (i - (len(fams) - 1) / 2) * width)[ok], paper[ok], marker="_",
+                       s=400, linewidths=2.5, color="k", zorder=3,
+                       label="paper" if i == 0 else None)
+    ax.set_xticks(x, systems, rotation=20)
+    ax.set_ylabel("QPS normalized to Base")
+    ax.axhline(1.0, color="0.6", lw=0.8)
+    ax.legend(frameon=False, fontsize=8)
+    ax.set_title("Fig. 4a: relative throughput")
+    save_figure(fig, folder, "fig4a_qps")
+    plt.close(fig)
+
+
+def summary_md(folder) -> str:
+    df = pd.read_csv(Path(folder) / "qps.csv")
+    lines = ["## Fig. 4a: relative QPS (ours vs paper)", "",
+             "| dataset | system | QPS | x Base (ours) | x Base (paper) |", "|---|---|---|---|---|"]
+    for r in df.itertuples():
+        paper = "" if pd.isna(r.paper_qps_vs_base) else f"{r.paper_qps_vs_base:.2f}"
+        lines.append(f"| {r.dataset} | {r.system} | {r.qps:,.0f} | {r.qps_vs_base:.2f} | {paper} |")
+    lines.append("")
+    for fam in dict.fromkeys(df.dataset):
+        sub = df[df.dataset == fam].set_index("system")
+        ratio = sub.loc["cosmos", "qps"] / sub.loc["cxl-anns", "qps"]
+        lines.append(f"- {fam}: Cosmos / CXL-ANNS = {ratio:.2f} (paper: {PAPER_COSMOS_VS_CXLANNS})")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    from experiments.runner import script_main
+
+    raise SystemExit(script_main(NAME))

@@ -1,0 +1,87 @@
+"""Beyond the paper: query latency against offered load (Poisson arrivals) for each system.
+
+First each system's throughput is measured in the closed loop; then queries arrive as a
+seeded Poisson process at fractions of that throughput (open loop), and the mean and p99
+latency are recorded. Offered load is in queries per second, so the systems' curves sit side
+by side: each bends up as it approaches its own saturation.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pandas as pd
+
+from experiments.common import save_figure, write_csv
+from experiments.sim import simulate_task
+
+NAME = "latency_load"
+TITLE = "Latency against offered load (Poisson arrivals)"
+SYSTEMS = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "cosmos")
+LOAD_FRACTIONS = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9)
+
+
+def run(ctx) -> dict:
+    fam = ctx.families[0]
+    path = ctx.trace_file(fam)
+    nq = ctx.scale.sweep_queries
+    closed = ctx.sweep(simulate_task, [dict(system=s, trace_path=str(path), num_queries=nq,
+                                            seed=ctx.seed, tags={"system": s}) for s in SYSTEMS],
+                       desc="saturation")
+    sat = {r["system"]: r["qps"] for r in closed}
+    tasks = [dict(system=s, trace_path=str(path), num_queries=nq, mode="open",
+                  rate_qps=f * sat[s], seed=ctx.seed,
+                  tags={"dataset": fam, "system": s, "load_fraction": f,
+                        "saturation_qps": sat[s]})
+             for s in SYSTEMS for f in LOAD_FRACTIONS]
+    df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="open loop"))
+    df = df.rename(columns={"rate_qps": "offered_qps"})
+    cols = ["dataset", "system", "load_fraction", "offered_qps", "saturation_qps", "qps",
+            "latency_mean_ns", "latency_p50_ns", "latency_p99_ns"]
+    write_csv(ctx.out / "latency_load.csv", df[cols])
+    return {f"{s}_saturation_qps": round(sat[s]) for s in SYSTEMS}
+
+
+def plot(folder) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    df = pd.read_csv(Path(folder) / "latency_load.csv")
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.2))
+    for s, sub in df.groupby("system", sort=False):
+        axes[0].plot(sub.offered_qps, sub.latency_mean_ns / 1e3, marker="o", ms=3, label=s)
+        axes[1].plot(sub.offered_qps, sub.latency_p99_ns / 1e3, marker="o", ms=3, label=s)
+    for ax, what in zip(axes, ("mean", "p99")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("offered load (queries/s)")
+        ax.set_ylabel(f"{what} latency (us)")
+    axes[0].legend(frameon=False, fontsize=7)
+    fig.suptitle(f"Latency vs offered load ({df.dataset.iloc[0]})", fontsize=9)
+    save_figure(fig, folder, "latency_load")
+    plt.close(fig)
+
+
+def summary_md(folder) -> str:
+    df = pd.read_csv(Path(folder) / "latency_load.csv")
+    lines = ["## Latency against offered load", "",
+             "| system | saturation QPS | mean latency at 10% (us) | at 90% (us) | p99 at 90% (us) |",
+             "|---|---|---|---|---|"]
+    for s, sub in df.groupby("system", sort=False):
+        lo = sub[sub.load_fraction == sub.load_fraction.min()].iloc[0]
+        hi = sub[sub.load_fraction == sub.load_fraction.max()].iloc[0]
+        lines.append(f"| {s} | {lo.saturation_qps:,.0f} | {lo.latency_mean_ns / 1e3:.1f} | "
+                     f"{hi.latency_mean_ns / 1e3:.1f} | {hi.latency_p99_ns / 1e3:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    from experiments.runner import script_main
+
+    raise SystemExit(script_main(NAME))
