@@ -159,4 +159,12 @@ def summary(res, warmup: float = 0.1) -> dict:
         out["device_link_util_max"] = float(st.link_busy[:D].max() / cycles)
         if cfg.kind == "cosmos":
             out["gpc_busy_fraction"] = [float(x) for x in dev["gpc_busy_fraction"]]
+        # LIR of the placement by cluster searches (placement package's definition)
+        pg = res.program
+        search_dev = pg.task_device[pg.task_pool == 1 + pg.task_device] if cfg.kind == \
+            "cosmos" else None
+        if search_dev is not None and search_dev.size:
+            loads = np.bincount(search_dev, minlength=D).astype(float)
+            out["device_tasks"] = [int(x) for x in loads]
+            out["device_lir_tasks"] = float(loads.max() / loads.mean())
     return out
