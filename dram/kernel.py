@@ -640,10 +640,21 @@ def _pick_active(params, H, g, clk):
     entry.
     """
     wake = INF
-    oq = _q(H, g, Q_ACT)
+    n = H[_chs(H, g) + Q_ACT]
+    if n == 0:
+        return -1, -1, wake
     rb = _rdy(H, g)
+    # Active requests only need column commands (their row is open and cannot be closed under
+    # them): none can issue before the channel-level ready cycle of those commands.
+    lb = H[rb + RD]
+    for cc in (WR, RD_L, WR_L):
+        if H[rb + cc] < lb:
+            lb = H[rb + cc]
+    if lb > clk:
+        return -1, -1, lb
+    oq = _q(H, g, Q_ACT)
     ob = H[H_O_BANK] + g * H[H_NB] * 3
-    for k in range(H[_chs(H, g) + Q_ACT]):
+    for k in range(n):
         o = _slot(H, g, H[oq + k])
         cmd = _slot_preq(H, ob, o)
         rt = _slot_ready(H, rb, o, cmd)
@@ -778,6 +789,31 @@ def _serve(params, H, g, qi, pos, cmd, clk):
             _remove_at(H, g, qi, pos)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _after_issue(params, H, g, clk):
+    """Next cycle worth evaluating after a command issued at ``clk``: no command can issue
+    before the smallest channel-level ready cycle (e.g. the command bus is held two cycles
+    after a two-cycle command), a lower bound, so skipping to it is exact."""
+    rb = _rdy(H, g)
+    w = INF
+    for cmd in range(params.n_cmds):
+        v = H[rb + cmd]
+        if v < w:
+            w = v
+    if w <= clk + 1:
+        return clk + 1
+    # Ramulator updates the write mode in every cycle that reaches the read/write buffers; if
+    # that update would change the mode now, the next cycle must be evaluated.
+    c = _chs(H, g)
+    if H[c + C_PQL] == 0:
+        if H[c + C_WMODE] == 0:
+            if H[c + Q_WR] >= params.wr_high_n or H[c + Q_RD] == 0:
+                return clk + 1
+        elif H[c + Q_WR] <= params.wr_low_n and H[c + Q_RD] != 0:
+            return clk + 1
+    return w
+
+
 @njit(cache=True, _nrt=False)
 def _channel_tick(params, H, g, clk):
     """One controller cycle of global channel ``g`` at clock ``clk`` (module docstring)."""
@@ -806,7 +842,7 @@ def _channel_tick(params, H, g, clk):
     pos, cmd, wake = _pick_active(params, H, g, clk)
     if pos >= 0:
         _serve(params, H, g, Q_ACT, pos, cmd, clk)
-        H[c + C_WAKE] = clk + 1
+        H[c + C_WAKE] = _after_issue(params, H, g, clk)
         return
     # 3b. priority buffer (refresh)
     if H[c + C_PQL] > 0:
@@ -823,7 +859,7 @@ def _channel_tick(params, H, g, clk):
                     H[c + C_PQH] = (H[c + C_PQH] + 1) % PQ
                     H[c + C_PQL] -= 1
                     H[H[H_O_STATS] + g * N_STATS + S_REFRESH] += 1
-                H[c + C_WAKE] = clk + 1
+                H[c + C_WAKE] = _after_issue(params, H, g, clk)
                 return
         elif rt < wake:
             wake = rt
@@ -840,7 +876,7 @@ def _channel_tick(params, H, g, clk):
     pos, cmd, w2 = _pick_buffer(params, H, g, qi, clk)
     if pos >= 0:
         _serve(params, H, g, qi, pos, cmd, clk)
-        H[c + C_WAKE] = clk + 1
+        H[c + C_WAKE] = _after_issue(params, H, g, clk)
         return
     if w2 < wake:
         wake = w2

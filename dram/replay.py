@@ -38,7 +38,8 @@ class ReplayResult:
     WR issued). ``is_write`` uint8. ``stats``: dict of the statistics (see
     :func:`dram.stats.summarize`; includes per-channel and per-rank arrays).
     ``config``: the DRAMConfig. ``wall_s``: seconds in the simulation loop (excluding
-    compilation when the kernels were already compiled). ``command_log``: int64 [n, 7]
+    compilation when the kernels were already compiled); ``cpu_s`` the process CPU time of the
+    same (less sensitive to other jobs on the machine). ``command_log``: int64 [n, 7]
     (clk, channel, command, rank, bank group, bank, row) if requested, else None.
     """
     arrival: np.ndarray
@@ -48,6 +49,7 @@ class ReplayResult:
     stats: dict
     config: DRAMConfig
     wall_s: float = 0.0
+    cpu_s: float = 0.0
     command_log: Optional[np.ndarray] = None
     channel: Optional[np.ndarray] = field(default=None, repr=False)
 
@@ -235,12 +237,15 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         from tqdm import tqdm
         bar = tqdm(total=n, unit="req", desc="dram replay", leave=False)
     wall = 0.0
+    cpu = 0.0
     while drv[2] < n:
         target = min(n, int(drv[2]) + chunk)
         t0 = time.perf_counter()
+        c0 = time.process_time()
         _run(params, state.heap, addr, is_write, rank_local, arrival, fifo, fifo_ptr, order,
              fifo_head, fifo_adm, blocked, drv, accept, completion, target, out_ids, out_cyc)
         wall += time.perf_counter() - t0
+        cpu += time.process_time() - c0
         if drv[3] == 1:
             raise RuntimeError(f"dram replay: no further progress possible at cycle {drv[0]} "
                                f"with {n - drv[2]} requests incomplete (model bug)")
@@ -257,4 +262,4 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     stats["driver_iterations"] = int(drv[4])
     return ReplayResult(arrival=arrival, accept=accept, completion=completion,
                         is_write=is_write.astype(np.uint8), stats=stats, config=config,
-                        wall_s=wall, command_log=log, channel=ch)
+                        wall_s=wall, cpu_s=cpu, command_log=log, channel=ch)
