@@ -69,7 +69,8 @@ def _drain(H, out_ids, out_cyc, completion):
 
 @njit(cache=True, _nrt=False)
 def _run(params, H, addr, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_list,
-         fifo_head, fifo_adm, blocked, drv, accept, completion, max_done, out_ids, out_cyc):
+         fifo_head, fifo_adm, blocked, drv, accept, completion, max_done, out_ids, out_cyc,
+         every_cycle):
     """Run the open-loop driver until ``max_done`` completions or the end of the trace.
 
     drv int64[4]: [t (next driver cycle), next file index to admit, completions so far,
@@ -112,6 +113,9 @@ def _run(params, H, addr, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_li
         # 3. tick at t + 1
         drv[4] += 1
         ch0 = H[og + K.G_CHANGES]
+        if every_cycle:                 # evaluate every channel in every cycle (no wake skips)
+            for g in range(H[K.H_G]):
+                H[H[K.H_O_CH] + g * K.NCHF + K.C_WAKE] = 0
         K._tick(params, H, t + 1)
         if H[og + K.G_CLEN] > 0:
             done += _drain(H, out_ids, out_cyc, completion)
@@ -119,7 +123,7 @@ def _run(params, H, addr, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_li
             drv[3] = 2
             break
         # next driver cycle: skip cycles in which nothing can happen
-        if backlog and H[og + K.G_CHANGES] != ch0:
+        if every_cycle or backlog and H[og + K.G_CHANGES] != ch0:
             t += 1
             continue
         tn = K._next_event(params, H, t + 2) - 1
@@ -190,7 +194,8 @@ def _check_trace(trace):
 
 
 def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | None = None,
-           *, command_log: int = 0, chunk: int = 1 << 16) -> ReplayResult:
+           *, command_log: int = 0, chunk: int = 1 << 16,
+           every_cycle: bool = False) -> ReplayResult:
     """Replay a trace open loop and return per-request cycles and statistics.
 
     Parameters
@@ -207,6 +212,9 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         If > 0, record up to this many issued commands (ReplayResult.command_log).
     chunk : int
         Completions per jitted call between progress updates.
+    every_cycle : bool
+        Step the driver through every cycle instead of jumping over idle ones (slow; for
+        checking that the jumps change nothing).
     """
     config = config or DRAMConfig()
     params = config.resolve()
@@ -243,7 +251,8 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         t0 = time.perf_counter()
         c0 = time.process_time()
         _run(params, state.heap, addr, is_write, rank_local, arrival, fifo, fifo_ptr, order,
-             fifo_head, fifo_adm, blocked, drv, accept, completion, target, out_ids, out_cyc)
+             fifo_head, fifo_adm, blocked, drv, accept, completion, target, out_ids, out_cyc,
+             bool(every_cycle))
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
         if drv[3] == 1:
