@@ -124,9 +124,9 @@ LINE_BYTES = CHANNEL_WIDTH_BITS * BURST_LENGTH // 8   # 64
 def derived_timings(timing: dict, org: dict) -> dict:
     """Timings JEDEC gives in ns or per device width, in clock cycles (rounded up).
 
-    * nRRDS: tRRD_S = max(8 nCK, 5 ns) (JESD79-5, all widths at 3200-4800).
-    * nRRDL: tRRD_L = max(8 nCK, 5 ns); 12 nCK at 4800 (JESD79-5 bin table); Ramulator 2.1
-      lists 5 nCK at 3200 (below the 8 nCK floor) and we keep the JEDEC floor of 8 there.
+    * nRRDS: tRRD_S = 8 nCK (JESD79-5, all widths and bins up to 6400).
+    * nRRDL: tRRD_L = max(8 nCK, 5 ns): 8 at 3200, 12 at 4800 (Ramulator 2.1 lists 5 at 3200,
+      below the 8 nCK floor; we keep the floor).
     * nFAW: tFAW = max(32 nCK, 20 ns) for 1 KB pages (x4, x8), max(32 nCK, 25 ns) for 2 KB
       pages (x16), with tCK taken from the data rate (2e6 / rate ps).
     * nRFC: tRFC1 = 195 / 295 / 410 ns for 8 / 16 / 32 Gb (all-bank refresh).
@@ -137,8 +137,8 @@ def derived_timings(timing: dict, org: dict) -> dict:
     tck_ps = timing["tCK_ps"]
     dq = org["dq"]
     out = {}
-    out["nRRDS"] = max(8, math.ceil(5000 / tck_rate_ps))
-    out["nRRDL"] = 12 if rate == 4800 else max(8, math.ceil(5000 / tck_rate_ps))
+    out["nRRDS"] = 8
+    out["nRRDL"] = max(8, math.ceil(5000 / tck_rate_ps))
     faw_ns = 20 if dq <= 8 else 25
     out["nFAW"] = max(32, math.ceil(faw_ns * 1000 / tck_rate_ps))
     trfc_ns = {8192: 195, 16384: 295, 32768: 410}[org["density_Mb"]]
