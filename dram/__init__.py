@@ -15,8 +15,8 @@ from dram.standards import list_presets
 
 
 def replay(trace, config=None, progress=None, **kwargs):
-    """Open-loop replay; see :func:`dram.replay.replay` (imports numba on first call)."""
-    from dram.replay import replay as _replay
+    """Open-loop replay; see :func:`dram.openloop.replay` (imports numba on first call)."""
+    from dram.openloop import replay as _replay
 
     return _replay(trace, config, progress, **kwargs)
 

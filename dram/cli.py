@@ -222,14 +222,10 @@ def build_config(args: argparse.Namespace):
 
 
 def _replay_function():
-    """``dram.replay`` (the contract's entry point). Importing the ``dram.replay`` submodule
-    rebinds that package attribute to the module, so take the function from it then."""
-    import types
-
+    """``dram.replay``, the contract's entry point."""
     import dram
 
-    fn = dram.replay
-    return fn.replay if isinstance(fn, types.ModuleType) else fn
+    return dram.replay
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ API that the system engine calls from its own jitted code.
 
 Public functions are ``@njit(cache=True)`` functions of ``(params, state, ...)``: ``params`` is
 :class:`dram.config.Params` (``DRAMConfig.resolve()``), ``state`` is :class:`State`
-(:func:`new_state`). Open-loop replay (:mod:`dram.replay`) drives the very same
+(:func:`new_state`). Open-loop replay (:mod:`dram.openloop`) drives the very same
 :func:`offer` and :func:`tick`.
 
 Layout. Passing a jitted function a tuple of many arrays costs about 40 ns per array and call

@@ -64,7 +64,7 @@ def run_case(entry: dict, refresh: bool, check_sha: bool = False, trace=None) ->
     Latency figures exclude the ``n_warmup`` leading lines (as the reference does); bandwidth
     and row statistics include every line.
     """
-    from dram.replay import replay
+    from dram.openloop import replay
     tr = trace if trace is not None else synth.from_manifest(entry)
     if check_sha and trace_sha256(tr) != entry["sha256_uncompressed"]:
         raise ValueError(f"{entry['name']}: regenerated trace does not match the manifest sha256")
