@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 __all__ = [
+    "pyplot",
     "new_results_dir",
     "atomic_write_text",
     "write_json",
@@ -29,6 +30,16 @@ __all__ = [
     "save_figure",
     "run_sweep",
 ]
+
+
+def pyplot():
+    """matplotlib.pyplot on the non-interactive Agg backend (plots are files, never windows)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def new_results_dir(root: str | os.PathLike, name: str, *, stamp: str | None = None) -> Path:

@@ -16,7 +16,7 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
-from experiments.common import save_figure, write_csv
+from experiments.common import pyplot, save_figure, write_csv
 from experiments.sim import simulate_task
 
 NAME = "fig4a_qps"
@@ -56,10 +56,7 @@ def run(ctx) -> dict:
 
 
 def plot(folder) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
     df = pd.read_csv(Path(folder) / "qps.csv")

@@ -22,7 +22,7 @@ if __package__ in (None, ""):
 import numpy as np
 import pandas as pd
 
-from experiments.common import save_figure, write_csv
+from experiments.common import pyplot, save_figure, write_csv
 
 NAME = "fig5a_lir"
 TITLE = "Load imbalance ratio vs probed clusters (Cosmos paper, Fig. 5a)"
@@ -70,10 +70,7 @@ def run(ctx) -> dict:
 
 
 def plot(folder) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     df = pd.read_csv(Path(folder) / "lir.csv")
     fams = list(dict.fromkeys(df.dataset))

@@ -18,7 +18,7 @@ if __package__ in (None, ""):
 import numpy as np
 import pandas as pd
 
-from experiments.common import save_figure, write_csv
+from experiments.common import pyplot, save_figure, write_csv
 from experiments.fig5a_lir import DEVICES, POLICIES, placement_of
 
 NAME = "fig5b_heatmap"
@@ -48,10 +48,7 @@ def run(ctx) -> dict:
 
 
 def plot(folder) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     df = pd.read_csv(Path(folder) / "heatmap.csv")
     fams = list(dict.fromkeys(df.dataset))

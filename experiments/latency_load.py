@@ -16,7 +16,7 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
-from experiments.common import save_figure, write_csv
+from experiments.common import pyplot, save_figure, write_csv
 from experiments.sim import simulate_task
 
 NAME = "latency_load"
@@ -47,10 +47,7 @@ def run(ctx) -> dict:
 
 
 def plot(folder) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     df = pd.read_csv(Path(folder) / "latency_load.csv")
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.2))

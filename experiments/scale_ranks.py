@@ -16,7 +16,7 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
-from experiments.common import save_figure, write_csv
+from experiments.common import pyplot, save_figure, write_csv
 from experiments.sim import simulate_task
 
 NAME = "scale_ranks"
@@ -46,10 +46,7 @@ def run(ctx) -> dict:
 
 
 def plot(folder) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     df = pd.read_csv(Path(folder) / "ranks.csv")
     fams = list(dict.fromkeys(df.dataset))

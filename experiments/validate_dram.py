@@ -12,7 +12,8 @@ on and off, and writes a NEW folder ``<out>/validate_dram-<stamp>/`` with:
 * ``latency_vs_bandwidth.png/.pdf``: mean read latency against achieved bandwidth per pattern,
   ours (lines) and the reference's (markers), drawn from ``validation.csv`` only.
 
-Exit code 1 if any run fails its tolerance.
+Exit code 1 if any run fails its tolerance. As part of ``cosmos reproduce`` (``run(ctx)``),
+the tiny scale checks only the unloaded probes; the other scales check all 124 runs.
 """
 
 from __future__ import annotations
@@ -29,12 +30,17 @@ if __package__ in (None, ""):                      # run as a script: python exp
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from experiments.common import atomic_write_text, new_results_dir, save_figure, write_csv, write_json
 
+NAME = "validate_dram"
+TITLE = "DDR5 model vs Ramulator 2.1 (set A, 124 runs)"
+#: runs checked by ``cosmos reproduce`` at each scale (substring of the run names; "" = all)
+SUBSET = {"tiny": "unloaded", "default": "", "full": ""}
+
 FIGURES = ("mean_read_lat", "p50_read_lat", "p95_read_lat", "p99_read_lat", "max_read_lat",
            "mean_write_lat", "achieved_bw_GBps", "row_hits", "row_misses", "row_conflicts",
            "refresh_cmds", "total_cycles")
 
 
-def run(only: str = "", check_sha: bool = False, progress: bool = True) -> pd.DataFrame:
+def compare(only: str = "", check_sha: bool = False, progress: bool = True) -> pd.DataFrame:
     from dram import validation as V
 
     manifest = [e for e in V.load_manifest() if only in e["name"]]
@@ -90,13 +96,32 @@ def markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(csv_path: Path, folder: Path):
+def run(ctx) -> dict:
+    """The experiment protocol of experiments.runner: compare, write CSV and markdown."""
+    df = compare(SUBSET.get(ctx.scale.name, ""), progress=False)
+    write_csv(ctx.out / "validation.csv", df)
+    atomic_write_text(ctx.out / "validation.md", markdown(df))
+    return {"runs": len(df), "passed": int(df["passed"].sum()), "identical": int(df["exact"].sum()),
+            "max_abs_mean_read_lat_dev": float(df["mean_read_lat_dev"].abs().max())}
+
+
+def summary_md(folder) -> str:
+    df = pd.read_csv(Path(folder) / "validation.csv")
+    head = markdown(df).split("\n\n| run")[0]
+    return head.replace("# DRAM model vs Ramulator 2.1 (set A)",
+                        "## DDR5 model vs Ramulator 2.1 (set A)") + "\n"
+
+
+def plot(folder: Path):
+    """Mean read latency against achieved bandwidth, ours vs Ramulator (loaded runs only)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    df = pd.read_csv(csv_path)
+    df = pd.read_csv(Path(folder) / "validation.csv")
     df = df[df["offered_load_fraction"].notna()]
+    if df.empty:
+        return []
     pats = sorted(df["pattern"].unique())
     fig, axes = plt.subplots(len(pats), 2, figsize=(10, 3.2 * len(pats)), squeeze=False)
     for i, p in enumerate(pats):
@@ -131,11 +156,10 @@ def main(argv=None) -> int:
     write_json(folder / "config.json", {"only": a.only, "check_sha": a.check_sha,
                                         "reference": "tests/data/dram/results_setA.csv",
                                         "config": "dram.validation.reference_config"})
-    df = run(a.only, a.check_sha)
+    df = compare(a.only, a.check_sha)
     write_csv(folder / "validation.csv", df)
     atomic_write_text(folder / "validation.md", markdown(df))
-    if df["offered_load_fraction"].notna().any():
-        plot(folder / "validation.csv", folder)
+    plot(folder)
     print(markdown(df).split("\n\n")[1] if "\n\n" in markdown(df) else "")
     print(f"results in {folder}")
     return 0 if bool(df["passed"].all()) else 1
