@@ -381,80 +381,79 @@ def _remove_at(H, g, qi, pos):
 
 # ============================================================================ timing update
 @njit(cache=True, _nrt=False)
-def _update_node(params, H, g, node, level, cmd, clk, target):
-    """Constraints of (level, cmd) on one node: target node (non-sibling records, with the
-    issue history for windowed ones) or a sibling of the target (sibling records)."""
-    t = params.tab
-    NC = params.n_cmds
-    rb = _rdy(H, g) + node * NC
-    oh = 0
-    if target:
-        hl = t[params.o_hist_len + level * NC + cmd]
-        oh = H[H_O_HIST] + ((g * H[H_NN] + node) * NC + cmd) * H[H_HM]
-        if hl > 0:
-            for k in range(hl - 1, 0, -1):
-                H[oh + k] = H[oh + k - 1]
-            H[oh] = clk
-    base = params.o_cons_ptr + level * NC + cmd
-    for k in range(t[base], t[base + 1]):
-        sib = t[params.o_sib + k]
-        if target:
-            if sib == 1:
-                continue
-            past = H[oh + t[params.o_win + k] - 1]
-            if past < 0:
-                continue
-            v = past + t[params.o_lat + k]
-        else:
-            if sib == 0:
-                continue
-            v = clk + t[params.o_lat + k]
-        f = rb + t[params.o_follow + k]
-        if v > H[f]:
-            H[f] = v
-
-
-@njit(cache=True, _nrt=False)
 def update_timing(params, H, g, cmd, rank, fb, clk):
     """Apply the constraint table for ``cmd`` issued at ``clk`` to (rank, fb) of channel g.
 
-    Each level's target node gets the non-sibling constraints; the other children of a target
-    node get the sibling ones. A rank-scope command (PREab, REFab) targets every bank group and
-    bank of its rank.
+    Each level's target node gets the non-sibling constraints (windowed ones through the
+    node's issue history of ``cmd``); the other children of a target's parent (siblings) get
+    the sibling ones. A rank-scope command (PREab, REFab) targets every bank group and bank of
+    its rank. One loop nest without calls (calls pass all of ``params`` on the stack).
     """
     t = params.tab
     NC = params.n_cmds
-    _update_node(params, H, g, 0, 0, cmd, clk, True)
-    sib1 = t[params.o_has_sib + 1 * NC + cmd]
-    for r in range(params.n_ranks):
-        if r == rank:
-            _update_node(params, H, g, 1 + r, 1, cmd, clk, True)
-        elif sib1 == 1:
-            _update_node(params, H, g, 1 + r, 1, cmd, clk, False)
-    nbg, nb = params.n_bg, params.n_banks
-    o_bg = 1 + params.n_ranks
-    o_bk = o_bg + params.n_ranks * nbg
-    if _meta(params, M_RSCOPE, cmd) == 1:
-        for k in range(nbg):
-            _update_node(params, H, g, o_bg + rank * nbg + k, 2, cmd, clk, True)
-        for k in range(nbg * nb):
-            _update_node(params, H, g, o_bk + rank * nbg * nb + k, 3, cmd, clk, True)
-        return
-    rb = fb // nb
-    sib2 = t[params.o_has_sib + 2 * NC + cmd]
-    for k in range(nbg):
-        x = rank * nbg + k
-        if x == rb:
-            _update_node(params, H, g, o_bg + x, 2, cmd, clk, True)
-        elif sib2 == 1:
-            _update_node(params, H, g, o_bg + x, 2, cmd, clk, False)
-    sib3 = t[params.o_has_sib + 3 * NC + cmd]
-    for k in range(nb):
-        x = rb * nb + k
-        if x == fb:
-            _update_node(params, H, g, o_bk + x, 3, cmd, clk, True)
-        elif sib3 == 1:
-            _update_node(params, H, g, o_bk + x, 3, cmd, clk, False)
+    rb0 = _rdy(H, g)
+    oh0 = H[H_O_HIST] + g * H[H_NN] * NC * H[H_HM]
+    HM = H[H_HM]
+    nbg, nb, nr = params.n_bg, params.n_banks, params.n_ranks
+    o_bg = 1 + nr
+    o_bk = o_bg + nr * nbg
+    rscope = _meta(params, M_RSCOPE, cmd) == 1
+    o_ptr = params.o_cons_ptr
+    o_sib = params.o_sib
+    o_win = params.o_win
+    o_lat = params.o_lat
+    o_fol = params.o_follow
+    for level in range(4):
+        # nodes of this level to visit: [first, first + cnt); targets [tlo, thi) among them
+        if level == 0:
+            first, cnt, tlo, thi = 0, 1, 0, 1
+        elif level == 1:
+            first, cnt, tlo, thi = 1, nr, rank, rank + 1
+        elif level == 2:
+            first, cnt = o_bg + rank * nbg, nbg
+            if rscope:
+                tlo, thi = 0, nbg
+            else:
+                tlo = (fb // nb) - rank * nbg
+                thi = tlo + 1
+        else:
+            if rscope:
+                first, cnt, tlo, thi = o_bk + rank * nbg * nb, nbg * nb, 0, nbg * nb
+            else:
+                first, cnt = o_bk + (fb // nb) * nb, nb
+                tlo = fb - (fb // nb) * nb
+                thi = tlo + 1
+        has_sib = t[params.o_has_sib + level * NC + cmd] == 1
+        hl = t[params.o_hist_len + level * NC + cmd]
+        k0 = t[o_ptr + level * NC + cmd]
+        k1 = t[o_ptr + level * NC + cmd + 1]
+        for x in range(cnt):
+            node = first + x
+            rb = rb0 + node * NC
+            if tlo <= x < thi:
+                oh = oh0 + (node * NC + cmd) * HM
+                if hl > 0:
+                    for k in range(hl - 1, 0, -1):
+                        H[oh + k] = H[oh + k - 1]
+                    H[oh] = clk
+                for k in range(k0, k1):
+                    if t[o_sib + k] == 1:
+                        continue
+                    past = H[oh + t[o_win + k] - 1]
+                    if past < 0:
+                        continue
+                    v = past + t[o_lat + k]
+                    f = rb + t[o_fol + k]
+                    if v > H[f]:
+                        H[f] = v
+            elif has_sib:
+                for k in range(k0, k1):
+                    if t[o_sib + k] == 0:
+                        continue
+                    v = clk + t[o_lat + k]
+                    f = rb + t[o_fol + k]
+                    if v > H[f]:
+                        H[f] = v
 
 
 @njit(cache=True, _nrt=False)
@@ -500,6 +499,30 @@ def _offer(params, H, instance, req_id, addr, is_write, rank_local, clk):
     ch, rank, bgi, bank, row, col = map_address(params, addr)
     g = instance * params.n_channels + ch
     fb = (rank * params.n_bg + bgi) * params.n_banks + bank
+    return _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, bgi,
+                         fb, row)
+
+
+@njit(cache=True, _nrt=False)
+def map_all(params, addr, out):
+    """Map every address once (for drivers that offer the same request many times).
+
+    addr int64[N] -> out int64[N, 5]: channel, rank, bank group, row, and the flat bank
+    index within the channel, ``(rank * n_bg + bank group) * n_banks + bank``.
+    """
+    for i in range(addr.shape[0]):
+        ch, rank, bgi, bank, row, col = map_address(params, addr[i])
+        out[i, 0] = ch
+        out[i, 1] = rank
+        out[i, 2] = bgi
+        out[i, 3] = row
+        out[i, 4] = (rank * params.n_bg + bgi) * params.n_banks + bank
+
+
+@njit(cache=True, _nrt=False)
+def _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, bgi, fb, row):
+    """:func:`offer` with the address already mapped (global channel g, rank, bank group,
+    flat bank fb within the channel, row)."""
     c = _chs(H, g)
     oq = _q(H, g, Q_WR)
     in_wq = False
@@ -549,7 +572,31 @@ def _offer(params, H, instance, req_id, addr, is_write, rank_local, clk):
     H[o + SL_FINAL] = _meta(params, M_LOCAL, base) if rank_local != 0 else base
     H[_q(H, g, qi) + H[c + qi]] = s
     H[c + qi] += 1
-    H[c + C_WAKE] = 0
+    # The channel's decision can change no earlier than (a) now, if the next evaluation would
+    # switch the write mode (or a refresh is pending: keep it simple), or (b) the new request's
+    # ready cycle, if it joins the buffer the scheduler reads (a lower bound: timing records
+    # only grow until the next issue, which re-evaluates the channel anyway); a request in the
+    # other buffer is not looked at before a mode switch, which needs an evaluation first.
+    w = H[c + C_WAKE]
+    if w > clk:
+        if H[c + C_PQL] > 0:
+            w = 0
+        else:
+            wm = H[c + C_WMODE]
+            nm = wm
+            if wm == 0:
+                if H[c + Q_WR] >= params.wr_high_n or H[c + Q_RD] == 0:
+                    nm = 1
+            elif H[c + Q_WR] <= params.wr_low_n and H[c + Q_RD] != 0:
+                nm = 0
+            if nm != wm:
+                w = 0
+            elif (qi == Q_WR) == (wm == 1):
+                ob = H[H_O_BANK] + g * H[H_NB] * 3
+                rt = _slot_ready(H, _rdy(H, g), o, _slot_preq(H, ob, o))
+                if rt < w:
+                    w = rt
+        H[c + C_WAKE] = w
     H[H[H_O_GLOB] + G_CHANGES] += 1
     return True
 

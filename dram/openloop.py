@@ -68,7 +68,7 @@ def _drain(H, out_ids, out_cyc, completion):
 
 
 @njit(cache=True, _nrt=False)
-def _run(params, H, addr, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_list,
+def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_list,
          fifo_head, fifo_adm, blocked, drv, accept, completion, max_done, out_ids, out_cyc,
          every_cycle):
     """Run the open-loop driver until ``max_done`` completions or the end of the trace.
@@ -102,7 +102,9 @@ def _run(params, H, addr, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_li
                         bf = f
             if bf < 0:
                 break
-            if K._offer(params, H, 0, bi, addr[bi], is_write[bi], rank_local[bi], t):
+            if K._offer_mapped(params, H, mapped[bi, 0], bi, addr[bi], is_write[bi],
+                               rank_local[bi], t, mapped[bi, 1], mapped[bi, 2],
+                               mapped[bi, 4], mapped[bi, 3]):
                 accept[bi] = t
                 fifo_head[bf] += 1
                 if H[og + K.G_CLEN] > 0:
@@ -221,7 +223,10 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     addr, is_write, arrival, rank_local, timed = _check_trace(trace)
     n = addr.shape[0]
     C = params.n_channels
-    ch = K.map_channels(params, addr) if n else np.zeros(0, np.int64)
+    mapped = np.zeros((n, 5), np.int64)
+    if n:
+        K.map_all(params, addr, mapped)
+    ch = mapped[:, 0].copy()
     fifo = ch * 2 + is_write
     F = 2 * C
     order = np.argsort(fifo, kind="stable").astype(np.int64)
@@ -250,7 +255,7 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         target = min(n, int(drv[2]) + chunk)
         t0 = time.perf_counter()
         c0 = time.process_time()
-        _run(params, state.heap, addr, is_write, rank_local, arrival, fifo, fifo_ptr, order,
+        _run(params, state.heap, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr, order,
              fifo_head, fifo_adm, blocked, drv, accept, completion, target, out_ids, out_cyc,
              bool(every_cycle))
         wall += time.perf_counter() - t0
