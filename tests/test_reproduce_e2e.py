@@ -1,0 +1,105 @@
+"""End to end: `cosmos reproduce --scale tiny` produces every figure, CSV and summary.
+
+This runs the real pipeline (synthetic datasets -> indexes -> traces -> placement -> six
+systems on the DRAM model -> CSV -> plots) at the smallest scale, in a temporary cache.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.runner import EXPERIMENTS
+
+EXPECTED = {
+    "fig4a_qps": ("qps.csv", ["dataset", "system", "qps", "qps_vs_base", "paper_qps_vs_base",
+                              "latency_mean_ns", "latency_p99_ns"]),
+    "fig4b_breakdown": ("breakdown.csv", ["dataset", "system", "latency_mean_ns",
+                                          "breakdown_traversal_ns", "breakdown_distance_ns",
+                                          "breakdown_candidate_ns", "breakdown_transfer_ns"]),
+    "fig5a_lir": ("lir.csv", ["dataset", "num_probes", "policy", "lir_per_query_mean",
+                              "lir_all_queries"]),
+    "fig5b_heatmap": ("heatmap.csv", ["dataset", "policy", "device", "clusters_on_device",
+                                      "queries"]),
+    "validate_dram": ("validation.csv", ["name", "refresh", "mean_read_lat_ours",
+                                         "mean_read_lat_ref"]),
+    "scale_devices": ("devices.csv", ["system", "devices", "qps"]),
+    "scale_ranks": ("ranks.csv", ["dataset", "system", "ranks", "qps"]),
+    "latency_load": ("latency_load.csv", ["system", "load_fraction", "offered_qps",
+                                          "latency_mean_ns", "latency_p99_ns"]),
+}
+PLOTS = {"fig4a_qps": "fig4a_qps", "fig4b_breakdown": "fig4b_breakdown", "fig5a_lir": "fig5a_lir",
+         "fig5b_heatmap": "fig5b_heatmap", "scale_devices": "scale_devices",
+         "scale_ranks": "scale_ranks", "latency_load": "latency_load"}
+
+
+@pytest.fixture(scope="module")
+def reproduction(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repro")
+    env = {"COSMOS_CACHE": str(root / "cache"), "MPLBACKEND": "Agg"}
+    import os
+
+    env = {**os.environ, **env}
+    out = subprocess.run(
+        [sys.executable, "-m", "cosmos", "reproduce", "--scale", "tiny", "--out-root",
+         str(root / "results"), "--workers", "2", "--no-progress"],
+        capture_output=True, text=True, env=env, timeout=900,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    folders = list((root / "results").iterdir())
+    assert len(folders) == 1 and folders[0].name.startswith("reproduce-")
+    return folders[0], out.stdout
+
+
+def test_every_experiment_is_registered():
+    assert set(EXPECTED) == set(EXPERIMENTS)
+
+
+def test_every_file_is_produced(reproduction):
+    folder, stdout = reproduction
+    assert (folder / "summary.md").read_text().startswith("# Cosmos simulator")
+    for name, (csv, cols) in EXPECTED.items():
+        sub = folder / name
+        for f in ("config.json", "summary.md", csv):
+            assert (sub / f).is_file(), f"{name}: {f} missing"
+        df = pd.read_csv(sub / csv)
+        assert len(df) > 0
+        missing = [c for c in cols if c not in df.columns]
+        assert not missing, f"{name}/{csv} lacks columns {missing}"
+        if name in PLOTS:
+            for ext in ("png", "pdf"):
+                assert (sub / f"{PLOTS[name]}.{ext}").stat().st_size > 1000
+        assert name in stdout
+
+
+def test_values_are_plausible(reproduction):
+    folder, _ = reproduction
+    qps = pd.read_csv(folder / "fig4a_qps" / "qps.csv")
+    assert (qps.qps > 0).all() and np.isfinite(qps.qps).all()
+    assert (qps.latency_p99_ns >= qps.latency_mean_ns * 0.5).all()
+    for _, sub in qps.groupby("dataset"):
+        s = sub.set_index("system").qps
+        assert s.idxmax() == "cosmos" and s.idxmin() == "base"
+        assert sub.set_index("system").qps_vs_base["base"] == pytest.approx(1.0)
+    bd = pd.read_csv(folder / "fig4b_breakdown" / "breakdown.csv")
+    parts = bd[[c for c in bd.columns if c.startswith("breakdown_")]].sum(axis=1)
+    np.testing.assert_allclose(parts, bd.latency_mean_ns, rtol=1e-6)  # stages add up
+    lir = pd.read_csv(folder / "fig5a_lir" / "lir.csv")
+    assert (lir.lir_per_query_mean >= 1.0).all() and (lir.lir_all_queries >= 1.0).all()
+    hm = pd.read_csv(folder / "fig5b_heatmap" / "heatmap.csv")
+    per_device = hm.groupby(["dataset", "policy", "device"]).queries.sum()
+    assert per_device.nunique() == 1  # each device row counts every query once
+    val = pd.read_csv(folder / "validate_dram" / "validation.csv")
+    assert len(val) > 0
+    ll = pd.read_csv(folder / "latency_load" / "latency_load.csv")
+    assert (ll.latency_mean_ns > 0).all()
+    rk = pd.read_csv(folder / "scale_ranks" / "ranks.csv")
+    assert (rk.qps > 0).all()
+    two = rk[rk.ranks == 2].pivot(index="dataset", columns="system", values="qps")
+    assert (two["cosmos"] > two["cosmos-norank"]).all()  # rank PUs help with 2 ranks
+    dev = pd.read_csv(folder / "scale_devices" / "devices.csv")
+    cos = dev[dev.system == "cosmos"].sort_values("devices").qps.to_numpy()
+    assert cos[-1] > 2 * cos[0]  # Cosmos scales with devices (GPCs and rank PUs per device)
+
