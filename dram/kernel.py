@@ -70,7 +70,8 @@ NSL = 12
 # ---- queues per channel (ordered slot lists) and per-channel scalars
 Q_RD, Q_WR, Q_ACT, Q_FREE = range(4)
 C_PQH, C_PQL, C_PDH, C_PDL, C_WMODE, C_WAKE, C_NREF = range(4, 11)   # 0..3 = queue lengths
-NCHF = 12
+C_NA = 12       # 12..15: active requests whose final command is RD, WR, RD_L, WR_L
+NCHF = 16
 # ---- globals
 G_CHEAD, G_CLEN, G_COVF, G_CHANGES, G_LOGLEN = range(5)
 # ---- statistics per channel
@@ -92,7 +93,7 @@ class State(NamedTuple):
 
     ``heap`` int64[...]: header (sizes and region offsets, ``H_*``) followed by the regions
     slot fields [G, S, 12], queues [G, 4, S] (read, write, active, free), channel scalars
-    [G, 12], priority ring [G, prio_q], pending reads [G, pend_q, 2], banks [G, nb_ch, 3]
+    [G, 16], priority ring [G, prio_q], pending reads [G, pend_q, 2], banks [G, nb_ch, 3]
     (open row or -1, active requests, scratch), ready cycles [G, n_nodes, n_cmds], issue
     history [G, n_nodes, n_cmds, hist_max], completion ring [cap, 2], globals [8], statistics
     [G, N_STATS], rank busy cycles [G, ranks], command log [log_cap, 7]. Use :func:`views`.
@@ -691,12 +692,19 @@ def _pick_active(params, H, g, clk):
     if n == 0:
         return -1, -1, wake
     rb = _rdy(H, g)
-    # Active requests only need column commands (their row is open and cannot be closed under
-    # them): none can issue before the channel-level ready cycle of those commands.
-    lb = H[rb + RD]
-    for cc in (WR, RD_L, WR_L):
-        if H[rb + cc] < lb:
-            lb = H[rb + cc]
+    # Active requests only need their final column command (their row is open and cannot be
+    # closed under them): none can issue before the channel-level ready cycle of the final
+    # commands present (counted per command in C_NA..C_NA+3).
+    c = _chs(H, g)
+    lb = INF
+    if H[c + C_NA] > 0:
+        lb = H[rb + RD]
+    if H[c + C_NA + 1] > 0 and H[rb + WR] < lb:
+        lb = H[rb + WR]
+    if H[c + C_NA + 2] > 0 and H[rb + RD_L] < lb:
+        lb = H[rb + RD_L]
+    if H[c + C_NA + 3] > 0 and H[rb + WR_L] < lb:
+        lb = H[rb + WR_L]
     if lb > clk:
         return -1, -1, lb
     oq = _q(H, g, Q_ACT)
@@ -758,6 +766,19 @@ def _pick_buffer(params, H, g, qi, clk):
     return found, found_cmd, wake
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _na_index(final):
+    """Channel-scalar index of the active-request count of a final command (an
+    auto-precharge variant counts as its plain command)."""
+    if final == RD or final == RDA:
+        return C_NA
+    if final == WR or final == WRA:
+        return C_NA + 1
+    if final == RD_L or final == RDA_L:
+        return C_NA + 2
+    return C_NA + 3
+
+
 @njit(cache=True, _nrt=False)
 def _row_has_other(params, H, g, s):
     """True if another buffered request (read, write or active) targets the same row."""
@@ -808,6 +829,7 @@ def _serve(params, H, g, qi, pos, cmd, clk):
     if cmd == final:
         if qi == Q_ACT:
             H[_bank(H, g, fb) + 1] -= 1
+            H[c + _na_index(final)] -= 1
         _remove_at(H, g, qi, pos)
         if H[o + SL_TYPE] == T_READ:
             PD = H[H_PD]
@@ -832,6 +854,7 @@ def _serve(params, H, g, qi, pos, cmd, clk):
                 k -= 1
             H[oa + k] = s
             H[c + Q_ACT] += 1
+            H[c + _na_index(final)] += 1
             H[_bank(H, g, fb) + 1] += 1
             _remove_at(H, g, qi, pos)
 
