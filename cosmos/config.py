@@ -298,3 +298,15 @@ def with_overrides(cfg: SystemConfig, overrides: dict[str, object]) -> SystemCon
         node[parts[-1]] = type(node[parts[-1]])(value) if not isinstance(node[parts[-1]], bool) \
             else (str(value).lower() in ("1", "true", "yes"))
     return SystemConfig.from_dict(d)
+
+
+def parse_overrides(items) -> dict[str, str]:
+    """``["gpc.cores=4", "link.latency_ns=50"]`` (command-line ``--set``) -> a dotted-override
+    dict for :func:`with_overrides`; an item without ``=`` raises ``ValueError`` naming it."""
+    out: dict[str, str] = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE")
+        key, value = item.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out

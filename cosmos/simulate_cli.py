@@ -76,15 +76,9 @@ def run(args) -> int:
                                   f"choose a new --out")
     cfg = get_preset(args.system)
     if args.set:
-        from cosmos.config import with_overrides
+        from cosmos.config import parse_overrides, with_overrides
 
-        overrides = {}
-        for item in args.set:
-            if "=" not in item:
-                raise UserError(f"--set {item!r}: expected FIELD=VALUE")
-            k, v = item.split("=", 1)
-            overrides[k.strip()] = v.strip()
-        cfg = with_overrides(cfg, overrides)
+        cfg = with_overrides(cfg, parse_overrides(args.set))
     if args.trace:
         trace = args.trace
         if not os.path.exists(trace):

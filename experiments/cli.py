@@ -59,7 +59,7 @@ def _headline_text(h: dict) -> str:
 
 def reproduce(args) -> int:
     from experiments.common import atomic_write_text, new_results_dir
-    from experiments.runner import EXPERIMENTS, context_from_args, run_experiment
+    from experiments.runner import EXPERIMENTS, check_args, context_from_args, run_experiment
 
     names = list(EXPERIMENTS)
     if args.only:
@@ -67,6 +67,7 @@ def reproduce(args) -> int:
         bad = [n for n in names if n not in EXPERIMENTS]
         if bad:
             raise ValueError(f"--only: unknown experiment(s) {bad}; expected {list(EXPERIMENTS)}")
+    check_args(args)
     root = new_results_dir(args.out_root, "reproduce")
     t0 = time.perf_counter()
     produced = []
@@ -117,13 +118,10 @@ def replay(args) -> int:
     bad = [s for s in systems if s not in PRESETS]
     if bad:
         raise ValueError(f"--systems: unknown {bad}; expected some of {sorted(PRESETS)}")
-    overrides = {}
-    for item in args.set:
-        if "=" not in item:
-            raise ValueError(f"--set {item!r}: expected FIELD=VALUE")
-        k, v = item.split("=", 1)
-        overrides[k.strip()] = v.strip()
+    from cosmos.config import parse_overrides
     from graphs import load_trace
+
+    overrides = parse_overrides(args.set)
 
     meta = load_trace(trace).meta  # validates the file before any simulation starts
     out = new_results_dir(args.out_root, f"replay-{trace.stem}")

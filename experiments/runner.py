@@ -165,17 +165,25 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
-def context_from_args(args, out: Path, traces_dir: Path | None = None,
-                      trace_memo: dict | None = None) -> Context:
+def check_args(args) -> dict | None:
+    """Reject bad common options before anything is written; returns the user dataset files."""
     if (args.queries or args.groundtruth) and not args.dataset:
         raise ValueError("--queries/--groundtruth need --dataset")
     ds = None
     if args.dataset:
-        if not os.path.exists(args.dataset):
-            raise FileNotFoundError(f"--dataset {args.dataset}: no such file")
+        for opt in ("dataset", "queries", "groundtruth"):
+            path = getattr(args, opt)
+            if path is not None and not os.path.exists(path):
+                raise FileNotFoundError(f"--{opt} {path}: no such file")
         ds = {"dataset": args.dataset, "queries": args.queries, "groundtruth": args.groundtruth}
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    return ds
+
+
+def context_from_args(args, out: Path, traces_dir: Path | None = None,
+                      trace_memo: dict | None = None) -> Context:
+    ds = check_args(args)
     ctx = Context(out=out, scale=get_scale(args.scale),
                   cache_dir=Path(args.cache_dir) if args.cache_dir else None,
                   workers=args.workers, scheduler=args.scheduler, dataset=ds,
@@ -191,6 +199,7 @@ def script_main(name: str, argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=f"{name}.py", description=mod.TITLE)
     add_common_arguments(p)
     args = p.parse_args(argv)
+    check_args(args)
     out = new_results_dir(args.out_root, name)
     ctx = context_from_args(args, out)
     headline = run_experiment(name, ctx)
