@@ -71,7 +71,10 @@ NSL = 12
 Q_RD, Q_WR, Q_ACT, Q_FREE = range(4)
 C_PQH, C_PQL, C_PDH, C_PDL, C_WMODE, C_WAKE, C_NREF = range(4, 11)   # 0..3 = queue lengths
 C_NA = 12       # 12..15: active requests whose final command is RD, WR, RD_L, WR_L
-NCHF = 16
+# changes of what decides whether an offer is accepted (buffers, pending reads): a driver may
+# treat a request rejected while this stayed the same as rejected again
+C_OFFSTAMP = 16
+NCHF = 20
 # ---- globals
 G_CHEAD, G_CLEN, G_COVF, G_CHANGES, G_LOGLEN = range(5)
 # ---- statistics per channel
@@ -93,7 +96,7 @@ class State(NamedTuple):
 
     ``heap`` int64[...]: header (sizes and region offsets, ``H_*``) followed by the regions
     slot fields [G, S, 12], queues [G, 4, S] (read, write, active, free), channel scalars
-    [G, 16], priority ring [G, prio_q], pending reads [G, pend_q, 2], banks [G, nb_ch, 3]
+    [G, 20], priority ring [G, prio_q], pending reads [G, pend_q, 2], banks [G, nb_ch, 3]
     (open row or -1, active requests, scratch), ready cycles [G, n_nodes, n_cmds], issue
     history [G, n_nodes, n_cmds, hist_max], completion ring [cap, 2], globals [8], statistics
     [G, N_STATS], rank busy cycles [G, ranks], command log [log_cap, 7]. Use :func:`views`.
@@ -541,6 +544,7 @@ def _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, b
             H[op] = req_id
             H[op + 1] = clk + 1
             H[c + C_PDL] += 1
+            H[c + C_OFFSTAMP] += 1
             H[os_ + S_FORWARDED] += 1
             return True
         if H[c + Q_RD] >= params.read_q:
@@ -573,6 +577,7 @@ def _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, b
     H[o + SL_FINAL] = _meta(params, M_LOCAL, base) if rank_local != 0 else base
     H[_q(H, g, qi) + H[c + qi]] = s
     H[c + qi] += 1
+    H[c + C_OFFSTAMP] += 1
     # The channel's decision can change no earlier than (a) now, if the next evaluation would
     # switch the write mode (or a refresh is pending: keep it simple), or (b) the new request's
     # ready cycle, if it joins the buffer the scheduler reads (a lower bound: timing records
@@ -826,6 +831,7 @@ def _serve(params, H, g, qi, pos, cmd, clk):
             H[os_ + base + 1] += 1
     issue_command(params, H, g, cmd, rank, fb, row, clk)
     H[H[H_O_GLOB] + G_CHANGES] += 1
+    H[c + C_OFFSTAMP] += 1
     if cmd == final:
         if qi == Q_ACT:
             H[_bank(H, g, fb) + 1] -= 1
@@ -897,6 +903,7 @@ def _channel_tick(params, H, g, clk):
         _push_completion(H, H[op], clk)
         H[c + C_PDH] = (H[c + C_PDH] + 1) % PD
         H[c + C_PDL] -= 1
+        H[c + C_OFFSTAMP] += 1
     # 2. refresh
     while H[c + C_NREF] <= clk:
         PQ = H[H_PQ]

@@ -69,8 +69,8 @@ def _drain(H, out_ids, out_cyc, completion):
 
 @njit(cache=True, _nrt=False)
 def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_list,
-         fifo_head, fifo_adm, blocked, drv, accept, completion, max_done, out_ids, out_cyc,
-         every_cycle):
+         fifo_head, fifo_adm, blocked, rej_stamp, drv, accept, completion, max_done, out_ids,
+         out_cyc, every_cycle):
     """Run the open-loop driver until ``max_done`` completions or the end of the trace.
 
     drv int64[4]: [t (next driver cycle), next file index to admit, completions so far,
@@ -102,14 +102,18 @@ def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
                         bf = f
             if bf < 0:
                 break
-            if K._offer_mapped(params, H, mapped[bi, 0], bi, addr[bi], is_write[bi],
-                               rank_local[bi], t, mapped[bi, 1], mapped[bi, 2],
-                               mapped[bi, 4], mapped[bi, 3]):
+            # a head rejected while its channel's offer stamp stayed the same is rejected again
+            stamp = H[H[K.H_O_CH] + mapped[bi, 0] * K.NCHF + K.C_OFFSTAMP]
+            if rej_stamp[bf] != stamp and K._offer_mapped(
+                    params, H, mapped[bi, 0], bi, addr[bi], is_write[bi], rank_local[bi], t,
+                    mapped[bi, 1], mapped[bi, 2], mapped[bi, 4], mapped[bi, 3]):
                 accept[bi] = t
+                rej_stamp[bf] = -1
                 fifo_head[bf] += 1
                 if H[og + K.G_CLEN] > 0:
                     done += _drain(H, out_ids, out_cyc, completion)
             else:
+                rej_stamp[bf] = stamp
                 blocked[bf] = True
                 backlog = True
         # 3. tick at t + 1
@@ -240,6 +244,7 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     completion = np.full(n, -1, np.int64)
     drv = np.zeros(6, np.int64)
     blocked = np.zeros(F, np.bool_)
+    rej_stamp = np.full(F, -1, np.int64)
     # The driver starts at cycle 0 (refreshes fall due from nREFI on, requests or not);
     # idle stretches are skipped inside _run.
     out_ids = np.zeros(4096 + 4 * C, np.int64)
@@ -255,8 +260,9 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         target = min(n, int(drv[2]) + chunk)
         t0 = time.perf_counter()
         c0 = time.process_time()
-        _run(params, state.heap, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr, order,
-             fifo_head, fifo_adm, blocked, drv, accept, completion, target, out_ids, out_cyc,
+        _run(params, state.heap, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
+             order, fifo_head, fifo_adm, blocked, rej_stamp, drv, accept, completion, target,
+             out_ids, out_cyc,
              bool(every_cycle))
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
