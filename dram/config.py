@@ -191,7 +191,9 @@ class Params(NamedTuple):
     as CSR over (level, preceding command): entries ``cons_ptr[l * n_cmds + c]`` ..
     ``cons_ptr[l * n_cmds + c + 1]`` of ``follow`` (command), ``lat`` (cycles), ``win``
     (window, 1 = spacing), ``sib`` (1 = applies to the sibling ranks); ``hist_len`` [4, n_cmds]
-    (history depth per level and command), ``has_sib`` [4, n_cmds]; command metadata
+    (history depth per level and command), ``has_sib`` [4, n_cmds], ``sib_start``
+    [4, n_cmds] (within each CSR bucket the target records come first, the sibling records
+    from this index on); command metadata
     ``cmeta`` [8, n_cmds]: rows opening, closing, accessing, rank scope, rank-local variant,
     auto-precharge variant, is read, uses the channel data bus.
     """
@@ -228,6 +230,7 @@ class Params(NamedTuple):
     o_sib: int
     o_hist_len: int
     o_has_sib: int
+    o_sib_start: int
     o_cmeta: int
     n_cons: int
     tab: np.ndarray
@@ -250,6 +253,7 @@ def tables(params: "Params") -> dict:
         "sib": t[params.o_sib:params.o_sib + m],
         "hist_len": t[params.o_hist_len:params.o_hist_len + 4 * nc].reshape(4, nc),
         "has_sib": t[params.o_has_sib:params.o_has_sib + 4 * nc].reshape(4, nc),
+        "sib_start": t[params.o_sib_start:params.o_sib_start + 4 * nc].reshape(4, nc),
         "cmeta": t[params.o_cmeta:params.o_cmeta + 8 * nc].reshape(8, nc),
     }
 
@@ -294,8 +298,14 @@ def _resolve(cfg: DRAMConfig) -> Params:
         else:
             hist_len[li, pi] = max(hist_len[li, pi], win)
     ptr = np.zeros(4 * n_cmds + 1, np.int64)
+    sib_start = np.zeros(4 * n_cmds, np.int64)
     fol, lat_a, win_a, sib_a = [], [], [], []
     for k, b in enumerate(buckets):
+        # target records first, then sibling records (from sib_start on): the kernel applies
+        # each group without testing the flag per record (order within a node is irrelevant:
+        # every record is a max-update)
+        b = [r for r in b if not r[3]] + [r for r in b if r[3]]
+        sib_start[k] = len(fol) + sum(1 for r in b if not r[3])
         for fi, lat, win, sib in b:
             fol.append(fi); lat_a.append(lat); win_a.append(win); sib_a.append(sib)
         ptr[k + 1] = len(fol)
@@ -319,7 +329,7 @@ def _resolve(cfg: DRAMConfig) -> Params:
              ("follow", np.array(fol, np.int64)), ("lat", np.array(lat_a, np.int64)),
              ("win", np.array(win_a, np.int64)), ("sib", np.array(sib_a, np.int64)),
              ("hist_len", hist_len.ravel()), ("has_sib", has_sib.ravel()),
-             ("cmeta", cmeta.ravel())]
+             ("sib_start", sib_start), ("cmeta", cmeta.ravel())]
     offs = {}
     pos = 0
     for name, arr in parts:

@@ -403,7 +403,6 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
     o_bk = o_bg + nr * nbg
     rscope = _meta(params, M_RSCOPE, cmd) == 1
     o_ptr = params.o_cons_ptr
-    o_sib = params.o_sib
     o_win = params.o_win
     o_lat = params.o_lat
     o_fol = params.o_follow
@@ -430,8 +429,12 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
         has_sib = t[params.o_has_sib + level * NC + cmd] == 1
         hl = t[params.o_hist_len + level * NC + cmd]
         k0 = t[o_ptr + level * NC + cmd]
-        k1 = t[o_ptr + level * NC + cmd + 1]
-        for x in range(cnt):
+        ks = t[params.o_sib_start + level * NC + cmd]      # target records: [k0, ks)
+        k1 = t[o_ptr + level * NC + cmd + 1]               # sibling records: [ks, k1)
+        x0, x1 = tlo, thi
+        if has_sib:
+            x0, x1 = 0, cnt
+        for x in range(x0, x1):
             node = first + x
             rb = rb0 + node * NC
             if tlo <= x < thi:
@@ -440,20 +443,20 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
                     for k in range(hl - 1, 0, -1):
                         H[oh + k] = H[oh + k - 1]
                     H[oh] = clk
-                for k in range(k0, k1):
-                    if t[o_sib + k] == 1:
-                        continue
-                    past = H[oh + t[o_win + k] - 1]
-                    if past < 0:
-                        continue
-                    v = past + t[o_lat + k]
+                for k in range(k0, ks):
+                    w = t[o_win + k]
+                    if w == 1:
+                        v = clk + t[o_lat + k]
+                    else:
+                        past = H[oh + w - 1]
+                        if past < 0:
+                            continue
+                        v = past + t[o_lat + k]
                     f = rb + t[o_fol + k]
                     if v > H[f]:
                         H[f] = v
-            elif has_sib:
-                for k in range(k0, k1):
-                    if t[o_sib + k] == 0:
-                        continue
+            else:
+                for k in range(ks, k1):
                     v = clk + t[o_lat + k]
                     f = rb + t[o_fol + k]
                     if v > H[f]:
