@@ -38,6 +38,12 @@ import numpy as np
 from dram import kernel as dk
 
 from cosmos.program import STEP_MEM, STEP_XFER, STEP_COMPUTE, Program
+import cosmos.program as _program
+import dram.config as _dram_config
+from dram.jitcache import drop_stale
+
+# the engine's jitted code inlines dram.kernel and compiles in constants of the others
+drop_stale(__file__, dk.__file__, _dram_config.__file__, _program.__file__)
 
 EV_ARRIVE, EV_RESP, EV_STEP = 0, 1, 2
 _T_SHIFT = 24  # event key = time << 24 | kind << 22 | id

@@ -37,6 +37,10 @@ import numba as nb
 import numpy as np
 
 from cosmos.config import SystemConfig, core_cycles_to_dram, ns_to_cycles, TCK_PS
+import cosmos.config as _config
+from dram.jitcache import drop_stale
+
+drop_stale(__file__, _config.__file__)  # constants of cosmos.config are compiled in
 from cosmos.layout import LINE_BYTES, Layout
 
 STEP_MEM, STEP_XFER, STEP_COMPUTE = 0, 1, 2

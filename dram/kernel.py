@@ -49,6 +49,10 @@ from numba import njit
 # with it, every call would pay two atomic operations per array argument.
 
 from dram.config import (M_ACCESS, M_AUTOPRE, M_CLOSE, M_DBUS, M_LOCAL, M_OPEN, M_RSCOPE)
+from dram.jitcache import drop_stale
+import dram.config as _config
+
+drop_stale(__file__, _config.__file__)  # constants of dram.config are compiled into the kernels
 
 # Command ids (same order as dram.standards.ddr5.COMMANDS).
 ACT, PREpb, PREab, RD, WR, RDA, WRA, REFab, RD_L, WR_L, RDA_L, WRA_L = range(12)

@@ -27,6 +27,10 @@ from numba import njit
 from dram import kernel as K
 from dram.config import DRAMConfig
 from dram.stats import summarize
+from dram.jitcache import drop_stale
+import dram.config as _config
+
+drop_stale(__file__, K.__file__, _config.__file__)  # its jitted driver inlines dram.kernel
 
 
 @dataclass

@@ -1,0 +1,68 @@
+"""Keep numba's on-disk cache honest across modules.
+
+numba's ``cache=True`` keys a cached function on its own source file only. A jitted function
+that calls (and inlines) jitted code of another module, for example ``cosmos.engine`` calling
+``dram.kernel.tick``, is not recompiled when that other module changes: after an update its
+cached machine code would keep running the old callee against the new state layout (wrong
+results, or a crash). :func:`drop_stale` closes that gap: called at the top of the calling
+module, before its jitted functions are defined, it compares a digest of the module's source
+and of every module it depends on with the digest stored beside the cache, and deletes the
+module's cached entries when they differ, so numba compiles them afresh.
+
+It handles numba's default cache location (``__pycache__`` beside the source). With
+``NUMBA_CACHE_DIR`` set, numba keeps the cache elsewhere and this function does nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+__all__ = ["drop_stale"]
+
+
+def drop_stale(module_file: str, *dependencies: str) -> bool:
+    """Delete the numba cache of ``module_file`` if it or a dependency changed since it was made.
+
+    Parameters
+    ----------
+    module_file : str
+        ``__file__`` of the module whose jitted functions call into the dependencies.
+    *dependencies : str
+        ``__file__`` of each module whose jitted code the module calls.
+
+    Returns
+    -------
+    bool
+        True when stale cache entries were deleted.
+    """
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return False
+    src = Path(module_file)
+    h = hashlib.sha256()
+    for f in (src, *map(Path, dependencies)):
+        h.update(f.read_bytes())
+    digest = h.hexdigest()
+    cache = src.parent / "__pycache__"
+    stamp = cache / f"{src.stem}.jitdeps"
+    try:
+        if stamp.read_text() == digest:
+            return False
+    except OSError:
+        pass
+    dropped = False
+    try:
+        cache.mkdir(exist_ok=True)
+        for entry in cache.glob(f"{src.stem}.*.nb[ic]"):
+            try:
+                entry.unlink()
+                dropped = True
+            except FileNotFoundError:  # another process dropped it first
+                pass
+        tmp = cache / f".{stamp.name}.{os.getpid()}"
+        tmp.write_text(digest)
+        os.replace(tmp, stamp)
+    except OSError:  # read-only install: numba then caches elsewhere or not at all
+        return dropped
+    return dropped
