@@ -72,6 +72,9 @@ def _atomic_replace(path: Path, write: Callable[[Path], None], *, overwrite: boo
     tmp_path = Path(tmp)
     try:
         write(tmp_path)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600; results are ordinary files
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():

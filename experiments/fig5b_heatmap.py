@@ -52,8 +52,8 @@ def plot(folder) -> None:
 
     df = pd.read_csv(Path(folder) / "heatmap.csv")
     fams = list(dict.fromkeys(df.dataset))
-    fig, axes = plt.subplots(len(fams), len(POLICIES), figsize=(4.2 * len(POLICIES), 2.6 * len(fams)),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(fams), len(POLICIES), figsize=(4.2 * len(POLICIES), 3.0 * len(fams)),
+                             squeeze=False, constrained_layout=True)
     vmax = df.queries.max()
     for i, fam in enumerate(fams):
         for j, policy in enumerate(POLICIES):
@@ -63,7 +63,8 @@ def plot(folder) -> None:
             im = ax.imshow(M.to_numpy(), aspect="auto", cmap="viridis", vmin=0, vmax=vmax)
             ax.set_xticks(range(M.shape[1]), M.columns)
             ax.set_yticks(range(M.shape[0]), [f"dev {d}" for d in M.index])
-            ax.set_xlabel("probed clusters on this device")
+            if i == len(fams) - 1:
+                ax.set_xlabel("probed clusters on this device")
             ax.set_title(f"{fam}: {policy}", fontsize=9)
     fig.colorbar(im, ax=axes.ravel().tolist(), label="queries")
     save_figure(fig, folder, "fig5b_heatmap")
