@@ -160,6 +160,13 @@ def pool_sizes(cfg: SystemConfig, agent_contexts: int) -> np.ndarray:
 
 
 @nb.njit(cache=True)
+def _adjacency_lines(degree, node_lines_max):
+    """64-byte lines read for an adjacency list of ``degree`` 4-byte ids (1 .. node_lines_max)."""
+    nl = (degree * 4 + LINE_BYTES - 1) // LINE_BYTES
+    return min(max(nl, 1), node_lines_max)
+
+
+@nb.njit(cache=True)
 def _add_step(st, si, kind, cat, dev, link, rank_local, mlp, lat, cline, after, wire, R, rstep,
               cstep, oi):
     st[0][si] = kind
@@ -246,11 +253,7 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
                                    host_lat, cline[si], 0, 0.0, vec_R, vec_rstep, vec_cstep, oi)
                 for h in range(search_hop_ptr[s], search_hop_ptr[s + 1]):
                     deg = hop_degree[h]
-                    nl = (deg * 4 + LINE_BYTES - 1) // LINE_BYTES
-                    if nl < 1:
-                        nl = 1
-                    if nl > node_lines_max:
-                        nl = node_lines_max
+                    nl = _adjacency_lines(deg, node_lines_max)
                     obj_addr[oi] = node_addr[hop_node[h]]
                     obj_lines[oi] = nl
                     oi += 1
@@ -340,11 +343,7 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
                                        dev_lat, cline[si], 0, 0.0, vec_R, vec_rstep, vec_cstep, oi)
                     for h in range(search_hop_ptr[s], search_hop_ptr[s + 1]):
                         deg = hop_degree[h]
-                        nl = (deg * 4 + LINE_BYTES - 1) // LINE_BYTES
-                        if nl < 1:
-                            nl = 1
-                        if nl > node_lines_max:
-                            nl = node_lines_max
+                        nl = _adjacency_lines(deg, node_lines_max)
                         obj_addr[oi] = node_addr[hop_node[h]]
                         obj_lines[oi] = nl
                         oi += 1
