@@ -12,7 +12,7 @@ Scales (sizes are ours, chosen for run time; the paper's are SIFT1B / DEEP1B):
 scale     base vectors queries  clusters  probes  purpose
 ========  ===========  =======  ========  ======  ==================================================
 tiny      3,000        100      16        4       end-to-end test in CI (seconds)
-default   50,000       200      64        8       ``cosmos reproduce``: every figure in minutes
+default   50,000       400      64        8       ``cosmos reproduce``: every figure in minutes
 full      1,000,000    10,000   64        8       ``cosmos reproduce --full`` (< 60 min on 2 cores)
 ========  ===========  =======  ========  ======  ==================================================
 
@@ -21,7 +21,7 @@ defaults of :mod:`graphs.workload`, where their reasons are given. The query cou
 default scale are set by the simulator's speed (about 250,000 DRAM requests per second per
 core; a SIFT-like query of the 100k default trace makes about 14,000 requests, a DEEP-like
 one about 2.5 times as many, its vectors being 3 times larger): with up
-to 64 queries in flight, 200 queries give a short steady-state window, so ``--full`` is the
+to 64 queries in flight, 400 queries give a short steady-state window, so ``--full`` is the
 scale for figures to rely on.
 """
 
@@ -56,8 +56,8 @@ class Scale:
 
 SCALES = {
     "tiny": Scale("tiny", n=3_000, num_queries=100, num_clusters=16, num_probes=4, sweep_queries=40),
-    "default": Scale("default", n=50_000, num_queries=200, num_clusters=64, num_probes=8,
-                     sweep_queries=80),
+    "default": Scale("default", n=50_000, num_queries=400, num_clusters=64, num_probes=8,
+                     sweep_queries=160),
     "full": Scale("full", n=1_000_000, num_queries=10_000, num_clusters=64, num_probes=8,
                   sweep_queries=2_000),
 }
