@@ -157,31 +157,28 @@ def _event(st, t, kind, ident):
 
 # ----------------------------------------------------------------------------- links
 @nb.njit(cache=True, _nrt=False)
+def _serialize(st, row, direction, x, nbytes, bytes_per_cycle):
+    """Queue ``nbytes`` on link ``row`` (a device's link, or row D = the switch's upstream
+    port) in ``direction`` from time ``x`` (FIFO); return when the last byte has left."""
+    s = max(x, st.link_free[row, direction])
+    ser = nbytes / bytes_per_cycle
+    st.link_free[row, direction] = s + ser
+    st.link_busy[row, direction] += ser
+    st.link_bytes[row, direction] += nbytes
+    return s + ser
+
+
+@nb.njit(cache=True, _nrt=False)
 def _link_send(st, cf, ci, dev, direction, nbytes, t):
     """Send ``nbytes`` wire bytes between host and device ``dev`` at cycle ``t``; return the
     arrival cycle. direction 0 = host to device, 1 = device to host."""
     D = ci[CI_NDEV]
     x = float(t)
     if direction == 0 and ci[CI_SWITCH] != 0:
-        s = max(x, st.link_free[D, 0])
-        ser = nbytes / cf[CF_UP_BPC]
-        st.link_free[D, 0] = s + ser
-        st.link_busy[D, 0] += ser
-        st.link_bytes[D, 0] += nbytes
-        x = s + ser + ci[CI_SW_LAT]
-    s = max(x, st.link_free[dev, direction])
-    ser = nbytes / cf[CF_DEV_BPC]
-    st.link_free[dev, direction] = s + ser
-    st.link_busy[dev, direction] += ser
-    st.link_bytes[dev, direction] += nbytes
-    x = s + ser + ci[CI_LINK_LAT]
+        x = _serialize(st, D, 0, x, nbytes, cf[CF_UP_BPC]) + ci[CI_SW_LAT]
+    x = _serialize(st, dev, direction, x, nbytes, cf[CF_DEV_BPC]) + ci[CI_LINK_LAT]
     if direction == 1 and ci[CI_SWITCH] != 0:
-        s = max(x, st.link_free[D, 1])
-        ser = nbytes / cf[CF_UP_BPC]
-        st.link_free[D, 1] = s + ser
-        st.link_busy[D, 1] += ser
-        st.link_bytes[D, 1] += nbytes
-        x = s + ser + ci[CI_SW_LAT]
+        x = _serialize(st, D, 1, x, nbytes, cf[CF_UP_BPC]) + ci[CI_SW_LAT]
     return np.int64(np.ceil(x - 1e-9))
 
 
