@@ -78,6 +78,7 @@ C_NA = 12       # 12..15: active requests whose final command is RD, WR, RD_L, W
 # changes of what decides whether an offer is accepted (buffers, pending reads): a driver may
 # treat a request rejected while this stayed the same as rejected again
 C_OFFSTAMP = 16
+C_LASTTICK = 17  # open-loop replay: the last cycle this channel was driven to
 NCHF = 20
 # ---- globals
 G_CHEAD, G_CLEN, G_COVF, G_CHANGES, G_LOGLEN = range(5)

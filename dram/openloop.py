@@ -13,6 +13,9 @@ each driver cycle t = 0, 1, 2, ...
 A read completes when its data returns (RD issue + nCL + nBL); a write when its WR issues.
 Untimed traces (``arrival`` = None) have every request available at cycle 0.
 Cycles in which nothing can happen are skipped; results equal cycle-by-cycle stepping.
+Channels share nothing but the completion ring, so the driver runs one channel after the
+other (each through its own requests, then every channel on to the run's last cycle for its
+refreshes): the same cycles as lockstep stepping, without visiting idle channels.
 """
 
 from __future__ import annotations
@@ -71,84 +74,153 @@ def _drain(H, out_ids, out_cyc, completion):
     return n
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _channel_next(H, g, clk):
+    """Earliest cycle >= clk at which channel g's tick can change anything."""
+    c = H[K.H_O_CH] + g * K.NCHF
+    best = H[c + K.C_WAKE]
+    if H[c + K.C_PDL] > 0:
+        d = H[H[K.H_O_PEND] + (g * H[K.H_PD] + H[c + K.C_PDH]) * 2 + 1]
+        if d < best:
+            best = d
+    if H[c + K.C_NREF] < best:
+        best = H[c + K.C_NREF]
+    if best < clk:
+        best = clk
+    return best
+
+
 @njit(cache=True, _nrt=False)
 def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_list,
-         fifo_head, fifo_adm, blocked, rej_stamp, drv, accept, completion, max_done, out_ids,
-         out_cyc, every_cycle):
-    """Run the open-loop driver until ``max_done`` completions or the end of the trace.
+         chan_ptr, chan_list, fifo_head, fifo_adm, rej_stamp, drv, accept, completion,
+         max_done, out_ids, out_cyc, every_cycle):
+    """Run the open-loop driver, one channel after the other, until ``max_done``
+    completions or the end of the trace.
 
-    drv int64[4]: [t (next driver cycle), next file index to admit, completions so far,
-    error code]; progress is kept there between calls.
+    Channels share nothing but the completion ring: a request's acceptance and completion
+    depend only on its own channel's requests (offers to other channels neither block it nor
+    change its controller), so simulating each channel through its own requests gives exactly
+    the cycles of lockstep simulation, without visiting idle channels. The driver of one
+    channel is the module docstring's, restricted to its two FIFOs.
+
+    drv int64[8]: [t (next driver cycle), next index into the channel's requests, completions
+    so far, error code, driver iterations, channel, completions of this channel, last tick].
     """
     N = addr.shape[0]
-    F = fifo_head.shape[0]
-    t = drv[0]
-    nxt = drv[1]
-    done = drv[2]
+    C = params.n_channels
     og = H[K.H_O_GLOB]
-    while done < N and done < max_done:
-        # 1. admission
-        while nxt < N and arrival[nxt] <= t:
-            fifo_adm[fifo[nxt]] += 1
-            nxt += 1
-        # 2. offers (global file order among unblocked FIFO heads)
-        backlog = False
-        for f in range(F):
-            blocked[f] = False
-        while True:
-            bf = -1
-            bi = N
-            for f in range(F):
-                if not blocked[f] and fifo_head[f] < fifo_adm[f]:
-                    i = fifo_list[fifo_ptr[f] + fifo_head[f]]
-                    if i < bi:
-                        bi = i
-                        bf = f
-            if bf < 0:
+    done = drv[2]
+    while drv[5] < C and done < max_done:
+        g = drv[5]
+        t = drv[0]
+        nxt = drv[1]
+        dg = drv[6]
+        c0 = chan_ptr[g]
+        ng = chan_ptr[g + 1] - c0
+        oc = H[K.H_O_CH] + g * K.NCHF
+        f0 = 2 * g
+        while dg < ng and done < max_done:
+            # 1. admission
+            while nxt < ng and arrival[chan_list[c0 + nxt]] <= t:
+                fifo_adm[fifo[chan_list[c0 + nxt]]] += 1
+                nxt += 1
+            # 2. offers (file order between the channel's read and write FIFO heads)
+            backlog = False
+            b0 = False
+            b1 = False
+            while True:
+                i0 = N
+                i1 = N
+                if not b0 and fifo_head[f0] < fifo_adm[f0]:
+                    i0 = fifo_list[fifo_ptr[f0] + fifo_head[f0]]
+                if not b1 and fifo_head[f0 + 1] < fifo_adm[f0 + 1]:
+                    i1 = fifo_list[fifo_ptr[f0 + 1] + fifo_head[f0 + 1]]
+                if i0 == N and i1 == N:
+                    break
+                if i0 < i1:
+                    bf = f0
+                    bi = i0
+                else:
+                    bf = f0 + 1
+                    bi = i1
+                # a head rejected while the channel's offer stamp stayed the same is
+                # rejected again
+                stamp = H[oc + K.C_OFFSTAMP]
+                if rej_stamp[bf] != stamp and K._offer_mapped(
+                        params, H, g, bi, addr[bi], is_write[bi], rank_local[bi], t,
+                        mapped[bi, 1], mapped[bi, 2], mapped[bi, 4], mapped[bi, 3]):
+                    accept[bi] = t
+                    rej_stamp[bf] = -1
+                    fifo_head[bf] += 1
+                    if H[og + K.G_CLEN] > 0:
+                        n = _drain(H, out_ids, out_cyc, completion)
+                        done += n
+                        dg += n
+                else:
+                    rej_stamp[bf] = stamp
+                    if bf == f0:
+                        b0 = True
+                    else:
+                        b1 = True
+                    backlog = True
+            # 3. tick at t + 1
+            drv[4] += 1
+            ch0 = H[og + K.G_CHANGES]
+            if every_cycle:             # evaluate in every cycle (no wake skips)
+                H[oc + K.C_WAKE] = 0
+            if _channel_next(H, g, t + 1) == t + 1:
+                K._channel_tick(params, H, g, t + 1)
+            drv[7] = t + 1
+            if H[og + K.G_CLEN] > 0:
+                n = _drain(H, out_ids, out_cyc, completion)
+                done += n
+                dg += n
+            if H[og + K.G_COVF] > 0:
+                drv[3] = 2
                 break
-            # a head rejected while its channel's offer stamp stayed the same is rejected again
-            stamp = H[H[K.H_O_CH] + mapped[bi, 0] * K.NCHF + K.C_OFFSTAMP]
-            if rej_stamp[bf] != stamp and K._offer_mapped(
-                    params, H, mapped[bi, 0], bi, addr[bi], is_write[bi], rank_local[bi], t,
-                    mapped[bi, 1], mapped[bi, 2], mapped[bi, 4], mapped[bi, 3]):
-                accept[bi] = t
-                rej_stamp[bf] = -1
-                fifo_head[bf] += 1
-                if H[og + K.G_CLEN] > 0:
-                    done += _drain(H, out_ids, out_cyc, completion)
-            else:
-                rej_stamp[bf] = stamp
-                blocked[bf] = True
-                backlog = True
-        # 3. tick at t + 1
-        drv[4] += 1
-        ch0 = H[og + K.G_CHANGES]
-        if every_cycle:                 # evaluate every channel in every cycle (no wake skips)
-            for g in range(H[K.H_G]):
-                H[H[K.H_O_CH] + g * K.NCHF + K.C_WAKE] = 0
-        K._tick(params, H, t + 1)
-        if H[og + K.G_CLEN] > 0:
-            done += _drain(H, out_ids, out_cyc, completion)
-        if H[og + K.G_COVF] > 0:
-            drv[3] = 2
-            break
-        # next driver cycle: skip cycles in which nothing can happen
-        if every_cycle or backlog and H[og + K.G_CHANGES] != ch0:
-            t += 1
-            continue
-        tn = K._next_event(params, H, t + 2) - 1
-        if nxt < N and arrival[nxt] < tn:
-            tn = arrival[nxt]
-        if tn < t + 1:
-            tn = t + 1
-        if tn >= K.INF - 2:
-            if done < N:
+            if dg >= ng:
+                break
+            # next driver cycle: skip cycles in which nothing can happen
+            if every_cycle or backlog and H[og + K.G_CHANGES] != ch0:
+                t += 1
+                continue
+            tn = _channel_next(H, g, t + 2) - 1
+            if nxt < ng and arrival[chan_list[c0 + nxt]] < tn:
+                tn = arrival[chan_list[c0 + nxt]]
+            if tn < t + 1:
+                tn = t + 1
+            if tn >= K.INF - 2:
                 drv[3] = 1          # nothing can ever happen again
+                break
+            t = tn
+        if drv[3] != 0:
+            drv[0] = t
+            drv[1] = nxt
             break
-        t = tn
-    drv[0] = t
-    drv[1] = nxt
+        if dg >= ng:                # channel finished: remember its last tick, go on
+            H[oc + K.C_LASTTICK] = drv[7] if ng > 0 else -1
+            drv[5] = g + 1
+            drv[0] = 0
+            drv[1] = 0
+            drv[6] = 0
+            drv[7] = 0
+        else:
+            drv[0] = t
+            drv[1] = nxt
+            drv[6] = dg
     drv[2] = done
+
+
+@njit(cache=True, _nrt=False)
+def _finish(params, H, t_end):
+    """Tick every channel through ``t_end`` (the run's last completion), as lockstep
+    simulation would have: refreshes keep falling due on channels that finished earlier."""
+    for g in range(params.n_channels):
+        oc = H[K.H_O_CH] + g * K.NCHF
+        c = _channel_next(H, g, H[oc + K.C_LASTTICK] + 1)
+        while c <= t_end:
+            K._channel_tick(params, H, g, c)
+            c = _channel_next(H, g, c + 1)
 
 
 def _check_trace(trace):
@@ -242,15 +314,17 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     np.cumsum(np.bincount(fifo, minlength=F), out=fifo_ptr[1:])
     fifo_head = np.zeros(F, np.int64)
     fifo_adm = np.zeros(F, np.int64)
+    chan_list = np.argsort(ch, kind="stable").astype(np.int64)
+    chan_ptr = np.zeros(C + 1, np.int64)
+    np.cumsum(np.bincount(ch, minlength=C), out=chan_ptr[1:])
+    # each channel runs alone: its log holds at most its own first `command_log` commands,
+    # and the global first `command_log` are among them (merged by cycle below)
     state = K.new_state(params, 1, completion_capacity=4096 + 4 * C,
-                        log_capacity=int(command_log))
+                        log_capacity=int(command_log) * C)
     accept = np.full(n, -1, np.int64)
     completion = np.full(n, -1, np.int64)
-    drv = np.zeros(6, np.int64)
-    blocked = np.zeros(F, np.bool_)
+    drv = np.zeros(8, np.int64)
     rej_stamp = np.full(F, -1, np.int64)
-    # The driver starts at cycle 0 (refreshes fall due from nREFI on, requests or not);
-    # idle stretches are skipped inside _run.
     out_ids = np.zeros(4096 + 4 * C, np.int64)
     out_cyc = np.zeros(4096 + 4 * C, np.int64)
 
@@ -265,9 +339,8 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         t0 = time.perf_counter()
         c0 = time.process_time()
         _run(params, state.heap, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
-             order, fifo_head, fifo_adm, blocked, rej_stamp, drv, accept, completion, target,
-             out_ids, out_cyc,
-             bool(every_cycle))
+             order, chan_ptr, chan_list, fifo_head, fifo_adm, rej_stamp, drv, accept,
+             completion, target, out_ids, out_cyc, bool(every_cycle))
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
         if drv[3] == 1:
@@ -279,9 +352,21 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
             bar.update(int(drv[2]) - bar.n)
         elif callable(progress):
             progress(int(drv[2]), n)
+    if n:
+        # the run ends with the tick in which the last request completed; every channel is
+        # driven to that cycle (refreshes of channels that finished earlier count)
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        last = K.views(state)["ch"][:, K.C_LASTTICK]
+        _finish(params, state.heap, int(last.max()))
+        wall += time.perf_counter() - t0
+        cpu += time.process_time() - c0
     if bar is not None:
         bar.close()
-    log = K.views(state)["log"].copy() if command_log else None
+    log = None
+    if command_log:
+        log = K.views(state)["log"].copy()
+        log = log[np.lexsort((log[:, K.LOG_CH], log[:, K.LOG_CLK]))][: int(command_log)]
     stats = summarize(config, params, state, arrival, accept, completion, is_write, timed)
     stats["driver_iterations"] = int(drv[4])
     return ReplayResult(arrival=arrival, accept=accept, completion=completion,
