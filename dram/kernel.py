@@ -61,6 +61,13 @@ COMMAND_NAMES = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab",
 
 INF = 1 << 62
 
+
+@njit(cache=True, _nrt=False)
+def _u(i):
+    """An index as unsigned: numba then skips its negative-index wrap-around code (about ten
+    instructions per subscript). Every index in this module is >= 0 by construction."""
+    return np.uint64(i)
+
 # ---- heap header slots
 H_G, H_S, H_NN, H_NC, H_HM, H_PQ, H_PD, H_CAP, H_LOGCAP, H_NB, H_R, H_NSTAT = range(12)
 H_O_SLOT, H_O_Q, H_O_CH, H_O_PRIO, H_O_PEND, H_O_BANK, H_O_READY, H_O_HIST = range(16, 24)
@@ -193,8 +200,8 @@ def _map_field(params, addr, want):
     t = params.tab
     x = addr >> 6
     for k in range(6):
-        f = t[params.o_map_fields + k]
-        r = t[params.o_map_radix + f]
+        f = t[_u(params.o_map_fields + k)]
+        r = t[_u(params.o_map_radix + f)]
         if f == want:
             return x % r
         x = x // r
@@ -212,8 +219,8 @@ def map_address(params, addr):
     x = addr >> 6
     ch = rank = bg = bank = row = col = 0
     for k in range(6):
-        f = t[params.o_map_fields + k]
-        r = t[params.o_map_radix + f]
+        f = t[_u(params.o_map_fields + k)]
+        r = t[_u(params.o_map_radix + f)]
         v = x % r
         x = x // r
         if f == 0:
@@ -244,27 +251,27 @@ def map_channels(params, addr):
 # ============================================================================ small helpers
 @njit(cache=True, inline="always", _nrt=False)
 def _chs(H, g):
-    return H[H_O_CH] + g * NCHF
+    return H[_u(H_O_CH)] + g * NCHF
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _slot(H, g, s):
-    return H[H_O_SLOT] + (g * H[H_S] + s) * NSL
+    return H[_u(H_O_SLOT)] + (g * H[_u(H_S)] + s) * NSL
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _q(H, g, qi):
-    return H[H_O_Q] + (g * 4 + qi) * H[H_S]
+    return H[_u(H_O_Q)] + (g * 4 + qi) * H[_u(H_S)]
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _bank(H, g, fb):
-    return H[H_O_BANK] + (g * H[H_NB] + fb) * 3
+    return H[_u(H_O_BANK)] + (g * H[_u(H_NB)] + fb) * 3
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _rdy(H, g):
-    return H[H_O_READY] + g * H[H_NN] * H[H_NC]
+    return H[_u(H_O_READY)] + g * H[_u(H_NN)] * H[_u(H_NC)]
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -277,8 +284,8 @@ def ready_time(params, H, g, cmd, rank, fb):
     """Earliest cycle at which ``cmd`` may issue to (rank, flat bank fb) of channel g."""
     NC = params.n_cmds
     base = _rdy(H, g) + cmd
-    t = H[base]
-    v = H[base + (1 + rank) * NC]
+    t = H[_u(base)]
+    v = H[_u(base + (1 + rank) * NC)]
     if v > t:
         t = v
     nbg = params.n_bg
@@ -287,18 +294,18 @@ def ready_time(params, H, g, cmd, rank, fb):
     o_bk = o_bg + params.n_ranks * nbg
     if _meta(params, M_RSCOPE, cmd) == 1:
         for k in range(nbg):
-            v = H[base + (o_bg + rank * nbg + k) * NC]
+            v = H[_u(base + (o_bg + rank * nbg + k) * NC)]
             if v > t:
                 t = v
         for k in range(nbg * nb):
-            v = H[base + (o_bk + rank * nbg * nb + k) * NC]
+            v = H[_u(base + (o_bk + rank * nbg * nb + k) * NC)]
             if v > t:
                 t = v
         return t
-    v = H[base + (o_bg + fb // nb) * NC]
+    v = H[_u(base + (o_bg + fb // nb) * NC)]
     if v > t:
         t = v
-    v = H[base + (o_bk + fb) * NC]
+    v = H[_u(base + (o_bk + fb) * NC)]
     if v > t:
         t = v
     return t
@@ -308,14 +315,14 @@ def ready_time(params, H, g, cmd, rank, fb):
 def _slot_ready(H, rb, o, cmd):
     """Ready cycle of a bank-scope ``cmd`` for the request in slot offset ``o`` (rb = the
     channel's ready-region base)."""
-    t = H[rb + cmd]
-    v = H[rb + H[o + SL_RKO] + cmd]
+    t = H[_u(rb + cmd)]
+    v = H[_u(rb + H[_u(o + SL_RKO)] + cmd)]
     if v > t:
         t = v
-    v = H[rb + H[o + SL_BGO] + cmd]
+    v = H[_u(rb + H[_u(o + SL_BGO)] + cmd)]
     if v > t:
         t = v
-    v = H[rb + H[o + SL_BKO] + cmd]
+    v = H[_u(rb + H[_u(o + SL_BKO)] + cmd)]
     if v > t:
         t = v
     return t
@@ -325,11 +332,11 @@ def _slot_ready(H, rb, o, cmd):
 def _slot_preq(H, ob, o):
     """Next command of the (bank-scope) request in slot offset ``o``; ob = bank region base
     of its channel."""
-    op = H[ob + 3 * H[o + SL_FB]]
+    op = H[_u(ob + 3 * H[_u(o + SL_FB)])]
     if op < 0:
         return ACT
-    if op == H[o + SL_ROW]:
-        return H[o + SL_FINAL]
+    if op == H[_u(o + SL_ROW)]:
+        return H[_u(o + SL_FINAL)]
     return PREpb
 
 
@@ -339,10 +346,10 @@ def preq_command(params, H, g, final, rank, fb, row):
     if _meta(params, M_RSCOPE, final) == 1:           # REFab: every bank of the rank closed
         nbr = params.n_bg * params.n_banks
         for k in range(nbr):
-            if H[_bank(H, g, rank * nbr + k)] >= 0:
+            if H[_u(_bank(H, g, rank * nbr + k))] >= 0:
                 return PREab
         return final
-    o = H[_bank(H, g, fb)]
+    o = H[_u(_bank(H, g, fb))]
     if o < 0:
         return ACT
     if o == row:
@@ -353,39 +360,39 @@ def preq_command(params, H, g, final, rank, fb, row):
 @njit(cache=True, inline="always", _nrt=False)
 def _closes_active(params, H, g, cmd, rank, fb):
     """True if ``cmd`` would close a bank that an activated request still needs."""
-    if _meta(params, M_CLOSE, cmd) == 0 or H[_chs(H, g) + Q_ACT] == 0:
+    if _meta(params, M_CLOSE, cmd) == 0 or H[_u(_chs(H, g) + Q_ACT)] == 0:
         return False
     if _meta(params, M_RSCOPE, cmd) == 1:
         nbr = params.n_bg * params.n_banks
         for k in range(nbr):
-            if H[_bank(H, g, rank * nbr + k) + 1] > 0:
+            if H[_u(_bank(H, g, rank * nbr + k) + 1)] > 0:
                 return True
         return False
-    return H[_bank(H, g, fb) + 1] > 0
+    return H[_u(_bank(H, g, fb) + 1)] > 0
 
 
 @njit(cache=True, _nrt=False)
 def _push_completion(H, req_id, cyc):
-    og = H[H_O_GLOB]
-    cap = H[H_CAP]
-    if H[og + G_CLEN] >= cap:
-        H[og + G_COVF] += 1
+    og = H[_u(H_O_GLOB)]
+    cap = H[_u(H_CAP)]
+    if H[_u(og + G_CLEN)] >= cap:
+        H[_u(og + G_COVF)] += 1
         return
-    k = (H[og + G_CHEAD] + H[og + G_CLEN]) % cap
-    oc = H[H_O_COMP] + 2 * k
-    H[oc] = req_id
-    H[oc + 1] = cyc
-    H[og + G_CLEN] += 1
+    k = (H[_u(og + G_CHEAD)] + H[_u(og + G_CLEN)]) % cap
+    oc = H[_u(H_O_COMP)] + 2 * k
+    H[_u(oc)] = req_id
+    H[_u(oc + 1)] = cyc
+    H[_u(og + G_CLEN)] += 1
 
 
 @njit(cache=True, _nrt=False)
 def _remove_at(H, g, qi, pos):
     oq = _q(H, g, qi)
     c = _chs(H, g) + qi
-    n = H[c]
+    n = H[_u(c)]
     for k in range(pos, n - 1):
-        H[oq + k] = H[oq + k + 1]
-    H[c] = n - 1
+        H[_u(oq + k)] = H[_u(oq + k + 1)]
+    H[_u(c)] = n - 1
 
 
 # ============================================================================ timing update
@@ -401,8 +408,8 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
     t = params.tab
     NC = params.n_cmds
     rb0 = _rdy(H, g)
-    oh0 = H[H_O_HIST] + g * H[H_NN] * NC * H[H_HM]
-    HM = H[H_HM]
+    oh0 = H[_u(H_O_HIST)] + g * H[_u(H_NN)] * NC * H[_u(H_HM)]
+    HM = H[_u(H_HM)]
     nbg, nb, nr = params.n_bg, params.n_banks, params.n_ranks
     o_bg = 1 + nr
     o_bk = o_bg + nr * nbg
@@ -431,11 +438,11 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
                 first, cnt = o_bk + (fb // nb) * nb, nb
                 tlo = fb - (fb // nb) * nb
                 thi = tlo + 1
-        has_sib = t[params.o_has_sib + level * NC + cmd] == 1
-        hl = t[params.o_hist_len + level * NC + cmd]
-        k0 = t[o_ptr + level * NC + cmd]
-        ks = t[params.o_sib_start + level * NC + cmd]      # target records: [k0, ks)
-        k1 = t[o_ptr + level * NC + cmd + 1]               # sibling records: [ks, k1)
+        has_sib = t[_u(params.o_has_sib + level * NC + cmd)] == 1
+        hl = t[_u(params.o_hist_len + level * NC + cmd)]
+        k0 = t[_u(o_ptr + level * NC + cmd)]
+        ks = t[_u(params.o_sib_start + level * NC + cmd)]      # target records: [k0, ks)
+        k1 = t[_u(o_ptr + level * NC + cmd + 1)]               # sibling records: [ks, k1)
         x0, x1 = tlo, thi
         if has_sib:
             x0, x1 = 0, cnt
@@ -446,26 +453,26 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
                 oh = oh0 + (node * NC + cmd) * HM
                 if hl > 0:
                     for k in range(hl - 1, 0, -1):
-                        H[oh + k] = H[oh + k - 1]
-                    H[oh] = clk
+                        H[_u(oh + k)] = H[_u(oh + k - 1)]
+                    H[_u(oh)] = clk
                 for k in range(k0, ks):
-                    w = t[o_win + k]
+                    w = t[_u(o_win + k)]
                     if w == 1:
-                        v = clk + t[o_lat + k]
+                        v = clk + t[_u(o_lat + k)]
                     else:
-                        past = H[oh + w - 1]
+                        past = H[_u(oh + w - 1)]
                         if past < 0:
                             continue
-                        v = past + t[o_lat + k]
-                    f = rb + t[o_fol + k]
-                    if v > H[f]:
-                        H[f] = v
+                        v = past + t[_u(o_lat + k)]
+                    f = rb + t[_u(o_fol + k)]
+                    if v > H[_u(f)]:
+                        H[_u(f)] = v
             else:
                 for k in range(ks, k1):
-                    v = clk + t[o_lat + k]
-                    f = rb + t[o_fol + k]
-                    if v > H[f]:
-                        H[f] = v
+                    v = clk + t[_u(o_lat + k)]
+                    f = rb + t[_u(o_fol + k)]
+                    if v > H[_u(f)]:
+                        H[_u(f)] = v
 
 
 @njit(cache=True, _nrt=False)
@@ -473,36 +480,36 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
     """Issue ``cmd`` now: timing state, bank state, command statistics and log."""
     update_timing(params, H, g, cmd, rank, fb, clk)
     if cmd == ACT:
-        H[_bank(H, g, fb)] = row
+        H[_u(_bank(H, g, fb))] = row
     elif cmd == PREpb or cmd == RDA or cmd == WRA or cmd == RDA_L or cmd == WRA_L:
-        H[_bank(H, g, fb)] = -1
+        H[_u(_bank(H, g, fb))] = -1
     elif cmd == PREab:
         nbr = params.n_bg * params.n_banks
         for k in range(nbr):
-            H[_bank(H, g, rank * nbr + k)] = -1
-    os_ = H[H_O_STATS] + g * N_STATS
-    H[os_ + S_CMD0 + cmd] += 1
+            H[_u(_bank(H, g, rank * nbr + k))] = -1
+    os_ = H[_u(H_O_STATS)] + g * N_STATS
+    H[_u(os_ + S_CMD0 + cmd)] += 1
     if _meta(params, M_ACCESS, cmd) == 1:
-        H[H[H_O_RBUSY] + g * params.n_ranks + rank] += params.nBL
+        H[_u(H[_u(H_O_RBUSY)] + g * params.n_ranks + rank)] += params.nBL
         if _meta(params, M_DBUS, cmd) == 1:
-            H[os_ + S_BUS_BUSY] += params.nBL
-    og = H[H_O_GLOB]
-    if H[og + G_LOGLEN] < H[H_LOGCAP]:
-        ol = H[H_O_LOG] + 7 * H[og + G_LOGLEN]
+            H[_u(os_ + S_BUS_BUSY)] += params.nBL
+    og = H[_u(H_O_GLOB)]
+    if H[_u(og + G_LOGLEN)] < H[_u(H_LOGCAP)]:
+        ol = H[_u(H_O_LOG)] + 7 * H[_u(og + G_LOGLEN)]
         nbr = params.n_bg * params.n_banks
-        H[ol + LOG_CLK] = clk
-        H[ol + LOG_CH] = g
-        H[ol + LOG_CMD] = cmd
-        H[ol + LOG_RANK] = rank
+        H[_u(ol + LOG_CLK)] = clk
+        H[_u(ol + LOG_CH)] = g
+        H[_u(ol + LOG_CMD)] = cmd
+        H[_u(ol + LOG_RANK)] = rank
         if _meta(params, M_RSCOPE, cmd) == 1:
-            H[ol + LOG_BG] = -1
-            H[ol + LOG_BANK] = -1
-            H[ol + LOG_ROW] = -1
+            H[_u(ol + LOG_BG)] = -1
+            H[_u(ol + LOG_BANK)] = -1
+            H[_u(ol + LOG_ROW)] = -1
         else:
-            H[ol + LOG_BG] = (fb % nbr) // params.n_banks
-            H[ol + LOG_BANK] = fb % params.n_banks
-            H[ol + LOG_ROW] = row
-        H[og + G_LOGLEN] += 1
+            H[_u(ol + LOG_BG)] = (fb % nbr) // params.n_banks
+            H[_u(ol + LOG_BANK)] = fb % params.n_banks
+            H[_u(ol + LOG_ROW)] = row
+        H[_u(og + G_LOGLEN)] += 1
 
 
 # ============================================================================ frontend side
@@ -538,80 +545,80 @@ def _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, b
     c = _chs(H, g)
     oq = _q(H, g, Q_WR)
     in_wq = False
-    for k in range(H[c + Q_WR]):
-        if H[_slot(H, g, H[oq + k]) + SL_ADDR] == addr:
+    for k in range(H[_u(c + Q_WR)]):
+        if H[_u(_slot(H, g, H[_u(oq + k)]) + SL_ADDR)] == addr:
             in_wq = True
             break
-    os_ = H[H_O_STATS] + g * N_STATS
+    os_ = H[_u(H_O_STATS)] + g * N_STATS
     if is_write == 0:
         if in_wq:                                   # forwarded from the write buffer
-            PD = H[H_PD]
-            if H[c + C_PDL] >= PD - params.read_latency - 2:
+            PD = H[_u(H_PD)]
+            if H[_u(c + C_PDL)] >= PD - params.read_latency - 2:
                 return False
-            op = H[H_O_PEND] + (g * PD + (H[c + C_PDH] + H[c + C_PDL]) % PD) * 2
-            H[op] = req_id
-            H[op + 1] = clk + 1
-            H[c + C_PDL] += 1
-            H[c + C_OFFSTAMP] += 1
-            H[os_ + S_FORWARDED] += 1
+            op = H[_u(H_O_PEND)] + (g * PD + (H[_u(c + C_PDH)] + H[_u(c + C_PDL)]) % PD) * 2
+            H[_u(op)] = req_id
+            H[_u(op + 1)] = clk + 1
+            H[_u(c + C_PDL)] += 1
+            H[_u(c + C_OFFSTAMP)] += 1
+            H[_u(os_ + S_FORWARDED)] += 1
             return True
-        if H[c + Q_RD] >= params.read_q:
+        if H[_u(c + Q_RD)] >= params.read_q:
             return False
     else:
         if in_wq:                                   # coalesced with a buffered write
             _push_completion(H, req_id, clk)
-            H[os_ + S_COALESCED] += 1
+            H[_u(os_ + S_COALESCED)] += 1
             return True
-        if H[c + Q_WR] >= params.write_q:
+        if H[_u(c + Q_WR)] >= params.write_q:
             return False
-    H[c + Q_FREE] -= 1
-    s = H[_q(H, g, Q_FREE) + H[c + Q_FREE]]
+    H[_u(c + Q_FREE)] -= 1
+    s = H[_u(_q(H, g, Q_FREE) + H[_u(c + Q_FREE)])]
     o = _slot(H, g, s)
-    H[o + SL_ID] = req_id
-    H[o + SL_ADDR] = addr
-    H[o + SL_RANK] = rank
-    H[o + SL_FB] = fb
-    H[o + SL_ROW] = row
-    H[o + SL_ARR] = clk
-    H[o + SL_STAT] = 0
+    H[_u(o + SL_ID)] = req_id
+    H[_u(o + SL_ADDR)] = addr
+    H[_u(o + SL_RANK)] = rank
+    H[_u(o + SL_FB)] = fb
+    H[_u(o + SL_ROW)] = row
+    H[_u(o + SL_ARR)] = clk
+    H[_u(o + SL_STAT)] = 0
     NC = params.n_cmds
     o_bg = 1 + params.n_ranks
-    H[o + SL_RKO] = (1 + rank) * NC
-    H[o + SL_BGO] = (o_bg + rank * params.n_bg + bgi) * NC
-    H[o + SL_BKO] = (o_bg + params.n_ranks * params.n_bg + fb) * NC
+    H[_u(o + SL_RKO)] = (1 + rank) * NC
+    H[_u(o + SL_BGO)] = (o_bg + rank * params.n_bg + bgi) * NC
+    H[_u(o + SL_BKO)] = (o_bg + params.n_ranks * params.n_bg + fb) * NC
     qi = Q_WR if is_write != 0 else Q_RD
-    H[o + SL_TYPE] = T_WRITE if is_write != 0 else T_READ
+    H[_u(o + SL_TYPE)] = T_WRITE if is_write != 0 else T_READ
     base = WR if is_write != 0 else RD
-    H[o + SL_FINAL] = _meta(params, M_LOCAL, base) if rank_local != 0 else base
-    H[_q(H, g, qi) + H[c + qi]] = s
-    H[c + qi] += 1
-    H[c + C_OFFSTAMP] += 1
+    H[_u(o + SL_FINAL)] = _meta(params, M_LOCAL, base) if rank_local != 0 else base
+    H[_u(_q(H, g, qi) + H[_u(c + qi)])] = s
+    H[_u(c + qi)] += 1
+    H[_u(c + C_OFFSTAMP)] += 1
     # The channel's decision can change no earlier than (a) now, if the next evaluation would
     # switch the write mode (or a refresh is pending: keep it simple), or (b) the new request's
     # ready cycle, if it joins the buffer the scheduler reads (a lower bound: timing records
     # only grow until the next issue, which re-evaluates the channel anyway); a request in the
     # other buffer is not looked at before a mode switch, which needs an evaluation first.
-    w = H[c + C_WAKE]
+    w = H[_u(c + C_WAKE)]
     if w > clk:
-        if H[c + C_PQL] > 0:
+        if H[_u(c + C_PQL)] > 0:
             w = 0
         else:
-            wm = H[c + C_WMODE]
+            wm = H[_u(c + C_WMODE)]
             nm = wm
             if wm == 0:
-                if H[c + Q_WR] >= params.wr_high_n or H[c + Q_RD] == 0:
+                if H[_u(c + Q_WR)] >= params.wr_high_n or H[_u(c + Q_RD)] == 0:
                     nm = 1
-            elif H[c + Q_WR] <= params.wr_low_n and H[c + Q_RD] != 0:
+            elif H[_u(c + Q_WR)] <= params.wr_low_n and H[_u(c + Q_RD)] != 0:
                 nm = 0
             if nm != wm:
                 w = 0
             elif (qi == Q_WR) == (wm == 1):
-                ob = H[H_O_BANK] + g * H[H_NB] * 3
+                ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
                 rt = _slot_ready(H, _rdy(H, g), o, _slot_preq(H, ob, o))
                 if rt < w:
                     w = rt
-        H[c + C_WAKE] = w
-    H[H[H_O_GLOB] + G_CHANGES] += 1
+        H[_u(c + C_WAKE)] = w
+    H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
     return True
 
 
@@ -630,19 +637,19 @@ def offer(params, state, instance, req_id, addr, is_write, rank_local, clk):
 
 @njit(cache=True, _nrt=False)
 def _pop(H, out_ids, out_cycles):
-    og = H[H_O_GLOB]
-    cap = H[H_CAP]
-    n = min(out_ids.shape[0], H[og + G_CLEN])
-    h = H[og + G_CHEAD]
+    og = H[_u(H_O_GLOB)]
+    cap = H[_u(H_CAP)]
+    n = min(out_ids.shape[0], H[_u(og + G_CLEN)])
+    h = H[_u(og + G_CHEAD)]
     for k in range(n):
-        oc = H[H_O_COMP] + 2 * h
-        out_ids[k] = H[oc]
-        out_cycles[k] = H[oc + 1]
+        oc = H[_u(H_O_COMP)] + 2 * h
+        out_ids[k] = H[_u(oc)]
+        out_cycles[k] = H[_u(oc + 1)]
         h += 1
         if h == cap:
             h = 0
-    H[og + G_CHEAD] = h
-    H[og + G_CLEN] -= n
+    H[_u(og + G_CHEAD)] = h
+    H[_u(og + G_CLEN)] -= n
     return n
 
 
@@ -658,18 +665,18 @@ def pop_completions(state, out_ids, out_cycles):
 @njit(cache=True, _nrt=False)
 def _next_event(params, H, clk):
     best = INF
-    PD = H[H_PD]
-    for g in range(H[H_G]):
+    PD = H[_u(H_PD)]
+    for g in range(H[_u(H_G)]):
         c = _chs(H, g)
-        w = H[c + C_WAKE]
+        w = H[_u(c + C_WAKE)]
         if w < best:
             best = w
-        if H[c + C_PDL] > 0:
-            d = H[H[H_O_PEND] + (g * PD + H[c + C_PDH]) * 2 + 1]
+        if H[_u(c + C_PDL)] > 0:
+            d = H[_u(H[_u(H_O_PEND)] + (g * PD + H[_u(c + C_PDH)]) * 2 + 1)]
             if d < best:
                 best = d
-        if H[c + C_NREF] < best:
-            best = H[c + C_NREF]
+        if H[_u(c + C_NREF)] < best:
+            best = H[_u(c + C_NREF)]
     if best < clk:
         best = clk
     return best
@@ -688,7 +695,7 @@ def next_event(params, state, clk):
 def completions_pending(state):
     """Number of completions waiting in the ring."""
     H = state.heap
-    return H[H[H_O_GLOB] + G_CLEN]
+    return H[_u(H[_u(H_O_GLOB)] + G_CLEN)]
 
 
 # ============================================================================ scheduling
@@ -701,7 +708,7 @@ def _pick_active(params, H, g, clk):
     entry.
     """
     wake = INF
-    n = H[_chs(H, g) + Q_ACT]
+    n = H[_u(_chs(H, g) + Q_ACT)]
     if n == 0:
         return -1, -1, wake
     rb = _rdy(H, g)
@@ -710,20 +717,20 @@ def _pick_active(params, H, g, clk):
     # commands present (counted per command in C_NA..C_NA+3).
     c = _chs(H, g)
     lb = INF
-    if H[c + C_NA] > 0:
-        lb = H[rb + RD]
-    if H[c + C_NA + 1] > 0 and H[rb + WR] < lb:
-        lb = H[rb + WR]
-    if H[c + C_NA + 2] > 0 and H[rb + RD_L] < lb:
-        lb = H[rb + RD_L]
-    if H[c + C_NA + 3] > 0 and H[rb + WR_L] < lb:
-        lb = H[rb + WR_L]
+    if H[_u(c + C_NA)] > 0:
+        lb = H[_u(rb + RD)]
+    if H[_u(c + C_NA + 1)] > 0 and H[_u(rb + WR)] < lb:
+        lb = H[_u(rb + WR)]
+    if H[_u(c + C_NA + 2)] > 0 and H[_u(rb + RD_L)] < lb:
+        lb = H[_u(rb + RD_L)]
+    if H[_u(c + C_NA + 3)] > 0 and H[_u(rb + WR_L)] < lb:
+        lb = H[_u(rb + WR_L)]
     if lb > clk:
         return -1, -1, lb
     oq = _q(H, g, Q_ACT)
-    ob = H[H_O_BANK] + g * H[H_NB] * 3
+    ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
     for k in range(n):
-        o = _slot(H, g, H[oq + k])
+        o = _slot(H, g, H[_u(oq + k)])
         cmd = _slot_preq(H, ob, o)
         rt = _slot_ready(H, rb, o, cmd)
         if rt <= clk:
@@ -744,25 +751,25 @@ def _pick_buffer(params, H, g, qi, clk):
     sched = params.scheduler
     wake = INF
     oq = _q(H, g, qi)
-    n = H[_chs(H, g) + qi]
+    n = H[_u(_chs(H, g) + qi)]
     if sched == 1:                                  # FRFCFS_RowHit: oldest pending row hits
         for k in range(n):
-            o = _slot(H, g, H[oq + k])
-            ob = _bank(H, g, H[o + SL_FB])
-            if H[ob] == H[o + SL_ROW] and H[o + SL_ARR] < H[ob + 2]:
-                H[ob + 2] = H[o + SL_ARR]
+            o = _slot(H, g, H[_u(oq + k)])
+            ob = _bank(H, g, H[_u(o + SL_FB)])
+            if H[_u(ob)] == H[_u(o + SL_ROW)] and H[_u(o + SL_ARR)] < H[_u(ob + 2)]:
+                H[_u(ob + 2)] = H[_u(o + SL_ARR)]
     found = -1
     found_cmd = -1
     rb = _rdy(H, g)
-    ob = H[H_O_BANK] + g * H[H_NB] * 3
-    any_active = H[_chs(H, g) + Q_ACT] > 0
+    ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
+    any_active = H[_u(_chs(H, g) + Q_ACT)] > 0
     for k in range(n):
-        o = _slot(H, g, H[oq + k])
+        o = _slot(H, g, H[_u(oq + k)])
         cmd = _slot_preq(H, ob, o)
         if any_active and _meta(params, M_CLOSE, cmd) == 1:
-            if H[ob + 3 * H[o + SL_FB] + 1] > 0:       # would close a bank an active request needs
+            if H[_u(ob + 3 * H[_u(o + SL_FB)] + 1)] > 0:       # would close a bank an active request needs
                 continue
-        if sched == 1 and cmd == PREpb and H[ob + 3 * H[o + SL_FB] + 2] <= H[o + SL_ARR]:
+        if sched == 1 and cmd == PREpb and H[_u(ob + 3 * H[_u(o + SL_FB)] + 2)] <= H[_u(o + SL_ARR)]:
             continue
         rt = _slot_ready(H, rb, o, cmd)
         if rt <= clk:
@@ -775,7 +782,7 @@ def _pick_buffer(params, H, g, qi, clk):
             break
     if sched == 1:
         for k in range(n):
-            H[_bank(H, g, H[_slot(H, g, H[oq + k]) + SL_FB]) + 2] = INF
+            H[_u(_bank(H, g, H[_u(_slot(H, g, H[_u(oq + k)]) + SL_FB)]) + 2)] = INF
     return found, found_cmd, wake
 
 
@@ -796,15 +803,15 @@ def _na_index(final):
 def _row_has_other(params, H, g, s):
     """True if another buffered request (read, write or active) targets the same row."""
     o = _slot(H, g, s)
-    fb = H[o + SL_FB]
-    row = H[o + SL_ROW]
+    fb = H[_u(o + SL_FB)]
+    row = H[_u(o + SL_ROW)]
     c = _chs(H, g)
     for qi in range(3):
         oq = _q(H, g, qi)
-        for k in range(H[c + qi]):
-            s2 = H[oq + k]
+        for k in range(H[_u(c + qi)]):
+            s2 = H[_u(oq + k)]
             o2 = _slot(H, g, s2)
-            if s2 != s and H[o2 + SL_FB] == fb and H[o2 + SL_ROW] == row:
+            if s2 != s and H[_u(o2 + SL_FB)] == fb and H[_u(o2 + SL_ROW)] == row:
                 return True
     return False
 
@@ -813,63 +820,63 @@ def _row_has_other(params, H, g, s):
 def _serve(params, H, g, qi, pos, cmd, clk):
     """Issue ``cmd`` for the request at ``pos`` of queue ``qi`` and advance the request."""
     c = _chs(H, g)
-    s = H[_q(H, g, qi) + pos]
+    s = H[_u(_q(H, g, qi) + pos)]
     o = _slot(H, g, s)
-    rank = H[o + SL_RANK]
-    fb = H[o + SL_FB]
-    row = H[o + SL_ROW]
-    final = H[o + SL_FINAL]
+    rank = H[_u(o + SL_RANK)]
+    fb = H[_u(o + SL_FB)]
+    row = H[_u(o + SL_ROW)]
+    final = H[_u(o + SL_FINAL)]
     if params.row_policy == 1 and cmd == final:      # closed page: auto-precharge when alone
         ap = _meta(params, M_AUTOPRE, cmd)
         if ap != cmd and not _row_has_other(params, H, g, s):
             if ready_time(params, H, g, ap, rank, fb) <= clk:
                 cmd = ap
                 final = ap
-                H[o + SL_FINAL] = ap
-    os_ = H[H_O_STATS] + g * N_STATS
-    if H[o + SL_STAT] == 0:                          # row statistics at the first command
-        H[o + SL_STAT] = 1
-        ob = H[_bank(H, g, fb)]
-        base = S_RD_HIT if H[o + SL_TYPE] == T_READ else S_WR_HIT
+                H[_u(o + SL_FINAL)] = ap
+    os_ = H[_u(H_O_STATS)] + g * N_STATS
+    if H[_u(o + SL_STAT)] == 0:                          # row statistics at the first command
+        H[_u(o + SL_STAT)] = 1
+        ob = H[_u(_bank(H, g, fb))]
+        base = S_RD_HIT if H[_u(o + SL_TYPE)] == T_READ else S_WR_HIT
         if ob == row:
-            H[os_ + base] += 1
+            H[_u(os_ + base)] += 1
         elif ob >= 0:
-            H[os_ + base + 2] += 1
+            H[_u(os_ + base + 2)] += 1
         else:
-            H[os_ + base + 1] += 1
+            H[_u(os_ + base + 1)] += 1
     issue_command(params, H, g, cmd, rank, fb, row, clk)
-    H[H[H_O_GLOB] + G_CHANGES] += 1
-    H[c + C_OFFSTAMP] += 1
+    H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
+    H[_u(c + C_OFFSTAMP)] += 1
     if cmd == final:
         if qi == Q_ACT:
-            H[_bank(H, g, fb) + 1] -= 1
-            H[c + _na_index(final)] -= 1
+            H[_u(_bank(H, g, fb) + 1)] -= 1
+            H[_u(c + _na_index(final))] -= 1
         _remove_at(H, g, qi, pos)
-        if H[o + SL_TYPE] == T_READ:
-            PD = H[H_PD]
-            op = H[H_O_PEND] + (g * PD + (H[c + C_PDH] + H[c + C_PDL]) % PD) * 2
-            H[op] = H[o + SL_ID]
-            H[op + 1] = clk + params.read_latency
-            H[c + C_PDL] += 1
-            H[os_ + S_READS] += 1
+        if H[_u(o + SL_TYPE)] == T_READ:
+            PD = H[_u(H_PD)]
+            op = H[_u(H_O_PEND)] + (g * PD + (H[_u(c + C_PDH)] + H[_u(c + C_PDL)]) % PD) * 2
+            H[_u(op)] = H[_u(o + SL_ID)]
+            H[_u(op + 1)] = clk + params.read_latency
+            H[_u(c + C_PDL)] += 1
+            H[_u(os_ + S_READS)] += 1
         else:
-            _push_completion(H, H[o + SL_ID], clk)
-            H[os_ + S_WRITES] += 1
-        H[o + SL_ID] = -1
-        H[_q(H, g, Q_FREE) + H[c + Q_FREE]] = s
-        H[c + Q_FREE] += 1
+            _push_completion(H, H[_u(o + SL_ID)], clk)
+            H[_u(os_ + S_WRITES)] += 1
+        H[_u(o + SL_ID)] = -1
+        H[_u(_q(H, g, Q_FREE) + H[_u(c + Q_FREE)])] = s
+        H[_u(c + Q_FREE)] += 1
     elif _meta(params, M_OPEN, cmd) == 1 and qi != Q_ACT:
-        if H[c + Q_ACT] < params.active_q:
+        if H[_u(c + Q_ACT)] < params.active_q:
             oa = _q(H, g, Q_ACT)
-            arr = H[o + SL_ARR]
-            k = H[c + Q_ACT]
-            while k > 0 and H[_slot(H, g, H[oa + k - 1]) + SL_ARR] > arr:
-                H[oa + k] = H[oa + k - 1]
+            arr = H[_u(o + SL_ARR)]
+            k = H[_u(c + Q_ACT)]
+            while k > 0 and H[_u(_slot(H, g, H[_u(oa + k - 1)]) + SL_ARR)] > arr:
+                H[_u(oa + k)] = H[_u(oa + k - 1)]
                 k -= 1
-            H[oa + k] = s
-            H[c + Q_ACT] += 1
-            H[c + _na_index(final)] += 1
-            H[_bank(H, g, fb) + 1] += 1
+            H[_u(oa + k)] = s
+            H[_u(c + Q_ACT)] += 1
+            H[_u(c + _na_index(final))] += 1
+            H[_u(_bank(H, g, fb) + 1)] += 1
             _remove_at(H, g, qi, pos)
 
 
@@ -881,7 +888,7 @@ def _after_issue(params, H, g, clk):
     rb = _rdy(H, g)
     w = INF
     for cmd in range(params.n_cmds):
-        v = H[rb + cmd]
+        v = H[_u(rb + cmd)]
         if v < w:
             w = v
     if w <= clk + 1:
@@ -889,11 +896,11 @@ def _after_issue(params, H, g, clk):
     # Ramulator updates the write mode in every cycle that reaches the read/write buffers; if
     # that update would change the mode now, the next cycle must be evaluated.
     c = _chs(H, g)
-    if H[c + C_PQL] == 0:
-        if H[c + C_WMODE] == 0:
-            if H[c + Q_WR] >= params.wr_high_n or H[c + Q_RD] == 0:
+    if H[_u(c + C_PQL)] == 0:
+        if H[_u(c + C_WMODE)] == 0:
+            if H[_u(c + Q_WR)] >= params.wr_high_n or H[_u(c + Q_RD)] == 0:
                 return clk + 1
-        elif H[c + Q_WR] <= params.wr_low_n and H[c + Q_RD] != 0:
+        elif H[_u(c + Q_WR)] <= params.wr_low_n and H[_u(c + Q_RD)] != 0:
             return clk + 1
     return w
 
@@ -903,78 +910,78 @@ def _channel_tick(params, H, g, clk):
     """One controller cycle of global channel ``g`` at clock ``clk`` (module docstring)."""
     c = _chs(H, g)
     # 1. completed reads
-    PD = H[H_PD]
-    while H[c + C_PDL] > 0:
-        op = H[H_O_PEND] + (g * PD + H[c + C_PDH]) * 2
-        if H[op + 1] > clk:
+    PD = H[_u(H_PD)]
+    while H[_u(c + C_PDL)] > 0:
+        op = H[_u(H_O_PEND)] + (g * PD + H[_u(c + C_PDH)]) * 2
+        if H[_u(op + 1)] > clk:
             break
-        _push_completion(H, H[op], clk)
-        H[c + C_PDH] = (H[c + C_PDH] + 1) % PD
-        H[c + C_PDL] -= 1
-        H[c + C_OFFSTAMP] += 1
+        _push_completion(H, H[_u(op)], clk)
+        H[_u(c + C_PDH)] = (H[_u(c + C_PDH)] + 1) % PD
+        H[_u(c + C_PDL)] -= 1
+        H[_u(c + C_OFFSTAMP)] += 1
     # 2. refresh
-    while H[c + C_NREF] <= clk:
-        PQ = H[H_PQ]
+    while H[_u(c + C_NREF)] <= clk:
+        PQ = H[_u(H_PQ)]
         for r in range(params.n_ranks):
-            if H[c + C_PQL] < PQ:
-                H[H[H_O_PRIO] + g * PQ + (H[c + C_PQH] + H[c + C_PQL]) % PQ] = r
-                H[c + C_PQL] += 1
-        H[c + C_NREF] += params.nREFI
-        H[c + C_WAKE] = 0
-    if clk < H[c + C_WAKE]:
+            if H[_u(c + C_PQL)] < PQ:
+                H[_u(H[_u(H_O_PRIO)] + g * PQ + (H[_u(c + C_PQH)] + H[_u(c + C_PQL)]) % PQ)] = r
+                H[_u(c + C_PQL)] += 1
+        H[_u(c + C_NREF)] += params.nREFI
+        H[_u(c + C_WAKE)] = 0
+    if clk < H[_u(c + C_WAKE)]:
         return
     # 3a. active buffer
     pos, cmd, wake = _pick_active(params, H, g, clk)
     if pos >= 0:
         _serve(params, H, g, Q_ACT, pos, cmd, clk)
-        H[c + C_WAKE] = _after_issue(params, H, g, clk)
+        H[_u(c + C_WAKE)] = _after_issue(params, H, g, clk)
         return
     # 3b. priority buffer (refresh)
-    if H[c + C_PQL] > 0:
-        PQ = H[H_PQ]
-        rank = H[H[H_O_PRIO] + g * PQ + H[c + C_PQH]]
+    if H[_u(c + C_PQL)] > 0:
+        PQ = H[_u(H_PQ)]
+        rank = H[_u(H[_u(H_O_PRIO)] + g * PQ + H[_u(c + C_PQH)])]
         fb0 = rank * params.n_bg * params.n_banks
         cmd = preq_command(params, H, g, REFab, rank, fb0, -1)
         rt = ready_time(params, H, g, cmd, rank, fb0)
         if rt <= clk:
             if not _closes_active(params, H, g, cmd, rank, fb0):
                 issue_command(params, H, g, cmd, rank, fb0, -1, clk)
-                H[H[H_O_GLOB] + G_CHANGES] += 1
+                H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
                 if cmd == REFab:
-                    H[c + C_PQH] = (H[c + C_PQH] + 1) % PQ
-                    H[c + C_PQL] -= 1
-                    H[H[H_O_STATS] + g * N_STATS + S_REFRESH] += 1
-                H[c + C_WAKE] = _after_issue(params, H, g, clk)
+                    H[_u(c + C_PQH)] = (H[_u(c + C_PQH)] + 1) % PQ
+                    H[_u(c + C_PQL)] -= 1
+                    H[_u(H[_u(H_O_STATS)] + g * N_STATS + S_REFRESH)] += 1
+                H[_u(c + C_WAKE)] = _after_issue(params, H, g, clk)
                 return
         elif rt < wake:
             wake = rt
-        H[c + C_WAKE] = wake
+        H[_u(c + C_WAKE)] = wake
         return
     # 3c. read or write buffer
-    if H[c + C_WMODE] == 0:
-        if H[c + Q_WR] >= params.wr_high_n or H[c + Q_RD] == 0:
-            H[c + C_WMODE] = 1
+    if H[_u(c + C_WMODE)] == 0:
+        if H[_u(c + Q_WR)] >= params.wr_high_n or H[_u(c + Q_RD)] == 0:
+            H[_u(c + C_WMODE)] = 1
     else:
-        if H[c + Q_WR] <= params.wr_low_n and H[c + Q_RD] != 0:
-            H[c + C_WMODE] = 0
-    qi = Q_WR if H[c + C_WMODE] == 1 else Q_RD
+        if H[_u(c + Q_WR)] <= params.wr_low_n and H[_u(c + Q_RD)] != 0:
+            H[_u(c + C_WMODE)] = 0
+    qi = Q_WR if H[_u(c + C_WMODE)] == 1 else Q_RD
     pos, cmd, w2 = _pick_buffer(params, H, g, qi, clk)
     if pos >= 0:
         _serve(params, H, g, qi, pos, cmd, clk)
-        H[c + C_WAKE] = _after_issue(params, H, g, clk)
+        H[_u(c + C_WAKE)] = _after_issue(params, H, g, clk)
         return
     if w2 < wake:
         wake = w2
-    H[c + C_WAKE] = wake
+    H[_u(c + C_WAKE)] = wake
 
 
 @njit(cache=True, _nrt=False)
 def _tick(params, H, clk):
-    PD = H[H_PD]
-    for g in range(H[H_G]):
+    PD = H[_u(H_PD)]
+    for g in range(H[_u(H_G)]):
         c = _chs(H, g)
-        if clk < H[c + C_WAKE] and clk < H[c + C_NREF]:
-            if H[c + C_PDL] == 0 or H[H[H_O_PEND] + (g * PD + H[c + C_PDH]) * 2 + 1] > clk:
+        if clk < H[_u(c + C_WAKE)] and clk < H[_u(c + C_NREF)]:
+            if H[_u(c + C_PDL)] == 0 or H[_u(H[_u(H_O_PEND)] + (g * PD + H[_u(c + C_PDH)]) * 2 + 1)] > clk:
                 continue
         _channel_tick(params, H, g, clk)
 
@@ -993,7 +1000,7 @@ def tick(params, state, clk):
 def changes(state):
     """Counter of buffer-changing events (accepts and issued commands), for drivers."""
     H = state.heap
-    return H[H[H_O_GLOB] + G_CHANGES]
+    return H[_u(H[_u(H_O_GLOB)] + G_CHANGES)]
 
 
 @njit(cache=True, _nrt=False)
