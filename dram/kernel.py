@@ -276,7 +276,7 @@ def _rdy(H, g):
 
 @njit(cache=True, inline="always", _nrt=False)
 def _meta(params, row, cmd):
-    return params.tab[params.o_cmeta + row * params.n_cmds + cmd]
+    return params.tab[_u(params.o_cmeta + row * params.n_cmds + cmd)]
 
 
 @njit(cache=True, inline="always", _nrt=False)

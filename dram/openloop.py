@@ -28,6 +28,7 @@ import numpy as np
 from numba import njit
 
 from dram import kernel as K
+from dram.kernel import _u
 from dram.config import DRAMConfig
 from dram.stats import summarize
 from dram.jitcache import drop_stale
@@ -70,21 +71,21 @@ class ReplayResult:
 def _drain(H, out_ids, out_cyc, completion):
     n = K._pop(H, out_ids, out_cyc)
     for k in range(n):
-        completion[out_ids[k]] = out_cyc[k]
+        completion[_u(out_ids[_u(k)])] = out_cyc[_u(k)]
     return n
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _channel_next(H, g, clk):
     """Earliest cycle >= clk at which channel g's tick can change anything."""
-    c = H[K.H_O_CH] + g * K.NCHF
-    best = H[c + K.C_WAKE]
-    if H[c + K.C_PDL] > 0:
-        d = H[H[K.H_O_PEND] + (g * H[K.H_PD] + H[c + K.C_PDH]) * 2 + 1]
+    c = H[_u(K.H_O_CH)] + g * K.NCHF
+    best = H[_u(c + K.C_WAKE)]
+    if H[_u(c + K.C_PDL)] > 0:
+        d = H[_u(H[_u(K.H_O_PEND)] + (g * H[_u(K.H_PD)] + H[_u(c + K.C_PDH)]) * 2 + 1)]
         if d < best:
             best = d
-    if H[c + K.C_NREF] < best:
-        best = H[c + K.C_NREF]
+    if H[_u(c + K.C_NREF)] < best:
+        best = H[_u(c + K.C_NREF)]
     if best < clk:
         best = clk
     return best
@@ -108,21 +109,21 @@ def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
     """
     N = addr.shape[0]
     C = params.n_channels
-    og = H[K.H_O_GLOB]
+    og = H[_u(K.H_O_GLOB)]
     done = drv[2]
     while drv[5] < C and done < max_done:
         g = drv[5]
         t = drv[0]
         nxt = drv[1]
         dg = drv[6]
-        c0 = chan_ptr[g]
-        ng = chan_ptr[g + 1] - c0
-        oc = H[K.H_O_CH] + g * K.NCHF
+        c0 = chan_ptr[_u(g)]
+        ng = chan_ptr[_u(g + 1)] - c0
+        oc = H[_u(K.H_O_CH)] + g * K.NCHF
         f0 = 2 * g
         while dg < ng and done < max_done:
             # 1. admission
-            while nxt < ng and arrival[chan_list[c0 + nxt]] <= t:
-                fifo_adm[fifo[chan_list[c0 + nxt]]] += 1
+            while nxt < ng and arrival[_u(chan_list[_u(c0 + nxt)])] <= t:
+                fifo_adm[_u(fifo[_u(chan_list[_u(c0 + nxt)])])] += 1
                 nxt += 1
             # 2. offers (file order between the channel's read and write FIFO heads)
             backlog = False
@@ -131,10 +132,10 @@ def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
             while True:
                 i0 = N
                 i1 = N
-                if not b0 and fifo_head[f0] < fifo_adm[f0]:
-                    i0 = fifo_list[fifo_ptr[f0] + fifo_head[f0]]
-                if not b1 and fifo_head[f0 + 1] < fifo_adm[f0 + 1]:
-                    i1 = fifo_list[fifo_ptr[f0 + 1] + fifo_head[f0 + 1]]
+                if not b0 and fifo_head[_u(f0)] < fifo_adm[_u(f0)]:
+                    i0 = fifo_list[_u(fifo_ptr[_u(f0)] + fifo_head[_u(f0)])]
+                if not b1 and fifo_head[_u(f0 + 1)] < fifo_adm[_u(f0 + 1)]:
+                    i1 = fifo_list[_u(fifo_ptr[_u(f0 + 1)] + fifo_head[_u(f0 + 1)])]
                 if i0 == N and i1 == N:
                     break
                 if i0 < i1:
@@ -145,19 +146,19 @@ def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
                     bi = i1
                 # a head rejected while the channel's offer stamp stayed the same is
                 # rejected again
-                stamp = H[oc + K.C_OFFSTAMP]
-                if rej_stamp[bf] != stamp and K._offer_mapped(
-                        params, H, g, bi, addr[bi], is_write[bi], rank_local[bi], t,
+                stamp = H[_u(oc + K.C_OFFSTAMP)]
+                if rej_stamp[_u(bf)] != stamp and K._offer_mapped(
+                        params, H, g, bi, addr[_u(bi)], is_write[_u(bi)], rank_local[_u(bi)], t,
                         mapped[bi, 1], mapped[bi, 2], mapped[bi, 4], mapped[bi, 3]):
-                    accept[bi] = t
-                    rej_stamp[bf] = -1
-                    fifo_head[bf] += 1
-                    if H[og + K.G_CLEN] > 0:
+                    accept[_u(bi)] = t
+                    rej_stamp[_u(bf)] = -1
+                    fifo_head[_u(bf)] += 1
+                    if H[_u(og + K.G_CLEN)] > 0:
                         n = _drain(H, out_ids, out_cyc, completion)
                         done += n
                         dg += n
                 else:
-                    rej_stamp[bf] = stamp
+                    rej_stamp[_u(bf)] = stamp
                     if bf == f0:
                         b0 = True
                     else:
@@ -165,28 +166,28 @@ def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
                     backlog = True
             # 3. tick at t + 1
             drv[4] += 1
-            ch0 = H[og + K.G_CHANGES]
+            ch0 = H[_u(og + K.G_CHANGES)]
             if every_cycle:             # evaluate in every cycle (no wake skips)
-                H[oc + K.C_WAKE] = 0
+                H[_u(oc + K.C_WAKE)] = 0
             if _channel_next(H, g, t + 1) == t + 1:
                 K._channel_tick(params, H, g, t + 1)
             drv[7] = t + 1
-            if H[og + K.G_CLEN] > 0:
+            if H[_u(og + K.G_CLEN)] > 0:
                 n = _drain(H, out_ids, out_cyc, completion)
                 done += n
                 dg += n
-            if H[og + K.G_COVF] > 0:
+            if H[_u(og + K.G_COVF)] > 0:
                 drv[3] = 2
                 break
             if dg >= ng:
                 break
             # next driver cycle: skip cycles in which nothing can happen
-            if every_cycle or backlog and H[og + K.G_CHANGES] != ch0:
+            if every_cycle or backlog and H[_u(og + K.G_CHANGES)] != ch0:
                 t += 1
                 continue
             tn = _channel_next(H, g, t + 2) - 1
-            if nxt < ng and arrival[chan_list[c0 + nxt]] < tn:
-                tn = arrival[chan_list[c0 + nxt]]
+            if nxt < ng and arrival[_u(chan_list[_u(c0 + nxt)])] < tn:
+                tn = arrival[_u(chan_list[_u(c0 + nxt)])]
             if tn < t + 1:
                 tn = t + 1
             if tn >= K.INF - 2:
@@ -198,7 +199,7 @@ def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
             drv[1] = nxt
             break
         if dg >= ng:                # channel finished: remember its last tick, go on
-            H[oc + K.C_LASTTICK] = drv[7] if ng > 0 else -1
+            H[_u(oc + K.C_LASTTICK)] = drv[7] if ng > 0 else -1
             drv[5] = g + 1
             drv[0] = 0
             drv[1] = 0
@@ -216,8 +217,8 @@ def _finish(params, H, t_end):
     """Tick every channel through ``t_end`` (the run's last completion), as lockstep
     simulation would have: refreshes keep falling due on channels that finished earlier."""
     for g in range(params.n_channels):
-        oc = H[K.H_O_CH] + g * K.NCHF
-        c = _channel_next(H, g, H[oc + K.C_LASTTICK] + 1)
+        oc = H[_u(K.H_O_CH)] + g * K.NCHF
+        c = _channel_next(H, g, H[_u(oc + K.C_LASTTICK)] + 1)
         while c <= t_end:
             K._channel_tick(params, H, g, c)
             c = _channel_next(H, g, c + 1)
