@@ -304,6 +304,14 @@ def _resolve(cfg: DRAMConfig) -> Params:
         # target records first, then sibling records (from sib_start on): the kernel applies
         # each group without testing the flag per record (order within a node is irrelevant:
         # every record is a max-update)
+        # records that act on the same (follow, window, sibling) are one max-update: keep
+        # the largest latency (e.g. RD->RD 2 cycles on the command bus and 8 on the data
+        # bus), an exact reduction
+        merged = {}
+        for fi, lat, win, sib in b:
+            key = (fi, win, sib)
+            merged[key] = max(merged.get(key, lat), lat)
+        b = [(fi, lat, win, sib) for (fi, win, sib), lat in merged.items()]
         b = [r for r in b if not r[3]] + [r for r in b if r[3]]
         sib_start[k] = len(fol) + sum(1 for r in b if not r[3])
         for fi, lat, win, sib in b:
