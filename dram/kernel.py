@@ -930,12 +930,32 @@ def _channel_tick(params, H, g, clk):
         H[_u(c + C_WAKE)] = 0
     if clk < H[_u(c + C_WAKE)]:
         return
+    if _schedule(params, H, g, clk, False):
+        # A command issued. Rather than visiting the channel again at the first cycle the
+        # channel-level timing allows (often to find nothing ready), evaluate the scheduler
+        # at that cycle now without issuing: nothing but time changes the decision until
+        # then (offers, completions and refreshes keep their own wake-ups), so its wake-up
+        # is exactly what that visit would have computed.
+        w = _after_issue(params, H, g, clk)
+        H[_u(c + C_WAKE)] = w
+        if w > clk + 1:
+            _schedule(params, H, g, w, True)
+
+
+@njit(cache=True, _nrt=False)
+def _schedule(params, H, g, clk, probe):
+    """Steps 3a-3c at ``clk``: issue the chosen command and return True; or, if nothing is
+    ready, set the channel's wake-up cycle and return False. ``probe``: only find out whether
+    a command could issue at ``clk`` (then wake-up = clk); nothing is issued."""
+    c = _chs(H, g)
     # 3a. active buffer
     pos, cmd, wake = _pick_active(params, H, g, clk)
     if pos >= 0:
+        if probe:
+            H[_u(c + C_WAKE)] = clk
+            return False
         _serve(params, H, g, Q_ACT, pos, cmd, clk)
-        H[_u(c + C_WAKE)] = _after_issue(params, H, g, clk)
-        return
+        return True
     # 3b. priority buffer (refresh)
     if H[_u(c + C_PQL)] > 0:
         PQ = H[_u(H_PQ)]
@@ -945,19 +965,21 @@ def _channel_tick(params, H, g, clk):
         rt = ready_time(params, H, g, cmd, rank, fb0)
         if rt <= clk:
             if not _closes_active(params, H, g, cmd, rank, fb0):
+                if probe:
+                    H[_u(c + C_WAKE)] = clk
+                    return False
                 issue_command(params, H, g, cmd, rank, fb0, -1, clk)
                 H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
                 if cmd == REFab:
                     H[_u(c + C_PQH)] = (H[_u(c + C_PQH)] + 1) % PQ
                     H[_u(c + C_PQL)] -= 1
                     H[_u(H[_u(H_O_STATS)] + g * N_STATS + S_REFRESH)] += 1
-                H[_u(c + C_WAKE)] = _after_issue(params, H, g, clk)
-                return
+                return True
         elif rt < wake:
             wake = rt
         H[_u(c + C_WAKE)] = wake
-        return
-    # 3c. read or write buffer
+        return False
+    # 3c. read or write buffer (a probe runs only when the write mode would not change)
     if H[_u(c + C_WMODE)] == 0:
         if H[_u(c + Q_WR)] >= params.wr_high_n or H[_u(c + Q_RD)] == 0:
             H[_u(c + C_WMODE)] = 1
@@ -967,12 +989,15 @@ def _channel_tick(params, H, g, clk):
     qi = Q_WR if H[_u(c + C_WMODE)] == 1 else Q_RD
     pos, cmd, w2 = _pick_buffer(params, H, g, qi, clk)
     if pos >= 0:
+        if probe:
+            H[_u(c + C_WAKE)] = clk
+            return False
         _serve(params, H, g, qi, pos, cmd, clk)
-        H[_u(c + C_WAKE)] = _after_issue(params, H, g, clk)
-        return
+        return True
     if w2 < wake:
         wake = w2
     H[_u(c + C_WAKE)] = wake
+    return False
 
 
 @njit(cache=True, _nrt=False)
