@@ -164,3 +164,47 @@ def test_neighbors_of_a_query_are_spread():
     assert np.all(windows[:, 0] != windows[:, 1])  # adjacent clusters never share a device
     rr = place(np.ones(C, dtype=int), D, "round_robin")
     np.testing.assert_array_equal(rr, np.arange(C) % D)
+
+
+def _paper_listing(cluster_size, cluster_adj, devices, num_devices):
+    """Algorithm 1 of the Cosmos paper (arXiv 2505.16096v1, p. 3), transcribed line by line.
+
+    ``devices`` is a list of dicts with ``remain`` and ``clusters`` (a set); the chosen device's
+    ``remain`` is reduced as in line 11. Returns ``bestd`` (an index into ``devices``).
+    """
+    bestd, max_cap, min_loss = -1, 0, float("inf")  # line 1
+    for d, dev in enumerate(devices):  # line 2
+        if dev["remain"] >= cluster_size:  # line 3
+            loss, proximity = 0, num_devices  # line 4
+            for adj in cluster_adj:  # line 5
+                if adj in dev["clusters"]:  # line 6
+                    loss += proximity  # line 7
+                proximity -= 1  # line 8
+            if bestd == -1 or loss < min_loss or (loss == min_loss and dev["remain"] > max_cap):  # l. 9
+                bestd, min_loss, max_cap = d, loss, dev["remain"]  # line 10
+    devices[bestd]["remain"] -= cluster_size  # line 11
+    return bestd  # line 12
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_matches_the_papers_listing(seed):
+    # The paper calls the listing once per cluster, "sorted by size in descending order"
+    # (Section IV-C), with "a proximity-ordered list .adj of the nearby clusters". The listing
+    # decrements the proximity weight for every entry, so a list longer than num_devices would
+    # give far clusters negative weight; we pass the num_devices nearest (docs/placement.md).
+    rng = np.random.default_rng(seed)
+    C, D = int(rng.integers(20, 120)), int(rng.integers(2, 9))
+    cen = rng.normal(size=(C, 6))
+    sizes = rng.integers(1, 60, C)
+    if seed % 2:
+        caps = [int(sizes.sum() / D * 1.05) + int(sizes.max())] * D  # capacity binds sometimes
+    else:
+        caps = [int(sizes.sum())] * D  # unconstrained
+    adj = placement.cluster_adjacency(cen, C - 1)
+    devices = [{"remain": cap, "clusters": set()} for cap in caps]
+    ref = np.full(C, -1)
+    for c in np.argsort(-sizes, kind="stable"):
+        d = _paper_listing(int(sizes[c]), [int(a) for a in adj[c, :D]], devices, D)
+        devices[d]["clusters"].add(int(c))
+        ref[c] = d
+    np.testing.assert_array_equal(place(sizes, D, "adjacency", adjacency=adj, capacities=caps), ref)
