@@ -24,8 +24,21 @@ so passing the program and state tuples between them costs nothing.
 
 Event order within one cycle ``t``: admit queries, handle every event due at ``<= t`` in
 (time, kind, id) order (kinds: request reaches the controller, data reaches the requester,
-step ends), offer each channel's FIFO head(s) to the controller at ``t``, ``tick(t + 1)``,
-collect completions. With nothing waiting to be offered, time jumps to the next event.
+step ends), offer each channel's FIFO head(s) to the controller at ``t``, tick every channel
+at ``t + 1`` (in channel order), collect completions (in channel order).
+
+What is skipped (exactly: the results equal those of doing every step in every cycle):
+
+- Each DRAM channel is its own controller state (a one-channel memory system of the same
+  timing; the channels of a DDR5 system are independent controllers), so a channel is ticked
+  only at the cycles at which its tick can change anything (``dram.kernel.next_event`` of that
+  channel, kept in ``ch_next``), not every cycle.
+- A FIFO head that the controller rejected is offered again only after its channel's state
+  changed (a tick that issued a command or completed a read): until then the offer would be
+  rejected again (its buffers are the same). A FIFO that was empty is offered to as soon as a
+  request arrives.
+- When no offer is due in the next cycle, time jumps to the earliest of the next event, the
+  next open-loop arrival and the cycle before the next channel tick.
 """
 
 from __future__ import annotations
@@ -53,13 +66,16 @@ MAX_IDS = 1 << 22
 # scalar slots of EngineState.scal
 SC_T, SC_NEXTQ, SC_DONE, SC_HEAP, SC_REQFREE, SC_FIFO_PENDING, SC_ADMITTED = range(7)
 SC_REQS_DONE, SC_EVENTS = 7, 8
-N_SC = 9
+SC_DMIN = 9      # min(ch_next): no channel tick can change anything before this cycle
+SC_NOFFER = 10   # channels in offer_ch
+N_SC = 11
+INF = dk.INF
 
 # float config slots
 CF_UP_BPC, CF_DEV_BPC, CF_REQ_WIRE, CF_DATA_WIRE = range(4)
 # int config slots
-CI_SWITCH, CI_SW_LAT, CI_LINK_LAT, CI_CH_DIV, CI_NCH, CI_MAXINFL, CI_OPEN, CI_NDEV = range(8)
-N_CI = 8
+CI_SWITCH, CI_SW_LAT, CI_LINK_LAT, CI_NCH, CI_MAXINFL, CI_OPEN, CI_NDEV = range(7)
+N_CI = 7
 
 
 class EngineState(NamedTuple):
@@ -76,6 +92,9 @@ class EngineState(NamedTuple):
     fifo: np.ndarray            # (G, NR) int64 ring buffers of request ids per channel
     fifo_head: np.ndarray       # (G,) int64
     fifo_len: np.ndarray        # (G,) int64
+    offer_ch: np.ndarray        # (G,) int64 channels to offer to (first SC_NOFFER entries)
+    ch_next: np.ndarray         # (G,) int64 next cycle a channel's tick can change anything
+    req_map: np.ndarray         # (NR, 4) int64 rank, bank group, flat bank, row of a request
     ctx_pool: np.ndarray        # (NC,) int64
     ctx_task: np.ndarray        # (NC,) int64, -1 idle
     ctx_step: np.ndarray        # (NC,) int64
@@ -106,7 +125,7 @@ class EngineState(NamedTuple):
     link_bytes: np.ndarray      # (D+1, 2) float64 wire bytes
     inst_reqs: np.ndarray       # (I,) int64 requests completed per memory instance
     inst_local: np.ndarray      # (I,) int64 rank-local requests completed
-    comp_ids: np.ndarray        # (K,) int64 scratch for pop_completions
+    comp_ids: np.ndarray        # (K,) int64 scratch for dram.kernel._pop
     comp_cyc: np.ndarray        # (K,) int64
 
 
@@ -347,16 +366,65 @@ def _response(pg, st, cf, ci, req, t):
 
 # ----------------------------------------------------------------------------- main loop
 @nb.njit(cache=True, _nrt=False)
-def _run_chunk(pg, st, cf, ci, params, dstate, open_arrivals, t_stop, done_stop):
+def _offer_fifo(pg, st, params1, H, g, t):
+    """Offer channel ``g``'s FIFO heads (its controller state is ``H``) at cycle ``t`` until
+    one is rejected or the FIFO is empty. Returns True if any was accepted."""
+    NRcap = st.fifo.shape[1]
+    acc = False
+    while st.fifo_len[g] > 0:
+        h = st.fifo_head[g]
+        req = st.fifo[g, h]
+        ok = dk._offer_mapped(params1, H, 0, req, st.req_addr[req], 0,
+                              pg.step_rank_local[st.req_step[req]], t, st.req_map[req, 0],
+                              st.req_map[req, 1], st.req_map[req, 2], st.req_map[req, 3])
+        if not ok:
+            break
+        acc = True
+        h += 1
+        if h == NRcap:
+            h = 0
+        st.fifo_head[g] = h
+        st.fifo_len[g] -= 1
+        st.scal[SC_FIFO_PENDING] -= 1
+    return acc
+
+
+@nb.njit(cache=True, _nrt=False)
+def _completions(pg, st, cf, ci, dstate):
+    """Requests completed in channel state ``dstate``: their data goes back to the requester.
+    Returns how many."""
+    total = 0
+    while dk.completions_pending(dstate) > 0:
+        n = dk._pop(dstate.heap, st.comp_ids, st.comp_cyc)
+        total += n
+        for i in range(n):
+            req = st.comp_ids[i]
+            c = st.comp_cyc[i]
+            s = st.req_step[req]
+            inst = st.req_inst[req]
+            st.inst_reqs[inst] += 1
+            st.scal[SC_REQS_DONE] += 1
+            if pg.step_rank_local[s] != 0:
+                st.inst_local[inst] += 1
+            if pg.step_link[s] != 0:
+                c = _link_send(st, cf, ci, inst, 1, cf[CF_DATA_WIRE], c)
+            _event(st, c + pg.step_lat[s], EV_RESP, req)
+    return total
+
+
+@nb.njit(cache=True, _nrt=False)
+def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_stop):
     """Advance until cycle ``t_stop``, ``done_stop`` queries done, or everything done.
 
-    Returns 1 when every query has completed, else 0.
+    ``params`` is the memory system of one instance (its address mapping places requests);
+    ``HH[g]`` is the controller state (``dram.kernel.State.heap``) of global channel ``g``, a
+    one-channel memory system of ``params1``. Returns 1 when every query has completed, else 0.
     """
     Q = st.q_done.shape[0]
     nch = ci[CI_NCH]
-    ch_div = ci[CI_CH_DIV]
-    G = st.fifo_len.shape[0]
+    G = HH.shape[0]
     NRcap = st.fifo.shape[1]
+    dne = st.ch_next
     t = st.scal[SC_T]
     while True:
         if st.scal[SC_DONE] >= Q:
@@ -378,51 +446,65 @@ def _run_chunk(pg, st, cf, ci, params, dstate, open_arrivals, t_stop, done_stop)
             kind = (key >> 22) & 3
             ident = key & _ID_MASK
             if kind == EV_ARRIVE:
-                a = st.req_addr[ident]
-                g = st.req_inst[ident] * nch + ((a >> 6) // ch_div) % nch
-                st.fifo[g, (st.fifo_head[g] + st.fifo_len[g]) % NRcap] = ident
-                st.fifo_len[g] += 1
+                ch, rank, bgi, bank, row, col = dk.map_address(params, st.req_addr[ident])
+                g = st.req_inst[ident] * nch + ch
+                st.req_map[ident, 0] = rank
+                st.req_map[ident, 1] = bgi
+                st.req_map[ident, 2] = (rank * params.n_bg + bgi) * params.n_banks + bank
+                st.req_map[ident, 3] = row
+                n = st.fifo_len[g]
+                if n == 0:
+                    st.offer_ch[st.scal[SC_NOFFER]] = g
+                    st.scal[SC_NOFFER] += 1
+                h = st.fifo_head[g] + n
+                if h >= NRcap:
+                    h -= NRcap
+                st.fifo[g, h] = ident
+                st.fifo_len[g] = n + 1
                 st.scal[SC_FIFO_PENDING] += 1
             elif kind == EV_RESP:
                 _response(pg, st, cf, ci, ident, t)
             else:
                 _step_end(pg, st, cf, ci, ident, t)
-        # 3. offer waiting requests to their channel controllers
-        if st.scal[SC_FIFO_PENDING] > 0:
+        # 3. offer FIFO heads to their channel controllers: channels whose FIFO was empty and
+        # got a request, and channels whose controller changed in the last cycle (a head
+        # rejected before is rejected again while its controller's buffers stay the same)
+        for k in range(st.scal[SC_NOFFER]):
+            g = st.offer_ch[k]
+            H = HH[g]
+            if _offer_fifo(pg, st, params1, H, g, t):
+                d = dk._next_event(params1, H, t + 1)
+                dne[g] = d
+                if d < st.scal[SC_DMIN]:
+                    st.scal[SC_DMIN] = d
+        st.scal[SC_NOFFER] = 0
+        # 4. one controller cycle (clock t + 1) of each channel in which it can change
+        # anything (dram.kernel.next_event), 5. then its completions
+        if st.scal[SC_DMIN] <= t + 1:
+            dmin = INF
             for g in range(G):
-                while st.fifo_len[g] > 0:
-                    req = st.fifo[g, st.fifo_head[g]]
-                    s = st.req_step[req]
-                    ok = dk.offer(params, dstate, st.req_inst[req], req, st.req_addr[req], 0,
-                                  pg.step_rank_local[s], t)
-                    if not ok:
-                        break
-                    st.fifo_head[g] = (st.fifo_head[g] + 1) % NRcap
-                    st.fifo_len[g] -= 1
-                    st.scal[SC_FIFO_PENDING] -= 1
-        # 4. one DRAM cycle
-        dk.tick(params, dstate, t + 1)
-        # 5. completions -> data back to the requester
-        while True:
-            n = dk.pop_completions(dstate, st.comp_ids, st.comp_cyc)
-            for i in range(n):
-                req = st.comp_ids[i]
-                c = st.comp_cyc[i]
-                s = st.req_step[req]
-                inst = st.req_inst[req]
-                st.inst_reqs[inst] += 1
-                st.scal[SC_REQS_DONE] += 1
-                if pg.step_rank_local[s] != 0:
-                    st.inst_local[inst] += 1
-                if pg.step_link[s] != 0:
-                    c = _link_send(st, cf, ci, inst, 1, cf[CF_DATA_WIRE], c)
-                _event(st, c + pg.step_lat[s], EV_RESP, req)
-            if n < st.comp_ids.shape[0]:
-                break
-        # 6. next cycle: jump over idle time when nothing waits to be offered
+                d = dne[g]
+                if d <= t + 1:
+                    H = HH[g]
+                    ds = dk.State(H)
+                    ch0 = dk.changes(ds)
+                    dk._tick(params1, H, t + 1)
+                    changed = dk.changes(ds) != ch0
+                    if dk.completions_pending(ds) > 0:
+                        _completions(pg, st, cf, ci, ds)
+                        changed = True
+                    if changed and st.fifo_len[g] > 0:
+                        st.offer_ch[st.scal[SC_NOFFER]] = g
+                        st.scal[SC_NOFFER] += 1
+                    d = dk._next_event(params1, H, t + 2)
+                    dne[g] = d
+                if d < dmin:
+                    dmin = d
+            st.scal[SC_DMIN] = dmin
+        # 6. next cycle: offer again next cycle, or jump to the next event
         nt = t + 1
-        if st.scal[SC_FIFO_PENDING] == 0:
-            best = dk.next_event(params, dstate, t + 2) - 1
+        if st.scal[SC_NOFFER] == 0:
+            best = st.scal[SC_DMIN] - 1
             if st.scal[SC_HEAP] > 0:
                 te = st.heap[0] >> _T_SHIFT
                 if te < best:
@@ -473,7 +555,8 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
         req_inst=np.zeros(NR, np.int64), req_step=np.zeros(NR, np.int64),
         req_free=np.arange(NR - 1, -1, -1, dtype=np.int64),
         fifo=np.zeros((G, NR), np.int64), fifo_head=np.zeros(G, np.int64),
-        fifo_len=np.zeros(G, np.int64),
+        fifo_len=np.zeros(G, np.int64), offer_ch=np.zeros(G, np.int64),
+        ch_next=np.zeros(G, np.int64), req_map=np.zeros((NR, 4), np.int64),
         ctx_pool=ctx_pool, ctx_task=np.full(NC, -1, np.int64), ctx_step=np.zeros(NC, np.int64),
         ctx_issued=np.zeros(NC, np.int64), ctx_done=np.zeros(NC, np.int64),
         ctx_out=np.zeros(NC, np.int64), ctx_obj=np.zeros(NC, np.int64),

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -57,9 +58,9 @@ class SimResult:
     program: Program
     layout: Layout
     cluster_device: np.ndarray
-    state: object
-    dram_state: object
-    dram_params: object
+    state: object               # cosmos.engine.EngineState
+    dram_state: tuple           # dram.kernel.State of each global channel (one-channel systems)
+    dram_params: object         # dram.config.Params of one memory instance
     num_instances: int
     cycles: int
     wall_s: float
@@ -96,10 +97,10 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     """
     from dram import kernel as dk
 
-    from cosmos.engine import (CF_DATA_WIRE, CF_DEV_BPC, CF_REQ_WIRE, CF_UP_BPC, CI_CH_DIV,
-                               CI_LINK_LAT, CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SW_LAT,
-                               CI_SWITCH, N_CI, SC_DONE, SC_REQS_DONE, _admit_initial,
-                               _run_chunk, new_engine_state)
+    from cosmos.engine import (CF_DATA_WIRE, CF_DEV_BPC, CF_REQ_WIRE, CF_UP_BPC, CI_LINK_LAT,
+                               CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SW_LAT, CI_SWITCH, N_CI,
+                               SC_DONE, SC_REQS_DONE, _admit_initial, _run_chunk,
+                               new_engine_state)
 
     cfg = cfg.validate()
     if mode not in MODES:
@@ -149,9 +150,17 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     psizes[-1] = max(1, tasks_per_q * (max_inflight if mode == "closed" else Q))
     psizes[-1] = min(psizes[-1], pg.task_query.shape[0])
     G = n_inst * params.n_channels
-    comp_cap = 4 * G + 64
+    # One controller state per global channel g = instance x channels + channel: the channels
+    # of a DDR5 memory system are independent controllers, so each is simulated as a
+    # one-channel memory system of the same timing and geometry (params1; ``params`` places
+    # requests on channels), and the engine ticks a channel only when it can act. A tick adds
+    # at most 2 completions per channel and the engine drains them after each tick.
+    params1 = dataclasses.replace(dcfg, channels=1).resolve()
+    comp_cap = 64
     st = new_engine_state(pg, psizes, n_inst, params.n_channels, D, comp_cap)
-    dstate = dk.new_state(params, instances=n_inst, completion_capacity=comp_cap * 4)
+    HH = np.stack([dk.new_state(params1, instances=1, completion_capacity=comp_cap).heap
+                   for _ in range(G)])
+    dstate = tuple(dk.State(HH[g]) for g in range(G))
     link = cfg.link
     cf = np.array([bytes_per_cycle(cfg.switch.upstream_bandwidth_GBps),
                    bytes_per_cycle(link.bandwidth_GBps),
@@ -161,7 +170,6 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     ci[CI_SWITCH] = int(cfg.switch.present)
     ci[CI_SW_LAT] = ns_to_cycles(cfg.switch.latency_ns)
     ci[CI_LINK_LAT] = ns_to_cycles(link.latency_ns)
-    ci[CI_CH_DIV] = fields.divisor("channel")
     ci[CI_NCH] = params.n_channels
     ci[CI_MAXINFL] = max_inflight
     ci[CI_OPEN] = int(mode == "open")
@@ -185,7 +193,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     stall = 0
     while True:
         t_stop = int(st.scal[0]) + chunk_cycles
-        finished = _run_chunk(pg, st, cf, ci, params, dstate, arrivals, t_stop,
+        finished = _run_chunk(pg, st, cf, ci, params, params1, HH, arrivals, t_stop,
                               int(st.scal[SC_DONE]) + max(1, Q // 50))
         done = int(st.scal[SC_DONE])
         if bar is not None:
@@ -202,7 +210,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
             break
     if bar is not None:
         bar.close()
-    if int(dk.views(dstate)["overflow"]) != 0:
+    if any(int(dk.views(d)["overflow"]) != 0 for d in dstate):
         raise RuntimeError("DRAM completion buffer overflowed; results are invalid")
     wall = time.perf_counter() - t0
     return SimResult(config=cfg, trace_meta=dict(tr.meta), program=pg, layout=layout,
