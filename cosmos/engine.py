@@ -75,7 +75,11 @@ INF = dk.INF
 CF_UP_BPC, CF_DEV_BPC, CF_REQ_WIRE, CF_DATA_WIRE = range(4)
 # int config slots
 CI_SWITCH, CI_SW_LAT, CI_LINK_LAT, CI_NCH, CI_MAXINFL, CI_OPEN, CI_NDEV = range(7)
-N_CI = 7
+# address mapping by shifts (every radix a power of two; else dram.kernel.map_address):
+# CI_SHIFTS = 1, then (shift, mask) of the line number for channel, rank, bank group, bank, row
+CI_SHIFTS = 7
+CI_MAP = 8
+N_CI = 18
 
 
 class EngineState(NamedTuple):
@@ -94,6 +98,7 @@ class EngineState(NamedTuple):
     fifo_len: np.ndarray        # (G,) int64
     offer_ch: np.ndarray        # (G,) int64 channels to offer to (first SC_NOFFER entries)
     ch_next: np.ndarray         # (G,) int64 next cycle a channel's tick can change anything
+    due_ch: np.ndarray          # (G,) int64 scratch: channels due in a cycle
     req_map: np.ndarray         # (NR, 4) int64 rank, bank group, flat bank, row of a request
     ctx_pool: np.ndarray        # (NC,) int64
     ctx_task: np.ndarray        # (NC,) int64, -1 idle
@@ -130,42 +135,54 @@ class EngineState(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- heap
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _u(i):
+    """An index as unsigned, so numba emits no negative-index wrap-around (indices here are
+    >= 0 by construction)."""
+    return np.uint64(i)
+
+
 @nb.njit(cache=True, _nrt=False)
 def _hpush(h, scal, key):
-    n = scal[SC_HEAP]
-    h[n] = key
-    i = n
+    """Binary min-heap of unique int64 keys in ``h[:scal[SC_HEAP]]``: insert ``key``."""
+    i = scal[SC_HEAP]
+    scal[SC_HEAP] = i + 1
     while i > 0:
         p = (i - 1) >> 1
-        if h[p] <= h[i]:
+        hp = h[_u(p)]
+        if hp <= key:
             break
-        tmp = h[p]
-        h[p] = h[i]
-        h[i] = tmp
+        h[_u(i)] = hp
         i = p
-    scal[SC_HEAP] = n + 1
+    h[_u(i)] = key
 
 
 @nb.njit(cache=True, _nrt=False)
 def _hpop(h, scal):
+    """Remove and return the smallest key. The hole left at the root moves down along the
+    smaller children to a leaf, then the last key moves up into it from there (fewer
+    comparisons than sifting the last key down from the root; the same heap order)."""
     n = scal[SC_HEAP] - 1
-    top = h[0]
-    h[0] = h[n]
     scal[SC_HEAP] = n
+    top = h[0]
+    last = h[_u(n)]
     i = 0
     while True:
-        l = 2 * i + 1
-        if l >= n:
+        c = 2 * i + 1
+        if c >= n:
             break
-        c = l
-        if l + 1 < n and h[l + 1] < h[l]:
-            c = l + 1
-        if h[i] <= h[c]:
-            break
-        tmp = h[c]
-        h[c] = h[i]
-        h[i] = tmp
+        if c + 1 < n and h[_u(c + 1)] < h[_u(c)]:
+            c += 1
+        h[_u(i)] = h[_u(c)]
         i = c
+    while i > 0:
+        p = (i - 1) >> 1
+        hp = h[_u(p)]
+        if hp <= last:
+            break
+        h[_u(i)] = hp
+        i = p
+    h[_u(i)] = last
     return top
 
 
@@ -413,6 +430,40 @@ def _completions(pg, st, cf, ci, dstate):
 
 
 @nb.njit(cache=True, _nrt=False)
+def _tick_due(pg, st, cf, ci, params1, HH, clk):
+    """Tick, in channel order, every channel whose next event (``ch_next``) is due at ``clk``,
+    collect its completions, and mark it for offers in the next cycle if it changed and has
+    requests waiting; then update ``ch_next`` and ``SC_DMIN``."""
+    dne = st.ch_next
+    due = st.due_ch
+    G = dne.shape[0]
+    nd = 0
+    for g in range(G):                      # branch-free: due channels in channel order
+        due[_u(nd)] = g
+        nd += dne[_u(g)] <= clk
+    for k in range(nd):
+        g = due[_u(k)]
+        H = HH[g]
+        ds = dk.State(H)
+        ch0 = dk.changes(ds)
+        dk._tick(params1, H, clk)
+        changed = dk.changes(ds) != ch0
+        if dk.completions_pending(ds) > 0:
+            _completions(pg, st, cf, ci, ds)
+            changed = True
+        if changed and st.fifo_len[g] > 0:
+            st.offer_ch[st.scal[SC_NOFFER]] = g
+            st.scal[SC_NOFFER] += 1
+        dne[g] = dk._next_event(params1, H, clk + 1)
+    dmin = INF
+    for g in range(G):
+        d = dne[_u(g)]
+        if d < dmin:
+            dmin = d
+    st.scal[SC_DMIN] = dmin
+
+
+@nb.njit(cache=True, _nrt=False)
 def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_stop):
     """Advance until cycle ``t_stop``, ``done_stop`` queries done, or everything done.
 
@@ -446,7 +497,16 @@ def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_
             kind = (key >> 22) & 3
             ident = key & _ID_MASK
             if kind == EV_ARRIVE:
-                ch, rank, bgi, bank, row, col = dk.map_address(params, st.req_addr[ident])
+                a = st.req_addr[ident]
+                if ci[CI_SHIFTS] != 0:
+                    x = a >> 6
+                    ch = (x >> ci[CI_MAP]) & ci[CI_MAP + 1]
+                    rank = (x >> ci[CI_MAP + 2]) & ci[CI_MAP + 3]
+                    bgi = (x >> ci[CI_MAP + 4]) & ci[CI_MAP + 5]
+                    bank = (x >> ci[CI_MAP + 6]) & ci[CI_MAP + 7]
+                    row = (x >> ci[CI_MAP + 8]) & ci[CI_MAP + 9]
+                else:
+                    ch, rank, bgi, bank, row, col = dk.map_address(params, a)
                 g = st.req_inst[ident] * nch + ch
                 st.req_map[ident, 0] = rank
                 st.req_map[ident, 1] = bgi
@@ -481,26 +541,7 @@ def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_
         # 4. one controller cycle (clock t + 1) of each channel in which it can change
         # anything (dram.kernel.next_event), 5. then its completions
         if st.scal[SC_DMIN] <= t + 1:
-            dmin = INF
-            for g in range(G):
-                d = dne[g]
-                if d <= t + 1:
-                    H = HH[g]
-                    ds = dk.State(H)
-                    ch0 = dk.changes(ds)
-                    dk._tick(params1, H, t + 1)
-                    changed = dk.changes(ds) != ch0
-                    if dk.completions_pending(ds) > 0:
-                        _completions(pg, st, cf, ci, ds)
-                        changed = True
-                    if changed and st.fifo_len[g] > 0:
-                        st.offer_ch[st.scal[SC_NOFFER]] = g
-                        st.scal[SC_NOFFER] += 1
-                    d = dk._next_event(params1, H, t + 2)
-                    dne[g] = d
-                if d < dmin:
-                    dmin = d
-            st.scal[SC_DMIN] = dmin
+            _tick_due(pg, st, cf, ci, params1, HH, t + 1)
         # 6. next cycle: offer again next cycle, or jump to the next event
         nt = t + 1
         if st.scal[SC_NOFFER] == 0:
@@ -556,7 +597,7 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
         req_free=np.arange(NR - 1, -1, -1, dtype=np.int64),
         fifo=np.zeros((G, NR), np.int64), fifo_head=np.zeros(G, np.int64),
         fifo_len=np.zeros(G, np.int64), offer_ch=np.zeros(G, np.int64),
-        ch_next=np.zeros(G, np.int64), req_map=np.zeros((NR, 4), np.int64),
+        ch_next=np.zeros(G, np.int64), due_ch=np.zeros(G, np.int64), req_map=np.zeros((NR, 4), np.int64),
         ctx_pool=ctx_pool, ctx_task=np.full(NC, -1, np.int64), ctx_step=np.zeros(NC, np.int64),
         ctx_issued=np.zeros(NC, np.int64), ctx_done=np.zeros(NC, np.int64),
         ctx_out=np.zeros(NC, np.int64), ctx_obj=np.zeros(NC, np.int64),

@@ -30,6 +30,28 @@ def dram_config_for(cfg: SystemConfig):
     return DRAMConfig(channels=cfg.device.channels, ranks=cfg.device.ranks)
 
 
+def _shift_mapping(params, fields: AddressFields, sample_addr: np.ndarray):
+    """(1, shift and mask of the line number for channel, rank, bank group, bank and row) if
+    the DRAM model's address mapping is plain bit fields (every radix a power of two) and
+    agrees with ``dram.kernel.map_address`` on a sample of addresses; else (0, zeros): the
+    engine then calls map_address for every request."""
+    from dram import kernel as dk
+
+    names = ("channel", "rank", "bankgroup", "bank", "row")
+    out = np.zeros(10, np.int64)
+    if any(r & (r - 1) for _, r in fields.fields):
+        return 0, out
+    for k, name in enumerate(names):
+        out[2 * k] = fields.divisor(name).bit_length() - 1
+        out[2 * k + 1] = fields.radix(name) - 1
+    for a in np.asarray(sample_addr[:256], dtype=np.int64):
+        want = dk.map_address(params, a)[:5]
+        got = tuple(((int(a) >> 6) >> int(out[2 * k])) & int(out[2 * k + 1]) for k in range(5))
+        if tuple(int(v) for v in want) != got:
+            return 0, np.zeros(10, np.int64)
+    return 1, out
+
+
 def place_clusters(cfg: SystemConfig, tr: TraceArrays, seed: int = 0) -> np.ndarray:
     """Cluster -> device with the placement policy of ``cfg`` (placement registry)."""
     import placement
@@ -98,7 +120,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     from dram import kernel as dk
 
     from cosmos.engine import (CF_DATA_WIRE, CF_DEV_BPC, CF_REQ_WIRE, CF_UP_BPC, CI_LINK_LAT,
-                               CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SW_LAT, CI_SWITCH, N_CI,
+                               CI_MAP, CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SHIFTS,
+                               CI_SW_LAT, CI_SWITCH, N_CI,
                                SC_DONE, SC_REQS_DONE, _admit_initial, _run_chunk,
                                new_engine_state)
 
@@ -174,6 +197,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     ci[CI_MAXINFL] = max_inflight
     ci[CI_OPEN] = int(mode == "open")
     ci[CI_NDEV] = D
+    ci[CI_SHIFTS], ci[CI_MAP:CI_MAP + 10] = _shift_mapping(params, fields, pg.obj_addr)
     arrivals = np.zeros(1, np.int64)
     if mode == "open":
         if rate_qps is None or not rate_qps > 0:
