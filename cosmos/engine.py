@@ -49,6 +49,7 @@ import numba as nb
 import numpy as np
 
 from dram import kernel as dk
+from dram.kernel import _u
 
 from cosmos.program import STEP_MEM, STEP_XFER, STEP_COMPUTE, Program
 import cosmos.program as _program
@@ -135,18 +136,17 @@ class EngineState(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- heap
-@nb.njit(cache=True, inline="always", _nrt=False)
-def _u(i):
-    """An index as unsigned, so numba emits no negative-index wrap-around (indices here are
-    >= 0 by construction)."""
-    return np.uint64(i)
-
-
 @nb.njit(cache=True, _nrt=False)
 def _hpush(h, scal, key):
     """Binary min-heap of unique int64 keys in ``h[:scal[SC_HEAP]]``: insert ``key``."""
     i = scal[SC_HEAP]
     scal[SC_HEAP] = i + 1
+    _sift_up(h, i, key)
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _sift_up(h, i, key):
+    """Place ``key`` at hole ``i``, moving larger parents down into the hole."""
     while i > 0:
         p = (i - 1) >> 1
         hp = h[_u(p)]
@@ -175,14 +175,7 @@ def _hpop(h, scal):
             c += 1
         h[_u(i)] = h[_u(c)]
         i = c
-    while i > 0:
-        p = (i - 1) >> 1
-        hp = h[_u(p)]
-        if hp <= last:
-            break
-        h[_u(i)] = hp
-        i = p
-    h[_u(i)] = last
+    _sift_up(h, i, last)
     return top
 
 
