@@ -14,6 +14,7 @@ Definitions
   over CXL), and queue (waiting for an execution context). They sum to the latency.
 - Per device: busy = summed context-holding time of tasks on its GPC pool / (contexts x
   simulated time); load = DRAM requests served; LIR = max load / mean load.
+- Simulated time = 0 to the completion of the last query (``SimResult.cycles``).
 - Link utilization = busy (serialization) cycles / simulated cycles, per link and direction.
 - DRAM bandwidth per memory instance = 64 B x requests served / simulated time.
 """

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cosmos.config import TCK_PS, bytes_per_cycle, ns_to_cycles
-from cosmos.metrics import per_query, summary
+from cosmos.metrics import NS_PER_CYCLE, per_query, summary
 from cosmos.presets import get_preset
 from cosmos.simulate import dram_config_for, simulate
 from tests.cosmos_helpers import make_trace
@@ -155,6 +155,19 @@ def test_device_dram_bandwidth_bound_holds_for_cosmos():
     s = summary(simulate(cfg, tr, progress=False))
     peak = dram_config_for(cfg).peak_bandwidth_GBps * cfg.device.count
     assert 0 < s["qps"] * s["dram_bytes_per_query"] / 1e9 <= peak
+
+
+def test_simulated_time_ends_with_the_last_query():
+    # whole-run averages (bandwidth, utilization) divide by res.cycles: it must be the last
+    # query's completion, not the engine clock (which has jumped to the next DRAM event)
+    tr = make_trace(num_queries=30, num_clusters=8, cluster_size=200, probes=2, hops=4, seed=2)
+    for name in ("base", "cosmos"):
+        res = simulate(get_preset(name), tr, progress=False)
+        assert res.cycles == int(res.state.q_done.max())
+        assert int(res.state.scal[0]) >= res.cycles
+        assert (res.state.link_busy <= res.cycles + 1e-9).all()
+        s = summary(res)
+        assert s["simulated_ns"] == res.cycles * NS_PER_CYCLE
 
 
 def _deep_like(seed=5):
