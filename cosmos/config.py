@@ -79,9 +79,35 @@ SOURCE: dict[str, str] = {
     "per batch after the last vector arrives (stated estimate)",
     "cxl_anns.accel_outstanding": "CXL-ANNS accelerator vector fetches in flight per batch: 64 "
     "(stated assumption: enough to cover a hop's reads)",
-    "host_dram": "Sapphire Rapids: 8 DDR5-4800 channels per socket = 16 subchannels (Intel "
-    "ARK); 1 rank per channel (stated assumption)",
+    "host.dram_channels": "Sapphire Rapids: 8 DDR5-4800 channels per socket (Intel ARK) = 16 "
+    "32-bit subchannels",
+    "host.dram_ranks": "1 rank per host DRAM subchannel (stated assumption: one DIMM per "
+    "channel, single rank)",
+    "link.slots_per_flit": "CXL 2.0 68B flit: 4 slots of 16 bytes plus 2 bytes of CRC and 2 of "
+    "protocol id (CXL 2.0 specification, 68B flit mode)",
+    "switch.present": "the paper's four devices sit behind one CXL switch (DESIGN.md notes)",
+    "device.channels": "4 DDR5 DIMM channels per device, each two independent 32-bit "
+    "subchannels (JESD79-5): 8 (Cosmos paper, DESIGN.md notes)",
+    "device.ranks": "2 ranks per DIMM channel (Cosmos paper, DESIGN.md notes)",
+    "device.capacity_bytes": "8 subchannels x 2 ranks x 8 x4 chips of 16 Gb = 256 GB per "
+    "device (Cosmos paper, DESIGN.md notes)",
+    "gpc.distance_overhead_cycles": "loop setup, horizontal reduction of a 4-lane NEON "
+    "accumulator and the compare: the host's 20-cycle estimate kept, so host and GPC differ "
+    "only in clock and SIMD width (stated estimate)",
+    "gpc.visit_check_cycles": "the host's per-operation estimate (host.visit_check_cycles), kept "
+    "so host and GPC differ only in clock and SIMD width (stated assumption)",
+    "gpc.insert_cycles": "the host's per-operation estimate (host.insert_cycles), kept so host "
+    "and GPC differ only in clock and SIMD width (stated assumption)",
+    "gpc.select_cycles": "the host's per-operation estimate (host.select_cycles), kept so host "
+    "and GPC differ only in clock and SIMD width (stated assumption)",
+    "gpc.partial_sum_cycles": "the GPC adds one rank PU's partial distance, a scalar add of a "
+    "value the PU returns: 1 cycle (stated estimate)",
+    "rank_pu.enabled": "Cosmos puts a PU in each DRAM rank (Cosmos paper); the 'w/o rank PU' "
+    "preset turns them off",
 }
+
+#: Fields that choose a system or a policy rather than model hardware (no source needed).
+NOT_HARDWARE = ("name", "kind", "placement", "layout_spread")
 
 
 def _f(default, help_text):

@@ -5,8 +5,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cosmos.config import (SOURCE, SystemConfig, bytes_per_cycle, core_cycles_to_dram,
-                           ns_to_cycles, with_overrides)
+from cosmos.config import (NOT_HARDWARE, SOURCE, SystemConfig, bytes_per_cycle,
+                           core_cycles_to_dram, ns_to_cycles, with_overrides)
 from cosmos.layout import AddressFields, build_layout, lines_for
 from cosmos.presets import PRESETS, get_preset
 from cosmos.program import (CAT_DISTANCE, CAT_TRANSFER, CAT_TRAVERSAL, STEP_MEM, STEP_XFER,
@@ -36,9 +36,20 @@ def test_every_field_has_help_and_hardware_defaults_have_sources():
         if dataclasses.is_dataclass(sub):
             for g in dataclasses.fields(sub):
                 assert g.metadata.get("help"), f"{f.name}.{g.name}"
-    for key in ("link.latency_ns", "link.bandwidth_GBps", "switch.latency_ns", "host.threads",
-                "host.outstanding_misses", "gpc.cores", "rank_pu.segment_bytes", "device.dram"):
-        assert key in SOURCE and len(SOURCE[key]) > 20
+    missing = []
+    for f in dataclasses.fields(cfg):
+        sub = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(sub):
+            missing += [f"{f.name}.{g.name}" for g in dataclasses.fields(sub)
+                        if len(SOURCE.get(f"{f.name}.{g.name}", "")) <= 20]
+        elif f.name not in NOT_HARDWARE:
+            missing.append(f.name)
+    assert not missing, f"hardware defaults without a source in cosmos.config.SOURCE: {missing}"
+    fields = {f"{f.name}.{g.name}" for f in dataclasses.fields(cfg)
+              if dataclasses.is_dataclass(getattr(cfg, f.name))
+              for g in dataclasses.fields(getattr(cfg, f.name))}
+    stale = [k for k in SOURCE if k not in fields and k != "device.dram"]
+    assert not stale, f"SOURCE entries naming no field: {stale}"
 
 
 def test_unit_conversions():
