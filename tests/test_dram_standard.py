@@ -83,6 +83,18 @@ def test_presets_listing():
     assert pr["schedulers"][0] == "FRFCFS" and "open" in pr["row_policies"]
 
 
+def test_every_timing_and_organization_preset_resolves():
+    # a new preset entry is checked here: derived timings, constraint table, geometry
+    for std in list_presets()["standards"]:
+        for org in list_presets()["orgs"]:
+            cfg = DRAMConfig(standard=std, org=org)
+            p = cfg.resolve()
+            t = cfg.timing
+            assert p.tCK_ps == t["tCK_ps"] > 0
+            assert p.read_latency == t["nCL"] + t["nBL"]
+            assert cfg.capacity_bytes > 0 and cfg.peak_bandwidth_GBps > 0
+
+
 @pytest.mark.parametrize("field,value,needle", [
     ("standard", "DDR5_9999", "DDR5_4800AN"),
     ("org", "16Gb_x32", "16Gb_x4"),
