@@ -13,7 +13,10 @@ Definitions
   distance compute), candidate update (insert/select/merge), host/link transfer (messages
   over CXL), and queue (waiting for an execution context). They sum to the latency.
 - Per device: busy = summed context-holding time of tasks on its GPC pool / (contexts x
-  simulated time); load = DRAM requests served; LIR = max load / mean load.
+  simulated time) (Cosmos kinds); DRAM data-bus busy = burst cycles on the channel data buses /
+  (channels x simulated time), DRAM rank busy = burst cycles per rank (rank-local ones
+  included) / (ranks x simulated time) (every system: its devices, or the host DRAM);
+  load = DRAM requests served; LIR = max load / mean load.
 - Simulated time = 0 to the completion of the last query (``SimResult.cycles``).
 - Link utilization = busy (serialization) cycles / simulated cycles, per link and direction.
 - DRAM bandwidth per memory instance = 64 B x requests served / simulated time.
@@ -79,6 +82,25 @@ def steady_window(done_cycles: np.ndarray, warmup: float = 0.1):
     return int(lo), int(hi), mask
 
 
+def _dram_busy(res) -> list:
+    """Per memory instance: (data-bus busy fraction averaged over its channels, burst-busy
+    fraction averaged over its ranks). A burst holds a channel's data bus, or for a rank-local
+    burst only its rank, for nBL cycles (dram.stats definitions)."""
+    from dram import kernel as dk
+
+    cycles = max(res.cycles, 1)
+    nch = res.dram_params.n_channels
+    out = []
+    for i in range(res.num_instances):
+        bus = rank = 0.0
+        for g in range(i * nch, (i + 1) * nch):
+            v = dk.views(res.dram_state[g])
+            bus += float(v["stats"][:, dk.S_BUS_BUSY].sum())
+            rank += float(v["rank_busy"].mean())
+        out.append((bus / (nch * cycles), rank / (nch * cycles)))
+    return out
+
+
 def per_device(res) -> pd.DataFrame:
     """One row per memory instance / device: busy fraction, load, DRAM bandwidth, link use."""
     st, pg, cfg = res.state, res.program, res.config
@@ -88,18 +110,22 @@ def per_device(res) -> pd.DataFrame:
     D = cfg.device.count
     rows = []
     held = np.where(st.task_end >= 0, st.task_end - st.task_start, 0)
+    dram_busy = _dram_busy(res)
     for i in range(max(n_inst, D if cfg.kind != "host-dram" else 1)):
         pool = 1 + i
         ctx = res.pool_sizes[pool] if pool < len(res.pool_sizes) - 1 else 0
         busy = held[pg.task_pool == pool].sum() / (ctx * cycles) if (ctx and cfg.kind ==
                                                                       "cosmos") else np.nan
         reqs = int(st.inst_reqs[i]) if i < n_inst else 0
+        bus, rank = dram_busy[i] if i < n_inst else (np.nan, np.nan)
         row = {
             "device": i,
             "gpc_busy_fraction": busy,
             "dram_requests": reqs,
             "rank_local_requests": int(st.inst_local[i]) if i < n_inst else 0,
             "dram_bandwidth_GBps": reqs * 64 / seconds / 1e9,
+            "dram_bus_busy_fraction": bus,
+            "dram_rank_busy_fraction": rank,
         }
         if cfg.kind != "host-dram" and i < D:
             row["link_down_util"] = st.link_busy[i, 0] / cycles
@@ -146,6 +172,8 @@ def summary(res, warmup: float = 0.1) -> dict:
         "dram_requests": int(st.inst_reqs.sum()),
         "dram_bytes_per_query": float(st.inst_reqs.sum() * 64 / Q),
         "dram_bandwidth_GBps_total": float(st.inst_reqs.sum() * 64 / seconds / 1e9),
+        "dram_bus_busy_fraction_max": float(dev["dram_bus_busy_fraction"].max()),
+        "dram_rank_busy_fraction_max": float(dev["dram_rank_busy_fraction"].max()),
         "device_lir_requests": lir,
         "wall_s": res.wall_s,
         "requests_per_wall_s": float(st.inst_reqs.sum() / res.wall_s) if res.wall_s > 0 else

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cosmos.config import TCK_PS, bytes_per_cycle, ns_to_cycles
-from cosmos.metrics import NS_PER_CYCLE, per_query, summary
+from cosmos.metrics import NS_PER_CYCLE, per_device, per_query, summary
 from cosmos.presets import get_preset
 from cosmos.simulate import dram_config_for, simulate
 from tests.cosmos_helpers import make_trace
@@ -168,6 +168,24 @@ def test_simulated_time_ends_with_the_last_query():
         assert (res.state.link_busy <= res.cycles + 1e-9).all()
         s = summary(res)
         assert s["simulated_ns"] == res.cycles * NS_PER_CYCLE
+
+
+def test_dram_busy_fractions_agree_with_the_bandwidth():
+    # every burst holds its rank for nBL cycles; a normal one also holds the channel data bus,
+    # a rank PU's does not: so rank busy = bandwidth / peak / ranks on every system, and the
+    # bus busy fraction equals bandwidth / peak without rank PUs and falls far below it with them
+    tr = make_trace(num_queries=40, num_clusters=8, cluster_size=200, probes=2, hops=6, seed=1)
+    for name in ("base", "dram-only", "cosmos"):
+        cfg = get_preset(name)
+        res = simulate(cfg, tr, progress=False)
+        dev = per_device(res)
+        dcfg = dram_config_for(cfg)
+        util = dev["dram_bandwidth_GBps"] / dcfg.peak_bandwidth_GBps
+        assert np.allclose(dev["dram_rank_busy_fraction"], util / dcfg.ranks, rtol=1e-9)
+        if name == "cosmos":
+            assert (dev["dram_bus_busy_fraction"] < 0.5 * util).all()
+        else:
+            assert np.allclose(dev["dram_bus_busy_fraction"], util, rtol=1e-9)
 
 
 def _deep_like(seed=5):
