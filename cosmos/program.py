@@ -215,6 +215,9 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
     oi = 0
     dev_order = np.empty(D, np.int64)
     seen = np.zeros(D, np.int64)
+    # partial distances per vector the GPC adds: one per rank holding a segment (a vector of
+    # fewer 64-B lines than ranks leaves some ranks without one)
+    n_part = min(vec_R, vector_lines)
     for q in range(Q):
         s0 = query_ptr[q]
         s1 = query_ptr[q + 1]
@@ -335,7 +338,7 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
                     oi += 1
                     if rank_R > 0:
                         si = _add_step(st, si, STEP_MEM, CAT_DISTANCE, d, 0, 1, gpc_mlp, dev_lat,
-                                       0.0, int(np.ceil(pu_latency + vec_R * gpc_partial)),
+                                       0.0, int(np.ceil(pu_latency + n_part * gpc_partial)),
                                        0.0, vec_R, vec_rstep, vec_cstep, oi)
                     else:
                         cline[si] = gpc_dist / vector_lines
@@ -361,7 +364,7 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
                             if rank_R > 0:
                                 si = _add_step(st, si, STEP_MEM, CAT_DISTANCE, d, 0, 1, gpc_mlp,
                                                dev_lat, 0.0,
-                                               int(np.ceil(pu_latency + nr * vec_R * gpc_partial)),
+                                               int(np.ceil(pu_latency + nr * n_part * gpc_partial)),
                                                0.0, vec_R, vec_rstep, vec_cstep, oi)
                             else:
                                 cline[si] = gpc_dist / vector_lines

@@ -28,9 +28,10 @@ def worked_trace():
         hop_cand_inserts=np.array([1]))
 
 
-def dram_unloaded_read_cycles(cfg):
+def dram_unloaded_read_cycles(cfg, rank_local=False):
     """The DRAM model's unloaded read to a precharged bank: offer at t, ACT at t + 1, RD after
-    nRCD, data after nCL + nBL. Checked against the model itself."""
+    nRCD, data after nCL + nBL (the same for a rank PU's rank-local read). Checked against the
+    model itself."""
     from dram import kernel as dk
 
     dcfg = dram_config_for(cfg)
@@ -38,7 +39,7 @@ def dram_unloaded_read_cycles(cfg):
     expect = 1 + t["nRCD"] + t["nCL"] + t["nBL"]
     p = dcfg.resolve()
     s = dk.new_state(p, instances=1)
-    assert dk.offer(p, s, 0, 7, 0, 0, 0, 0)
+    assert dk.offer(p, s, 0, 7, 0, 0, int(rank_local), 0)
     ids, cyc = np.zeros(8, np.int64), np.zeros(8, np.int64)
     for clk in range(1, 200):
         dk.tick(p, s, clk)
@@ -74,6 +75,33 @@ def hand_latency(cfg):
         return math.ceil(x + nbytes / up_bpc + sw - 1e-9)
 
     k, dim = 10, 16
+    if cfg.kind == "host-dram":
+        h = cfg.host
+        lat = ns_to_cycles(h.onchip_latency_ns)
+        dist = hc(dim / h.distance_dims_per_cycle + h.distance_overhead_cycles)
+        t = math.ceil(lat + dram + lat + dist)                            # entry vector
+        t = t + lat + dram + lat + math.ceil(16 * hc(h.visit_check_cycles))  # adjacency list
+        t = math.ceil(t + lat + dram + lat + dist)                        # node 2's vector
+        t += math.ceil(hc(h.insert_cycles) + hc(h.select_cycles))         # candidate update
+        t += math.ceil(1 * k * hc(h.merge_cycles_per_result))             # merge top-k
+        return t
+    if cfg.kind == "cxl-anns":
+        h = cfg.host
+        hl, dl = ns_to_cycles(h.onchip_latency_ns), ns_to_cycles(cfg.device.onchip_latency_ns)
+        acc = ns_to_cycles(cfg.cxl_anns.accel_latency_ns)
+        req, data, slot = (L.wire_bytes(L.request_slots), L.wire_bytes(L.data_slots),
+                           L.wire_bytes(1))
+        t = down(0, (1 + math.ceil((64 + 4) / 16)) * slot)              # query + entry id down
+        t = t + dl + dram + dl + acc                                      # accelerator: entry
+        t = up(t, (1 + math.ceil(4 / 16)) * slot)                         # its distance up
+        t = up(down(t + hl, req) + dram, data) + hl                       # host reads adjacency
+        t += math.ceil(16 * hc(h.visit_check_cycles))
+        t = down(t, (1 + math.ceil(4 / 16)) * slot)                       # 1 neighbor id down
+        t = t + dl + dram + dl + acc                                      # accelerator: node 2
+        t = up(t, (1 + math.ceil(4 / 16)) * slot)                         # its distance up
+        t += math.ceil(hc(h.select_cycles))                               # select (insert deferred)
+        t += math.ceil(1 * k * hc(h.merge_cycles_per_result))             # merge top-k
+        return t
     if cfg.kind == "host-cxl":
         h = cfg.host
         lat = ns_to_cycles(h.onchip_latency_ns)
@@ -89,21 +117,33 @@ def hand_latency(cfg):
         t += math.ceil(hc(h.insert_cycles) + hc(h.select_cycles))       # candidate update
         t += math.ceil(1 * k * hc(h.merge_cycles_per_result))           # merge top-k
         return t
-    assert cfg.kind == "cosmos" and not cfg.rank_pu.enabled
+    assert cfg.kind == "cosmos"
     g = cfg.gpc
     lat = ns_to_cycles(cfg.device.onchip_latency_ns)
-    dist = gc(dim / g.distance_dims_per_cycle + g.distance_overhead_cycles)
+    if cfg.rank_pu.enabled:
+        # a 64-B vector is one segment: one rank-local read, then the PU pipeline and one
+        # partial-sum add on the GPC
+        dram_l = dram_unloaded_read_cycles(cfg, rank_local=True)
+        pu = math.ceil(ns_to_cycles(cfg.rank_pu.pipeline_latency_ns) + gc(g.partial_sum_cycles))
+
+        def vec(t):
+            return t + lat + dram_l + lat + pu
+    else:
+        dist = gc(dim / g.distance_dims_per_cycle + g.distance_overhead_cycles)
+
+        def vec(t):
+            return math.ceil(t + lat + dram + lat + dist)
     t = down(0, L.wire_bytes(1 + 64 // L.slot_bytes))                 # query vector down
-    t = math.ceil(t + lat + dram + lat + dist)                          # entry vector
+    t = vec(t)                                                          # entry vector
     t = t + lat + dram + lat + math.ceil(16 * gc(g.visit_check_cycles))  # adjacency list
-    t = math.ceil(t + lat + dram + lat + dist)                          # node 2's vector
+    t = vec(t)                                                          # node 2's vector
     t += math.ceil(gc(g.insert_cycles) + gc(g.select_cycles))           # candidate update
     t = up(t, L.wire_bytes(1 + 8 * k // L.slot_bytes))                  # local top-k up
     t += math.ceil(1 * k * hc(cfg.host.merge_cycles_per_result))       # merge on the host
     return t
 
 
-@pytest.mark.parametrize("name", ["base", "cosmos-norank"])
+@pytest.mark.parametrize("name", ["base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos"])
 def test_single_query_latency_equals_hand_sum(name):
     cfg = dataclasses.replace(get_preset(name), layout_spread=False)
     res = simulate(cfg, worked_trace(), progress=False, cluster_device=np.zeros(4, np.int64))
