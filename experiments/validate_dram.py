@@ -1,139 +1,226 @@
-"""Validate the DRAM model against all 124 Ramulator 2.1 reference runs of set A.
+"""Validate the DRAM model against the Ramulator 2.1 reference runs of set A (124 runs).
 
-    python experiments/validate_dram.py [--out results] [--only SUBSTRING] [--check-sha]
+    python experiments/validate_dram.py [--scale tiny|default|full] [--only SUBSTRING]
+        [--check-sha] [--out-root DIR] [--workers N] [--scheduler ADDRESS]
 
-Regenerates each set A trace (dram.synth, bit-exact with the manifest), replays it with refresh
-on and off, and writes a NEW folder ``<out>/validate_dram-<stamp>/`` with:
+Each selected set A trace is regenerated (:mod:`dram.synth`, bit-exact with the manifest) and
+replayed with refresh on and off in the reference configuration
+(:func:`dram.validation.reference_config`); the runs are independent, so they fan out over the
+sweep's worker processes (``--workers``) or a Dask cluster (``--scheduler``). Runs selected:
 
-* ``config.json``: what was run;
+* ``tiny``: the 12 unloaded-probe runs plus the ANNS-like pattern on four channels at offered
+  loads 0.10, 0.50, 0.85 and 1.20 (8 runs of 100,000 requests): one latency-bandwidth curve
+  from light load to past saturation, a few CPU seconds;
+* ``default`` and ``full``: all 124 runs;
+* ``--only SUBSTRING`` (standalone script only) keeps those of the scale's runs whose name
+  contains SUBSTRING (e.g. ``1ch_anns``); ``--check-sha`` also checks each regenerated trace's
+  sha256 against the manifest.
+
+The results folder (a new one, as for every experiment) holds
+
+* ``config.json``: the shared experiment record (scale, workers, scheduler, versions, command)
+  plus ``only`` and ``check_sha``;
 * ``validation.csv``: one row per run, our figures (``*_ours``) beside the reference's
-  (``*_ref``), relative deviations and the verdict under the issue's tolerances;
-* ``validation.md``: the same as a markdown table, with the maximum deviations;
-* ``latency_vs_bandwidth.png/.pdf``: mean read latency against achieved bandwidth per pattern,
-  ours (lines) and the reference's (markers), drawn from ``validation.csv`` only.
+  (``*_ref``), latencies in DRAM clock cycles (``*_cycles``; ``tCK_ps`` converts), relative
+  deviations ``(ours - ref) / ref`` (``*_dev_fraction``) and the verdict under the issue's
+  tolerances (``passed``) or exact agreement in every compared figure (``exact``);
+* ``validation.md``: the same as a markdown table;
+* ``latency_vs_bandwidth.png/.pdf``: mean read latency against achieved bandwidth per pattern
+  and channel count, ours (lines) and the reference's (markers), refresh on and off;
+* ``unloaded_latency.png/.pdf``: read latency of the unloaded hit / miss / conflict probes,
+  ours (bars) and the reference's (markers);
+* ``summary.md``: runs passed and identical, maximum deviations, the unloaded probe latencies.
 
-Exit code 1 if any run fails its tolerance. As part of ``cosmos reproduce`` (``run(ctx)``),
-the tiny scale checks only the unloaded probes; the other scales check all 124 runs.
+Plots and summary are drawn from ``validation.csv`` only. The standalone script exits with 1 if
+any run fails its tolerance. ``--dataset``, ``--seed`` and ``--cache-dir`` have no effect here
+(set A's traces and seeds are fixed by the manifest).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
+from dataclasses import dataclass, fields
 from pathlib import Path
+
+if __package__ in (None, ""):                      # run as a script: python experiments/...
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 import pandas as pd
 
-if __package__ in (None, ""):                      # run as a script: python experiments/...
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from experiments.common import atomic_write_text, new_results_dir, save_figure, write_csv, write_json
+from experiments.common import atomic_write_text, pyplot, save_figure, write_csv
+from experiments.runner import Context
 
 NAME = "validate_dram"
 TITLE = "DDR5 model vs Ramulator 2.1 (set A, 124 runs)"
-#: runs checked by ``cosmos reproduce`` at each scale (substring of the run names; "" = all)
-SUBSET = {"tiny": "unloaded", "default": "", "full": ""}
 
-FIGURES = ("mean_read_lat", "p50_read_lat", "p95_read_lat", "p99_read_lat", "max_read_lat",
-           "mean_write_lat", "achieved_bw_GBps", "row_hits", "row_misses", "row_conflicts",
-           "refresh_cmds", "total_cycles")
+#: the loaded runs the tiny scale adds to the unloaded probes: the ANNS-like pattern on four
+#: channels from light load to past saturation (one latency-bandwidth curve per refresh setting)
+TINY_LOADED = ("4ch_anns_L0.10_s22", "4ch_anns_L0.50_s24", "4ch_anns_L0.85_s26",
+               "4ch_anns_L1.20_s28")
+
+#: figure of dram.validation.run_case / the reference CSV -> our column stem (unit in the name)
+FIGURES = {
+    "mean_read_lat": "mean_read_lat_cycles",
+    "p50_read_lat": "p50_read_lat_cycles",
+    "p95_read_lat": "p95_read_lat_cycles",
+    "p99_read_lat": "p99_read_lat_cycles",
+    "max_read_lat": "max_read_lat_cycles",
+    "mean_write_lat": "mean_write_lat_cycles",
+    "achieved_bw_GBps": "achieved_bw_GBps",
+    "row_hits": "row_hits",
+    "row_misses": "row_misses",
+    "row_conflicts": "row_conflicts",
+    "refresh_cmds": "refresh_cmds",
+    "total_cycles": "total_cycles",
+}
+#: relative deviations of dram.validation.check -> our column names
+DEVIATIONS = {
+    "mean_read_lat_dev": "mean_read_lat_dev_fraction",
+    "p99_read_lat_dev": "p99_read_lat_dev_fraction",
+    "achieved_bw_dev": "achieved_bw_dev_fraction",
+}
 
 
-def compare(only: str = "", check_sha: bool = False, progress: bool = True) -> pd.DataFrame:
+def select_runs(scale: str, only: str = "") -> list[dict]:
+    """Manifest entries replayed at ``scale`` whose name contains ``only``.
+
+    Raises ``ValueError`` naming ``--only`` when nothing is left.
+    """
     from dram import validation as V
 
-    manifest = [e for e in V.load_manifest() if only in e["name"]]
+    manifest = V.load_manifest()
+    if scale == "tiny":
+        manifest = [e for e in manifest if e["load"] is None or e["name"] in TINY_LOADED]
+    picked = [e for e in manifest if only in e["name"]]
+    if not picked:
+        raise ValueError(f"--only {only!r}: no set A run of the {scale} scale has that in its "
+                         f"name; names look like 4ch_anns_L0.50_s24 or 1ch_unloaded_hit_s60")
+    return picked
+
+
+def replay_case(entry: dict, refresh: bool, check_sha: bool = False) -> dict:
+    """Sweep task: replay one manifest entry with refresh on or off; our figures as a dict."""
+    from dram import validation as V
+
+    ours = V.run_case(entry, refresh, check_sha=check_sha)
+    res = ours.pop("_result")
+    ours["tCK_ps"] = float(res.stats["tCK_ps"])
+    return ours
+
+
+def compare(ctx, entries: list[dict], check_sha: bool = False) -> pd.DataFrame:
+    """Replay ``entries`` (refresh on and off) through ``ctx.sweep``; one row per run."""
+    from dram import validation as V
+
+    tasks = [dict(entry=e, refresh=refresh, check_sha=check_sha)
+             for e in entries for refresh in (True, False)]
+    results = ctx.sweep(replay_case, tasks, desc="DRAM vs Ramulator")
     ref = V.load_reference()
     rows = []
-    for e in manifest:
-        from dram import synth
-        tr = synth.from_manifest(e)
-        if check_sha and V.trace_sha256(tr) != e["sha256_uncompressed"]:
-            raise SystemExit(f"{e['name']}: regenerated trace differs from the manifest")
-        for refresh in (True, False):
-            t0 = time.perf_counter()
-            ours = V.run_case(e, refresh, trace=tr)
-            r = V.reference_row(ref, e, refresh)
-            d = V.check(e, ours, r)
-            row = {"name": e["name"], "config": f"{e['channels']}ch", "pattern": e["pattern"],
-                   "offered_load_fraction": e["load"], "seed": e["seed"],
-                   "refresh": "on" if refresh else "off"}
-            for k in FIGURES:
-                row[f"{k}_ours"] = ours[k]
-                row[f"{k}_ref"] = float(r[k])
-            row.update(d)
-            row["wall_s_ours"] = ours["wall_s"]
-            row["wall_s_ramulator"] = float(r["wall_s"])
-            rows.append(row)
-            if progress:
-                print(f"{e['name']:32s} refresh {'on ' if refresh else 'off'} "
-                      f"mean {ours['mean_read_lat']:9.1f} vs {float(r['mean_read_lat']):9.1f}  "
-                      f"bw {ours['achieved_bw_GBps']:6.2f} vs {float(r['achieved_bw_GBps']):6.2f}"
-                      f"  {'exact' if d['exact'] else ('ok' if d['passed'] else 'FAIL')}"
-                      f"  ({time.perf_counter() - t0:.1f} s)", flush=True)
+    for task, ours in zip(tasks, results):
+        e, refresh = task["entry"], task["refresh"]
+        r = V.reference_row(ref, e, refresh)
+        d = V.check(e, ours, r)
+        row = {"name": e["name"], "config": f"{e['channels']}ch", "pattern": e["pattern"],
+               "offered_load_fraction": e["load"], "seed": e["seed"],
+               "refresh": "on" if refresh else "off", "tCK_ps": ours["tCK_ps"]}
+        for k, col in FIGURES.items():
+            row[f"{col}_ours"] = ours[k]
+            row[f"{col}_ref"] = float(r[k])
+        for k, col in DEVIATIONS.items():
+            row[col] = d[k]
+        row["passed"] = d["passed"]
+        row["exact"] = d["exact"]
+        row["wall_s_ours"] = ours["wall_s"]
+        row["wall_s_ramulator"] = float(r["wall_s"])
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
+def _verdict(r) -> str:
+    return "exact" if r["exact"] else ("ok" if r["passed"] else "FAIL")
+
+
+def _head(df: pd.DataFrame) -> list[str]:
+    lines = [f"{len(df)} runs; passed {int(df['passed'].sum())}; identical in every compared "
+             f"figure: {int(df['exact'].sum())}."]
+    for col in DEVIATIONS.values():
+        v = df[col].abs().replace([np.inf], np.nan)
+        lines.append(f"- max |{col}| = {v.max():.4%}")
+    return lines
+
+
 def markdown(df: pd.DataFrame) -> str:
-    lines = ["# DRAM model vs Ramulator 2.1 (set A)", ""]
-    n = len(df)
-    lines.append(f"{n} runs; passed {int(df['passed'].sum())}; identical in every compared "
-                 f"figure: {int(df['exact'].sum())}.")
-    for k in ("mean_read_lat_dev", "p99_read_lat_dev", "achieved_bw_dev"):
-        v = df[k].abs().replace([np.inf], np.nan)
-        lines.append(f"- max |{k}| = {v.max():.4%}")
-    lines += ["", "| run | refresh | mean rd lat ours / ref | p99 ours / ref | BW GB/s ours / ref "
-              "| hits/misses/conflicts ours | ref | verdict |", "|---|---|---|---|---|---|---|---|"]
+    """Every run as a markdown table (validation.md)."""
+    lines = ["# DRAM model vs Ramulator 2.1 (set A)", "", *_head(df), "",
+             "| run | refresh | mean rd lat [cycles] ours / ref | p99 [cycles] ours / ref "
+             "| BW [GB/s] ours / ref | hits/misses/conflicts ours | ref | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
     for _, r in df.iterrows():
         lines.append(
-            f"| {r['name']} | {r['refresh']} | {r['mean_read_lat_ours']:.1f} / "
-            f"{r['mean_read_lat_ref']:.1f} | {r['p99_read_lat_ours']:.1f} / {r['p99_read_lat_ref']:.1f}"
-            f" | {r['achieved_bw_GBps_ours']:.2f} / {r['achieved_bw_GBps_ref']:.2f} | "
-            f"{int(r['row_hits_ours'])}/{int(r['row_misses_ours'])}/{int(r['row_conflicts_ours'])} | "
-            f"{int(r['row_hits_ref'])}/{int(r['row_misses_ref'])}/{int(r['row_conflicts_ref'])} | "
-            f"{'exact' if r['exact'] else ('ok' if r['passed'] else 'FAIL')} |")
+            f"| {r['name']} | {r['refresh']} | {r['mean_read_lat_cycles_ours']:.1f} / "
+            f"{r['mean_read_lat_cycles_ref']:.1f} | {r['p99_read_lat_cycles_ours']:.1f} / "
+            f"{r['p99_read_lat_cycles_ref']:.1f} | {r['achieved_bw_GBps_ours']:.2f} / "
+            f"{r['achieved_bw_GBps_ref']:.2f} | {int(r['row_hits_ours'])}/"
+            f"{int(r['row_misses_ours'])}/{int(r['row_conflicts_ours'])} | "
+            f"{int(r['row_hits_ref'])}/{int(r['row_misses_ref'])}/{int(r['row_conflicts_ref'])}"
+            f" | {_verdict(r)} |")
     return "\n".join(lines) + "\n"
 
 
 def run(ctx) -> dict:
-    """The experiment protocol of experiments.runner: compare, write CSV and markdown."""
-    df = compare(SUBSET.get(ctx.scale.name, ""), progress=False)
+    """The experiment protocol of experiments.runner: replay, compare, write CSV and markdown.
+
+    ``ctx`` may carry ``only`` and ``check_sha`` (:class:`ValidationContext`, the standalone
+    script); the plain runner context selects by scale alone.
+    """
+    entries = select_runs(ctx.scale.name, getattr(ctx, "only", ""))
+    df = compare(ctx, entries, check_sha=getattr(ctx, "check_sha", False))
     write_csv(ctx.out / "validation.csv", df)
     atomic_write_text(ctx.out / "validation.md", markdown(df))
     return {"runs": len(df), "passed": int(df["passed"].sum()), "identical": int(df["exact"].sum()),
-            "max_abs_mean_read_lat_dev": float(df["mean_read_lat_dev"].abs().max())}
+            "max_abs_mean_read_lat_dev_fraction":
+                float(df["mean_read_lat_dev_fraction"].abs().max())}
 
 
 def summary_md(folder) -> str:
     df = pd.read_csv(Path(folder) / "validation.csv")
-    head = markdown(df).split("\n\n| run")[0]
-    return head.replace("# DRAM model vs Ramulator 2.1 (set A)",
-                        "## DDR5 model vs Ramulator 2.1 (set A)") + "\n"
+    lines = ["## DDR5 model vs Ramulator 2.1 (set A)", "", *_head(df)]
+    probes = df[df["offered_load_fraction"].isna()]
+    if not probes.empty:
+        lines += ["", "Unloaded probes, mean read latency [cycles], ours / Ramulator 2.1:", "",
+                  "| probe | channels | refresh on | refresh off |", "|---|---|---|---|"]
+        for (pat, cfg), sub in probes.groupby(["pattern", "config"], sort=False):
+            cells = []
+            for refresh in ("on", "off"):
+                s = sub[sub["refresh"] == refresh]
+                cells.append("" if s.empty else f"{s['mean_read_lat_cycles_ours'].iloc[0]:.1f} / "
+                             f"{s['mean_read_lat_cycles_ref'].iloc[0]:.1f}")
+            lines.append(f"| {pat.replace('unloaded_', '')} | {cfg} | {cells[0]} | {cells[1]} |")
+    loaded = df[df["offered_load_fraction"].notna()]
+    if not loaded.empty:
+        lines += ["", f"Loaded runs: {len(loaded)} ({', '.join(sorted(loaded['pattern'].unique()))}"
+                  f"; offered load {loaded['offered_load_fraction'].min():.2f} to "
+                  f"{loaded['offered_load_fraction'].max():.2f}); every run: validation.md."]
+    return "\n".join(lines) + "\n"
 
 
-def plot(folder: Path):
-    """Mean read latency against achieved bandwidth, ours vs Ramulator (loaded runs only)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    df = pd.read_csv(Path(folder) / "validation.csv")
-    df = df[df["offered_load_fraction"].notna()]
-    if df.empty:
-        return []
+def _plot_loaded(plt, df: pd.DataFrame, folder) -> list:
     pats = sorted(df["pattern"].unique())
-    fig, axes = plt.subplots(len(pats), 2, figsize=(10, 3.2 * len(pats)), squeeze=False)
+    cfgs = [c for c in ("4ch", "1ch") if c in set(df["config"])]
+    fig, axes = plt.subplots(len(pats), len(cfgs), figsize=(5 * len(cfgs), 3.2 * len(pats)),
+                             squeeze=False)
     for i, p in enumerate(pats):
-        for j, cfg in enumerate(("4ch", "1ch")):
+        for j, cfg in enumerate(cfgs):
             ax = axes[i][j]
             for refresh, color in (("on", "C0"), ("off", "C1")):
                 d = df[(df["pattern"] == p) & (df["config"] == cfg) & (df["refresh"] == refresh)]
                 d = d.sort_values("offered_load_fraction")
-                ax.plot(d["achieved_bw_GBps_ours"], d["mean_read_lat_ours"], "-", color=color,
-                        label=f"ours, refresh {refresh}")
-                ax.plot(d["achieved_bw_GBps_ref"], d["mean_read_lat_ref"], "o", mfc="none",
-                        color=color, label=f"Ramulator 2.1, refresh {refresh}")
+                ax.plot(d["achieved_bw_GBps_ours"], d["mean_read_lat_cycles_ours"], "-",
+                        color=color, label=f"ours, refresh {refresh}")
+                ax.plot(d["achieved_bw_GBps_ref"], d["mean_read_lat_cycles_ref"], "o",
+                        mfc="none", color=color, label=f"Ramulator 2.1, refresh {refresh}")
             ax.set_yscale("log")
             ax.set_title(f"{p}, {cfg}")
             ax.set_xlabel("achieved bandwidth [GB/s]")
@@ -142,27 +229,89 @@ def plot(folder: Path):
             if i == 0 and j == 0:
                 ax.legend(fontsize=7)
     fig.tight_layout()
-    return save_figure(fig, folder, "latency_vs_bandwidth")
+    out = save_figure(fig, folder, "latency_vs_bandwidth")
+    plt.close(fig)
+    return out
+
+
+def _plot_unloaded(plt, df: pd.DataFrame, folder) -> list:
+    cfgs = [c for c in ("4ch", "1ch") if c in set(df["config"])]
+    kinds = [k for k in ("unloaded_hit", "unloaded_miss", "unloaded_conflict")
+             if k in set(df["pattern"])]
+    fig, axes = plt.subplots(1, len(cfgs), figsize=(4.2 * len(cfgs), 3.2), squeeze=False)
+    x = np.arange(len(kinds))
+    for ax, cfg in zip(axes[0], cfgs):
+        for k, (refresh, color) in enumerate((("on", "C0"), ("off", "C1"))):
+            d = df[(df["config"] == cfg) & (df["refresh"] == refresh)].set_index("pattern")
+            d = d.reindex(kinds)
+            xs = x + (k - 0.5) * 0.38
+            ax.bar(xs, d["mean_read_lat_cycles_ours"], 0.38, color=color, alpha=0.7,
+                   label=f"ours, refresh {refresh}")
+            ax.plot(xs, d["mean_read_lat_cycles_ref"], "o", mfc="none", color="k",
+                    label="Ramulator 2.1" if k == 0 else None)
+        ax.set_xticks(x, [k.replace("unloaded_", "") for k in kinds])
+        ax.set_ylabel("mean read latency [cycles]")
+        ax.set_title(f"unloaded probes, {cfg}", fontsize=9)
+        ax.legend(frameon=False, fontsize=7)
+    fig.tight_layout()
+    out = save_figure(fig, folder, "unloaded_latency")
+    plt.close(fig)
+    return out
+
+
+def plot(folder) -> list:
+    """Latency against bandwidth (loaded runs) and the unloaded probes, ours vs Ramulator 2.1."""
+    plt = pyplot()
+    df = pd.read_csv(Path(folder) / "validation.csv")
+    out = []
+    loaded = df[df["offered_load_fraction"].notna()]
+    if not loaded.empty:
+        out += _plot_loaded(plt, loaded, folder)
+    probes = df[df["offered_load_fraction"].isna()]
+    if not probes.empty:
+        out += _plot_unloaded(plt, probes, folder)
+    return out
+
+
+@dataclass
+class ValidationContext(Context):
+    """The runner's context plus the standalone script's own options (kept in config.json)."""
+
+    only: str = ""
+    check_sha: bool = False
+
+    def config(self) -> dict:
+        return {**super().config(), "only": self.only, "check_sha": self.check_sha}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="results", help="root folder for the results folder")
-    ap.add_argument("--only", default="", help="only runs whose name contains this")
-    ap.add_argument("--check-sha", action="store_true",
-                    help="verify each regenerated trace against the manifest sha256")
-    a = ap.parse_args(argv)
-    folder = new_results_dir(a.out, "validate_dram")
-    write_json(folder / "config.json", {"only": a.only, "check_sha": a.check_sha,
-                                        "reference": "tests/data/dram/results_setA.csv",
-                                        "config": "dram.validation.reference_config"})
-    df = compare(a.only, a.check_sha)
-    write_csv(folder / "validation.csv", df)
-    atomic_write_text(folder / "validation.md", markdown(df))
-    plot(folder)
-    print(markdown(df).split("\n\n")[1] if "\n\n" in markdown(df) else "")
-    print(f"results in {folder}")
-    return 0 if bool(df["passed"].all()) else 1
+    """``python experiments/validate_dram.py``: the shared options plus ``--only``/``--check-sha``."""
+    import argparse
+
+    from experiments.common import new_results_dir
+    from experiments.runner import add_common_arguments, check_args, context_from_args, run_experiment
+
+    p = argparse.ArgumentParser(prog=f"{NAME}.py", description=TITLE)
+    add_common_arguments(p)
+    p.add_argument("--only", default="", metavar="SUBSTRING",
+                   help="only the scale's runs whose name contains SUBSTRING (e.g. 1ch_anns)")
+    p.add_argument("--check-sha", action="store_true",
+                   help="check each regenerated trace against the manifest's sha256")
+    args = p.parse_args(argv)
+    try:
+        check_args(args)
+        select_runs(args.scale, args.only)
+    except (ValueError, FileNotFoundError) as exc:
+        p.error(str(exc))
+    out = new_results_dir(args.out_root, NAME)
+    base = context_from_args(args, out)
+    ctx = ValidationContext(**{f.name: getattr(base, f.name) for f in fields(base)},
+                            only=args.only, check_sha=args.check_sha)
+    headline = run_experiment(NAME, ctx)
+    print(f"{NAME}: results in {out}")
+    for k, v in headline.items():
+        print(f"  {k}: {v}")
+    return 0 if headline["passed"] == headline["runs"] else 1
 
 
 if __name__ == "__main__":

@@ -23,16 +23,22 @@ EXPECTED = {
                               "lir_all_queries"]),
     "fig5b_heatmap": ("heatmap.csv", ["dataset", "policy", "device", "clusters_on_device",
                                       "queries"]),
-    "validate_dram": ("validation.csv", ["name", "refresh", "mean_read_lat_ours",
-                                         "mean_read_lat_ref"]),
+    "validate_dram": ("validation.csv", ["name", "config", "pattern", "offered_load_fraction",
+                                         "refresh", "tCK_ps", "mean_read_lat_cycles_ours",
+                                         "mean_read_lat_cycles_ref", "p99_read_lat_cycles_ours",
+                                         "p99_read_lat_cycles_ref", "achieved_bw_GBps_ours",
+                                         "achieved_bw_GBps_ref", "mean_read_lat_dev_fraction",
+                                         "passed", "exact"]),
     "scale_devices": ("devices.csv", ["system", "devices", "qps"]),
     "scale_ranks": ("ranks.csv", ["dataset", "system", "ranks", "qps"]),
     "latency_load": ("latency_load.csv", ["system", "load_fraction", "offered_qps",
                                           "latency_mean_ns", "latency_p99_ns"]),
 }
-PLOTS = {"fig4a_qps": "fig4a_qps", "fig4b_breakdown": "fig4b_breakdown", "fig5a_lir": "fig5a_lir",
-         "fig5b_heatmap": "fig5b_heatmap", "scale_devices": "scale_devices",
-         "scale_ranks": "scale_ranks", "latency_load": "latency_load"}
+PLOTS = {"fig4a_qps": ["fig4a_qps"], "fig4b_breakdown": ["fig4b_breakdown"],
+         "fig5a_lir": ["fig5a_lir"], "fig5b_heatmap": ["fig5b_heatmap"],
+         "validate_dram": ["latency_vs_bandwidth", "unloaded_latency"],
+         "scale_devices": ["scale_devices"], "scale_ranks": ["scale_ranks"],
+         "latency_load": ["latency_load"]}
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +60,7 @@ def reproduction(tmp_path_factory):
 
 
 def test_every_experiment_is_registered():
-    assert set(EXPECTED) == set(EXPERIMENTS)
+    assert set(EXPECTED) == set(EXPERIMENTS) == set(PLOTS)
 
 
 def test_every_file_is_produced(reproduction):
@@ -68,9 +74,9 @@ def test_every_file_is_produced(reproduction):
         assert len(df) > 0
         missing = [c for c in cols if c not in df.columns]
         assert not missing, f"{name}/{csv} lacks columns {missing}"
-        if name in PLOTS:
+        for stem in PLOTS[name]:
             for ext in ("png", "pdf"):
-                assert (sub / f"{PLOTS[name]}.{ext}").stat().st_size > 1000
+                assert (sub / f"{stem}.{ext}").stat().st_size > 1000, f"{name}: {stem}.{ext}"
         assert name in stdout
 
 
@@ -92,7 +98,14 @@ def test_values_are_plausible(reproduction):
     per_device = hm.groupby(["dataset", "policy", "device"]).queries.sum()
     assert per_device.nunique() == 1  # each device row counts every query once
     val = pd.read_csv(folder / "validate_dram" / "validation.csv")
-    assert len(val) > 0
+    assert val.passed.all() and val.exact.all()  # the model reproduces Ramulator 2.1
+    loaded = val[val.offered_load_fraction.notna()]
+    assert len(loaded) == 8 and set(loaded.refresh) == {"on", "off"}  # one curve per setting
+    assert len(val) - len(loaded) == 12  # every unloaded probe, refresh on and off
+    for _, sub in loaded.groupby("refresh"):
+        sub = sub.sort_values("offered_load_fraction")  # more load: more bandwidth, longer waits
+        assert sub.achieved_bw_GBps_ours.is_monotonic_increasing
+        assert sub.mean_read_lat_cycles_ours.iloc[-1] > 10 * sub.mean_read_lat_cycles_ours.iloc[0]
     ll = pd.read_csv(folder / "latency_load" / "latency_load.csv")
     assert (ll.latency_mean_ns > 0).all()
     rk = pd.read_csv(folder / "scale_ranks" / "ranks.csv")
@@ -103,3 +116,33 @@ def test_values_are_plausible(reproduction):
     cos = dev[dev.system == "cosmos"].sort_values("devices").qps.to_numpy()
     assert cos[-1] > 2 * cos[0]  # Cosmos scales with devices (GPCs and rank PUs per device)
 
+
+
+def test_validate_dram_standalone_options(tmp_path, capsys):
+    """`python experiments/validate_dram.py`: the shared options plus --only / --check-sha,
+    recorded in config.json; a filter matching nothing fails before anything is written."""
+    import json
+
+    from experiments import validate_dram
+
+    rc = validate_dram.main(["--scale", "tiny", "--only", "unloaded_hit", "--check-sha",
+                             "--out-root", str(tmp_path / "ok"), "--workers", "1",
+                             "--no-progress"])
+    assert rc == 0
+    (folder,) = (tmp_path / "ok").iterdir()
+    cfg = json.loads((folder / "config.json").read_text())
+    assert cfg["experiment"] == "validate_dram" and cfg["scale"]["name"] == "tiny"
+    assert cfg["only"] == "unloaded_hit" and cfg["check_sha"] is True and cfg["workers"] == 1
+    val = pd.read_csv(folder / "validation.csv")
+    assert sorted(val.name.unique()) == ["1ch_unloaded_hit_s60", "4ch_unloaded_hit_s57"]
+    assert len(val) == 4 and val.exact.all()
+    off = val[val.refresh == "off"]
+    assert (off.mean_read_lat_cycles_ours == 43).all()  # a row hit: tCL + burst, no refresh
+    assert "| hit | 4ch | 80.9 / 80.9 | 43.0 / 43.0 |" in (folder / "summary.md").read_text()
+    assert (folder / "unloaded_latency.png").is_file()
+    assert not (folder / "latency_vs_bandwidth.png").exists()  # no loaded run selected
+    with pytest.raises(SystemExit) as exc:
+        validate_dram.main(["--only", "5ch_", "--out-root", str(tmp_path / "bad")])
+    assert exc.value.code == 2
+    assert "--only '5ch_': no set A run" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
