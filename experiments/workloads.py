@@ -4,7 +4,9 @@ A workload is a logical trace (contract 1 in docs/contracts.md) made by
 :func:`graphs.make_workload` from a dataset: a synthetic SIFT-like or DEEP-like set made by the
 project (the default; nothing is downloaded), or the user's own files (``--dataset PATH``).
 Index and trace are cached under the cache folder (``$COSMOS_CACHE`` or ``~/.cache/cosmos``)
-under a key of dataset and parameters, so a second run reuses them.
+under a key of dataset and parameters, so a second run reuses them. The user's base is cut to
+the scale's size (:func:`user_dataset_plan`); its ground truth is computed only when no trace is
+cached, once, and cached too.
 
 Scales (sizes are ours, chosen for run time; the paper's are SIFT1B / DEEP1B):
 
@@ -31,7 +33,8 @@ import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-__all__ = ["Scale", "SCALES", "FAMILIES", "get_scale", "workload", "trace_path"]
+__all__ = ["Scale", "SCALES", "FAMILIES", "get_scale", "workload", "trace_path", "user_dataset_plan",
+           "user_dataset_note"]
 
 #: synthetic families of the paper's Table I used by the figures, with the paper's dataset
 FAMILIES = {"sift": "SIFT1B", "deep": "DEEP1B"}
@@ -71,32 +74,213 @@ def get_scale(name: str | Scale) -> Scale:
     return SCALES[name]
 
 
-def _user_dataset(path: str, scale: Scale, queries: str | None, groundtruth: str | None,
-                  metric: str):
-    """The user's base file (and optional queries / ground truth) as a graphs.Dataset.
+#: queries per ground-truth step (one progress-bar tick)
+_GT_CHUNK = 256
+#: ground-truth neighbors kept per query (as for the synthetic sets of graphs.get_dataset)
+_GT_K = 100
 
-    Without a queries file, the last ``num_queries`` base vectors become the queries and are
-    left out of the index. A missing ground truth is computed exactly.
+
+def user_dataset_plan(dataset: str | os.PathLike, scale: str | Scale = "default",
+                      queries: str | os.PathLike | None = None,
+                      groundtruth: str | os.PathLike | None = None, metric: str = "l2") -> dict:
+    """What ``--dataset PATH`` will use at ``scale``, read from the file headers only.
+
+    The base is **cut to the scale's size**: the first ``scale.n`` vectors of the file (all of
+    them if it holds fewer). Without a queries file, the last ``min(scale.num_queries, n // 10)``
+    vectors of the file are held out as queries (never part of the base); with one, its first
+    ``scale.num_queries`` vectors are the queries. A ground-truth file is used as given only if
+    the base is not cut (its ids refer to the whole file); otherwise, and without one, the exact
+    ground truth of the vectors used is computed once and cached.
+
+    Returns a dict of plain values (it goes into ``config.json``).
     """
-    import numpy as np
+    from graphs.dataset import METRICS
+    from graphs.io import read_vectors
 
-    from graphs import Dataset, exact_knn, load_dataset
-
+    sc = get_scale(scale)
+    path = dataset
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"--dataset {path}: no such file")
-    ds = load_dataset(p, queries, groundtruth, metric=metric)
-    if ds.queries is None:
-        nq = min(scale.num_queries, ds.n // 10)
+    if metric not in METRICS:
+        raise ValueError(f"--metric {metric!r} unknown; expected one of {', '.join(METRICS)}")
+    if groundtruth is not None and queries is None:
+        raise ValueError(f"--groundtruth {groundtruth} needs --queries (the ground truth of "
+                         "queries held out from --dataset is computed)")
+    vectors = ("float32", "uint8", "int8")  # what graphs indexes (ids files are not vectors)
+    arr = read_vectors(p)
+    if str(arr.dtype) not in vectors:
+        raise ValueError(f"--dataset {path}: holds {arr.dtype} values; expected base vectors of "
+                         f"{', '.join(vectors)} (fbin/fvecs, u8bin/bvecs, i8bin)")
+    total, dim = arr.shape
+    if queries is None:
+        nq = min(sc.num_queries, total // 10)
         if nq < 1:
-            raise ValueError(f"--dataset {path}: {ds.n} vectors are too few to hold out queries")
-        base = np.asarray(ds.base[: ds.n - nq])
-        ds = Dataset(name=f"{p.stem}-holdout{nq}", base=base, queries=np.asarray(ds.base[ds.n - nq:]),
-                     groundtruth=None, metric=metric)
-    if ds.groundtruth is None:
-        gt, _ = exact_knn(ds.base, ds.queries, min(100, ds.n), metric)
-        ds = Dataset(name=ds.name, base=ds.base, queries=ds.queries, groundtruth=gt, metric=metric)
+            raise ValueError(f"--dataset {path}: {total} vectors are too few to hold out queries "
+                             "(at least 10 needed, or give --queries)")
+        available = total - nq
+    else:
+        qa = read_vectors(queries)
+        if str(qa.dtype) not in vectors:
+            raise ValueError(f"--queries {queries}: holds {qa.dtype} values; expected query "
+                             f"vectors of {', '.join(vectors)}")
+        qn, qd = qa.shape
+        if qd != dim:
+            raise ValueError(f"--queries {queries}: dimension {qd}, but --dataset {path} has {dim}")
+        if qn < 1:
+            raise ValueError(f"--queries {queries}: no vectors")
+        nq = min(sc.num_queries, qn)
+        available = total
+    n = min(sc.n, available)
+    gt_source = "file" if groundtruth is not None and n == total else "computed"
+    return {
+        "dataset": str(p), "queries": None if queries is None else str(queries),
+        "groundtruth": None if groundtruth is None else str(groundtruth), "metric": metric,
+        "vectors_in_file": total, "dim": dim, "base_vectors_used": n,
+        "queries_used": nq, "queries_held_out": queries is None,
+        "num_clusters": min(sc.num_clusters, max(1, n // 50)),
+        "groundtruth_source": gt_source, "scale": sc.name, "scale_n": sc.n,
+    }
+
+
+def user_dataset_note(plan: dict) -> str:
+    """One paragraph saying what of the user's files a run uses (printed before it starts)."""
+    cut = plan["base_vectors_used"] < plan["vectors_in_file"] - (plan["queries_used"] if plan["queries_held_out"] else 0)
+    sizes = ", ".join(f"{s.name} {s.n:,}" for s in SCALES.values())
+    head = f"note: --dataset {plan['dataset']}: {plan['vectors_in_file']:,} vectors of dimension {plan['dim']}; "
+    if cut:
+        head += (f"the base is cut to the {plan['scale']} scale's size: only its first "
+                 f"{plan['base_vectors_used']:,} vectors are used (base vectors per scale: {sizes}).")
+    else:
+        head += (f"all {plan['base_vectors_used']:,} base vectors are used (the {plan['scale']} scale "
+                 f"takes up to {plan['scale_n']:,}).")
+    parts = [head]
+    if plan["queries_held_out"]:
+        parts.append(f"Queries: the file's last {plan['queries_used']:,} vectors, held out of the base.")
+    else:
+        parts.append(f"Queries: the first {plan['queries_used']:,} of {plan['queries']}.")
+    c = plan["num_clusters"]
+    parts.append(f"Metric {plan['metric']}; {c} cluster{'' if c == 1 else 's'}.")
+    if plan["groundtruth_source"] == "file":
+        parts.append(f"Ground truth from {plan['groundtruth']}.")
+    else:
+        why = " (the file's ids refer to the uncut base)" if plan["groundtruth"] else ""
+        parts.append(f"Ground truth computed exactly on the vectors used{why}, once, and cached.")
+    return " ".join(parts)
+
+
+#: prepared user datasets of this process, by (plan, file identities): reading and
+#: fingerprinting a large base once per run, not once per trace
+_PREPARED: dict = {}
+
+
+def _file_id(path) -> tuple | None:
+    if path is None:
+        return None
+    st = os.stat(path)
+    return (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+def _user_dataset(plan: dict):
+    """The base and queries of ``plan`` as a graphs.Dataset without ground truth."""
+    import numpy as np
+
+    from graphs import Dataset
+    from graphs.io import read_vectors
+
+    key = (tuple(sorted(plan.items())), _file_id(plan["dataset"]), _file_id(plan["queries"]))
+    if key in _PREPARED:
+        return _PREPARED[key]
+    p = Path(plan["dataset"])
+    total, n, nq = plan["vectors_in_file"], plan["base_vectors_used"], plan["queries_used"]
+    if plan["queries_held_out"]:
+        q = np.asarray(read_vectors(p)[total - nq:])
+        name = f"{p.stem}-holdout{nq}"
+        available = total - nq
+    else:
+        q = np.asarray(read_vectors(plan["queries"], n=nq))
+        name = p.stem
+        available = total
+    if n < available:
+        name += f"[:{n}]"
+    ds = Dataset(name=name, base=read_vectors(p, n=n), queries=q, metric=plan["metric"])
+    _PREPARED.clear()  # one user dataset per run; do not hold on to older ones
+    _PREPARED[key] = ds
     return ds
+
+
+def _groundtruth(ds, plan: dict, cache: Path, progress: bool):
+    """Ground truth of ``ds``: the user's file if it applies, else exact, cached by the
+    dataset's fingerprint under ``cache/groundtruth`` (as graphs does for synthetic sets)."""
+    import warnings
+
+    import numpy as np
+
+    from graphs import exact_knn
+    from graphs.io import atomic_write_bytes, read_groundtruth
+    from graphs.workload import _safe
+
+    if plan["groundtruth_source"] == "file":
+        ids, _ = read_groundtruth(plan["groundtruth"])
+        if len(ids) < len(ds.queries):
+            raise ValueError(f"--groundtruth {plan['groundtruth']}: {len(ids)} rows for "
+                             f"{len(ds.queries)} queries")
+        return ids[: len(ds.queries)]
+    k = min(_GT_K, ds.n)
+    fp = ds.fingerprint()
+    path = cache / "groundtruth" / f"{_safe(ds.name)}-{fp[:16]}-k{k}.npz"
+    if path.exists():
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if str(z["fingerprint"]) == fp and z["ids"].shape == (len(ds.queries), k):
+                    return z["ids"].astype(np.int64)
+        except Exception as exc:  # damaged cache file: recompute
+            warnings.warn(f"{path}: unreadable ground truth cache ({exc}); recomputing", stacklevel=2)
+    from tqdm.auto import tqdm
+
+    nq = len(ds.queries)
+    gt = np.empty((nq, k), dtype=np.int64)
+    with tqdm(total=nq, desc=f"ground truth {ds.name}", unit="query", disable=not progress) as bar:
+        for s in range(0, nq, _GT_CHUNK):
+            gt[s: s + _GT_CHUNK] = exact_knn(ds.base, ds.queries[s: s + _GT_CHUNK], k, ds.metric)[0]
+            bar.update(min(_GT_CHUNK, nq - s))
+    atomic_write_bytes(path, lambda f: np.savez(f, ids=gt, fingerprint=np.array(fp)), overwrite=True)
+    return gt
+
+
+def _cached_user_trace(ds, num_clusters: int, num_probes: int, seed: int, cache: Path):
+    """The trace :func:`graphs.make_workload` has cached for ``ds`` with these parameters, or None.
+
+    Mirrors make_workload's cache key and checks (the trace does not depend on the ground truth
+    except for its recall, so the key leaves it out); looking first lets a rerun skip the ground
+    truth. tests/test_experiments_cli.py checks that the two agree; should they drift apart, the
+    only cost is a ground truth loaded or computed in vain.
+    """
+    import hashlib
+    import json
+
+    from graphs.index import IndexParams, index_key
+    from graphs.trace import TRACE_FORMAT_VERSION, load_trace
+    from graphs.workload import DEFAULTS, _safe
+
+    d = DEFAULTS
+    params = IndexParams(num_clusters=num_clusters, M=d["M"], ef_construction=d["ef_construction"], seed=seed)
+    spar = {"num_probes": num_probes, "cand_list_len": d["cand_list_len"], "k": d["k"], "entry": d["entry"]}
+    key = hashlib.blake2b(
+        json.dumps({"v": TRACE_FORMAT_VERSION, "index": index_key(ds, params), "s": spar}, sort_keys=True).encode(),
+        digest_size=8,
+    ).hexdigest()
+    path = cache / "traces" / f"{_safe(ds.name)}-{key}.npz"
+    if not path.exists():
+        return None
+    try:
+        tr = load_trace(path)
+    except ValueError:
+        return None  # make_workload warns and recomputes
+    expect = {**spar, "dataset_fingerprint": ds.fingerprint(), "M": d["M"],
+              "ef_construction": d["ef_construction"], "seed": seed, "num_clusters": num_clusters,
+              "n": ds.n, "num_queries": len(ds.queries)}
+    return tr if all(tr.meta.get(a) == b for a, b in expect.items()) else None
 
 
 def workload(family: str, scale: str | Scale = "default", *, num_probes: int | None = None,
@@ -113,20 +297,30 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
     num_probes : int, optional
         Overrides the scale's probes (fig5a sweeps them).
     dataset, queries, groundtruth : path, optional
-        The user's own files (fbin/u8bin/i8bin/fvecs/bvecs; ground truth ivecs or big-ann).
+        The user's own files (fbin/u8bin/i8bin/fvecs/bvecs; ground truth ivecs or big-ann). The
+        base is cut to the scale's size (:func:`user_dataset_plan` says exactly what is used).
+    metric : {"l2", "ip"}
+        Distance of the user's dataset (the synthetic families have their own).
     """
-    from graphs import make_workload
+    from graphs import Dataset, make_workload
+    from graphs.index import default_cache_dir
 
     sc = get_scale(scale)
     probes = sc.num_probes if num_probes is None else int(num_probes)
     if dataset is not None:
-        ds = _user_dataset(dataset, sc, queries, groundtruth, metric)
-        n = min(sc.n, ds.n)
-        nq = min(sc.num_queries, len(ds.queries))
-        clusters = min(sc.num_clusters, max(1, n // 50))
-        return make_workload(ds, n=n, num_queries=nq, num_clusters=clusters,
-                             num_probes=min(probes, clusters), seed=seed, cache_dir=cache_dir,
-                             progress=progress)
+        plan = user_dataset_plan(dataset, sc, queries, groundtruth, metric)
+        ds = _user_dataset(plan)
+        clusters = plan["num_clusters"]
+        probes = min(probes, clusters)
+        cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        tr = _cached_user_trace(ds, clusters, probes, seed, cache)
+        if tr is not None:
+            return tr
+        gt = _groundtruth(ds, plan, cache, progress)
+        ds = Dataset(name=ds.name, base=ds.base, queries=ds.queries, groundtruth=gt,
+                     metric=ds.metric, _fp={"fp": ds.fingerprint()})
+        return make_workload(ds, num_clusters=clusters, num_probes=probes, seed=seed,
+                             cache_dir=cache, progress=progress)
     return make_workload(family, n=sc.n, num_queries=sc.num_queries, num_clusters=sc.num_clusters,
                          num_probes=probes, seed=seed, cache_dir=cache_dir, progress=progress)
 
