@@ -19,7 +19,7 @@ sweep's worker processes (``--workers``) or a Dask cluster (``--scheduler``). Ru
 The results folder (a new one, as for every experiment) holds
 
 * ``config.json``: the shared experiment record (scale, workers, scheduler, versions, command)
-  plus ``only`` and ``check_sha``;
+  plus ``only`` and ``check_sha`` (with either, ``rerun`` is this script's command line);
 * ``validation.csv``: one row per run, our figures (``*_ours``) beside the reference's
   (``*_ref``), latencies in DRAM clock cycles (``*_cycles``; ``tCK_ps`` converts), relative
   deviations ``(ours - ref) / ref`` (``*_dev_fraction``) and the verdict under the issue's
@@ -38,6 +38,7 @@ any run fails its tolerance. ``--dataset``, ``--seed`` and ``--cache-dir`` have 
 
 from __future__ import annotations
 
+import shlex
 import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -281,7 +282,13 @@ class ValidationContext(Context):
     check_sha: bool = False
 
     def config(self) -> dict:
-        return {**super().config(), "only": self.only, "check_sha": self.check_sha}
+        out = {**super().config(), "only": self.only, "check_sha": self.check_sha}
+        if self.only or self.check_sha:  # `cosmos run validate_dram` has neither option
+            extra = (["--only", self.only] if self.only else []) + \
+                (["--check-sha"] if self.check_sha else [])
+            out["rerun"] = shlex.join(["python", str(Path(__file__).resolve()),
+                                       *getattr(self, "options", []), *extra])
+        return out
 
 
 def main(argv=None) -> int:
