@@ -133,6 +133,7 @@ def test_validate_dram_standalone_options(tmp_path, capsys):
     cfg = json.loads((folder / "config.json").read_text())
     assert cfg["experiment"] == "validate_dram" and cfg["scale"]["name"] == "tiny"
     assert cfg["only"] == "unloaded_hit" and cfg["check_sha"] is True and cfg["workers"] == 1
+    assert "validate_dram.py" in cfg["rerun"] and "--only unloaded_hit --check-sha" in cfg["rerun"]
     val = pd.read_csv(folder / "validation.csv")
     assert sorted(val.name.unique()) == ["1ch_unloaded_hit_s60", "4ch_unloaded_hit_s57"]
     assert len(val) == 4 and val.exact.all()
