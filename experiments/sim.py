@@ -2,38 +2,103 @@
 
 :func:`simulate_task` is a module-level function of plain arguments, so it runs the same in
 this process, in local worker processes and on Dask workers (which must see the trace path).
+
+Its row is tidy: one scalar per field, units in the names. The summary's per-device lists
+(``gpc_busy_fraction``, ``device_tasks``) are not in it; ask for ``per_device=True`` to get
+one record per device (:func:`per_device_rows`) under the key ``"per_device"``, and split them
+into a long table with :func:`split_per_device`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["simulate_task", "flatten_summary"]
+__all__ = ["simulate_task", "flatten_summary", "per_device_rows", "split_per_device",
+           "with_unit"]
+
+#: per-device list fields of the summary that :func:`per_device_rows` adds, and their column
+#: there (cosmos.metrics: ``device_tasks`` = cluster-search tasks placed on each device)
+LIST_COLUMNS = {"device_tasks": "cluster_searches"}
+
+
+def with_unit(name: str) -> str:
+    """``name`` with ``_fraction`` appended if it is a utilization (``util``) without a unit.
+
+    cosmos.metrics reports link utilizations (busy cycles / simulated cycles) as
+    ``upstream_util``, ``device_link_util_max``, ``link_down_util``; in our tables they are
+    ``upstream_util_down_fraction``, ``device_link_util_max_fraction``, ...
+    """
+    if "util" in name.split("_") and not name.endswith("_fraction"):
+        return f"{name}_fraction"
+    return name
 
 
 def flatten_summary(summary: dict) -> dict:
-    """``summary()`` of cosmos.metrics with nested dicts flattened to ``outer_inner`` keys."""
+    """``summary()`` of cosmos.metrics as one flat row of scalars.
+
+    Nested dicts become ``outer_inner`` keys (``breakdown_ns`` -> ``breakdown_<stage>_ns``);
+    utilizations get ``_fraction`` (:func:`with_unit`); list-valued (per-device) fields are
+    left out: they belong to a per-device table (:func:`per_device_rows`).
+    """
     flat: dict[str, Any] = {}
     for k, v in summary.items():
         if isinstance(v, dict):
             for kk, vv in v.items():
-                flat[f"{k}_{kk}" if not k.endswith("_ns") else f"{k[:-3]}_{kk}_ns"] = vv
+                flat[with_unit(f"{k}_{kk}" if not k.endswith("_ns") else f"{k[:-3]}_{kk}_ns")] = vv
         elif isinstance(v, (list, tuple)):
-            flat[k] = ";".join(f"{x:.6g}" if isinstance(x, float) else str(x) for x in v)
+            continue
         else:
-            flat[k] = v
+            flat[with_unit(k)] = v
     return flat
+
+
+def per_device_rows(res, summary: dict) -> list[dict]:
+    """One record per device (memory instance) of a run: cosmos.metrics.per_device plus the
+    summary's per-device lists (:data:`LIST_COLUMNS`), utilizations named with their unit."""
+    from cosmos.metrics import per_device
+
+    rows = [{with_unit(k): (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+            for r in per_device(res).to_dict("records")]
+    for key, col in LIST_COLUMNS.items():
+        values = summary.get(key)
+        for i, r in enumerate(rows):
+            r[col] = values[i] if values is not None and i < len(values) else float("nan")
+    return rows
+
+
+def split_per_device(rows: list[dict], keys: list[str]):
+    """Sweep rows made with ``per_device=True`` -> (one row per run, one row per run x device).
+
+    ``keys`` are the row fields (tags) that identify a run; they lead each per-device row.
+    Returns two pandas DataFrames; the rows given are not modified.
+    """
+    import pandas as pd
+
+    runs, devices = [], []
+    for row in rows:
+        row = dict(row)
+        if "per_device" not in row:
+            raise KeyError("split_per_device: a row has no 'per_device' field; run "
+                           "simulate_task with per_device=True")
+        per_dev = row.pop("per_device")
+        missing = [k for k in keys if k not in row]
+        if missing:
+            raise KeyError(f"split_per_device: rows lack the key field(s) {missing}")
+        runs.append(row)
+        devices += [{**{k: row[k] for k in keys}, **d} for d in per_dev]
+    return pd.DataFrame(runs), pd.DataFrame(devices)
 
 
 def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None,
                   num_queries: int | None = None, mode: str = "closed",
                   rate_qps: float | None = None, max_inflight: int | None = None,
                   placement: str | None = None, seed: int = 0, warmup: float = 0.1,
-                  tags: dict | None = None) -> dict:
+                  tags: dict | None = None, per_device: bool = False) -> dict:
     """Simulate preset ``system`` (with dotted-field ``overrides``) on the trace at ``trace_path``.
 
     Returns the flattened summary (qps, latency percentiles in ns, breakdown in ns, link and
-    DRAM figures) plus the ``tags`` given, so a sweep's rows carry their own coordinates.
+    DRAM figures) plus the ``tags`` given, so a sweep's rows carry their own coordinates; with
+    ``per_device``, also ``"per_device"``: a list of per-device records (:func:`per_device_rows`).
     """
     from cosmos.config import with_overrides
     from cosmos.presets import get_preset
@@ -47,6 +112,9 @@ def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None
         cfg = with_overrides(cfg, ov)
     res = simulate(cfg, str(trace_path), num_queries=num_queries, mode=mode, rate_qps=rate_qps,
                    max_inflight=max_inflight, seed=seed, progress=False)
+    summary = res.summary(warmup=warmup)
     row = dict(tags or {})
-    row.update(flatten_summary(res.summary(warmup=warmup)))
+    row.update(flatten_summary(summary))
+    if per_device:
+        row["per_device"] = per_device_rows(res, summary)
     return row
