@@ -3,7 +3,10 @@
 Every system replays the same logical trace of each dataset (SIFT-like and DEEP-like, or the
 user's own) in the closed loop: queries stream into the system as its search contexts free up.
 The paper's reported ratios (Cosmos over Base: 6.72x on SIFT1B, 5.35x on DEEP1B; Cosmos over
-CXL-ANNS: 2.35x) are drawn beside ours.
+CXL-ANNS: 2.35x) are columns of ``qps.csv`` and drawn beside ours (left panel: every system over
+Base; right panel: Cosmos over CXL-ANNS). ``per_device.csv`` has one row per dataset x system x
+device (memory instance): DRAM requests and bandwidth, DRAM bus, rank, link and GPC busy
+fractions, and the cluster searches placed on each device (Cosmos systems).
 """
 
 from __future__ import annotations
@@ -17,15 +20,17 @@ if __package__ in (None, ""):
 import pandas as pd
 
 from experiments.common import pyplot, save_figure, write_csv
-from experiments.sim import simulate_task
+from experiments.sim import simulate_task, split_per_device
 
 NAME = "fig4a_qps"
 TITLE = "Relative QPS of the six systems (Cosmos paper, Fig. 4a)"
 SYSTEMS = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "cosmos")
 #: the paper's reported ratios over Base (Cosmos, IEEE CAL 2025, abstract and Sec. V)
 PAPER_VS_BASE = {("sift", "cosmos"): 6.72, ("deep", "cosmos"): 5.35}
-#: the paper's reported Cosmos / CXL-ANNS throughput ratio
+#: the paper's reported Cosmos / CXL-ANNS throughput ratio (one figure for both datasets)
 PAPER_COSMOS_VS_CXLANNS = 2.35
+PAPER_VS_CXLANNS = {("sift", "cosmos"): PAPER_COSMOS_VS_CXLANNS,
+                    ("deep", "cosmos"): PAPER_COSMOS_VS_CXLANNS}
 
 
 def run(ctx) -> dict:
@@ -34,24 +39,29 @@ def run(ctx) -> dict:
         path = ctx.trace_file(fam)
         for system in SYSTEMS:
             tasks.append(dict(system=system, trace_path=str(path), seed=ctx.seed,
-                              tags={"dataset": fam, "system": system}))
+                              per_device=True, tags={"dataset": fam, "system": system}))
     rows = ctx.sweep(simulate_task, tasks, desc="fig4a systems")
-    df = pd.DataFrame(rows)
+    df, per_dev = split_per_device(rows, ["dataset", "system"])
     base = df[df.system == "base"].set_index("dataset")["qps"]
+    cxl = df[df.system == "cxl-anns"].set_index("dataset")["qps"]
     df["qps_vs_base"] = df["qps"] / df["dataset"].map(base)
     df["paper_qps_vs_base"] = [PAPER_VS_BASE.get((d, s), float("nan"))
                                for d, s in zip(df.dataset, df.system)]
-    cols = ["dataset", "system", "qps", "qps_vs_base", "paper_qps_vs_base", "latency_mean_ns",
-            "latency_p50_ns", "latency_p99_ns", "dram_bytes_per_query", "num_queries",
-            "window_queries", "wall_s", "requests_per_wall_s"]
+    df["qps_vs_cxl_anns"] = df["qps"] / df["dataset"].map(cxl)
+    df["paper_qps_vs_cxl_anns"] = [PAPER_VS_CXLANNS.get((d, s), float("nan"))
+                                   for d, s in zip(df.dataset, df.system)]
+    cols = ["dataset", "system", "qps", "qps_vs_base", "paper_qps_vs_base", "qps_vs_cxl_anns",
+            "paper_qps_vs_cxl_anns", "latency_mean_ns", "latency_p50_ns", "latency_p99_ns",
+            "dram_bytes_per_query", "num_queries", "window_queries", "wall_s",
+            "requests_per_wall_s"]
     rest = [c for c in df.columns if c not in cols]
     write_csv(ctx.out / "qps.csv", df[cols + rest])
+    write_csv(ctx.out / "per_device.csv", per_dev)
     out = {}
     for fam in ctx.families:
         sub = df[df.dataset == fam].set_index("system")
         out[f"{fam}_cosmos_vs_base"] = round(float(sub.loc["cosmos", "qps_vs_base"]), 2)
-        out[f"{fam}_cosmos_vs_cxl-anns"] = round(
-            float(sub.loc["cosmos", "qps"] / sub.loc["cxl-anns", "qps"]), 2)
+        out[f"{fam}_cosmos_vs_cxl-anns"] = round(float(sub.loc["cosmos", "qps_vs_cxl_anns"]), 2)
     return out
 
 
@@ -62,24 +72,43 @@ def plot(folder) -> None:
     df = pd.read_csv(Path(folder) / "qps.csv")
     fams = list(dict.fromkeys(df.dataset))
     systems = list(dict.fromkeys(df.system))
-    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(systems) * len(fams) / 2, 3.4))
+    fig, (ax, ax2) = plt.subplots(
+        1, 2, figsize=(2.4 + 1.1 * len(systems) * len(fams) / 2 + 0.9 * len(fams), 3.4),
+        gridspec_kw={"width_ratios": [len(systems), 0.9 * len(fams)]})
     width = 0.8 / len(fams)
     x = np.arange(len(systems))
     for i, fam in enumerate(fams):
         sub = df[df.dataset == fam].set_index("system").reindex(systems)
-        ax.bar(x + (i - (len(fams) - 1) / 2) * width, sub["qps_vs_base"], width,
-               label=f"{fam} (ours)")
+        xs = x + (i - (len(fams) - 1) / 2) * width
+        ax.bar(xs, sub["qps_vs_base"], width, color=f"C{i}", label=f"{fam} (ours)")
         paper = sub["paper_qps_vs_base"]
         ok = paper.notna().to_numpy()
         if ok.any():
-            ax.scatter((x + (i - (len(fams) - 1) / 2) * width)[ok], paper[ok], marker="_",
-                       s=400, linewidths=2.5, color="k", zorder=3,
+            ax.scatter(xs[ok], paper[ok], marker="_", s=400, linewidths=2.5, color="k", zorder=3,
                        label="paper" if i == 0 else None)
     ax.set_xticks(x, systems, rotation=20)
     ax.set_ylabel("QPS normalized to Base")
     ax.axhline(1.0, color="0.6", lw=0.8)
     ax.legend(frameon=False, fontsize=8)
     ax.set_title("Fig. 4a: relative throughput")
+
+    # Cosmos over CXL-ANNS, ours (bars) and the paper's (markers), per dataset
+    cos = df[df.system == "cosmos"].set_index("dataset").reindex(fams)
+    xf = np.arange(len(fams))
+    ax2.bar(xf, cos["qps_vs_cxl_anns"], 0.6, color=[f"C{i}" for i in range(len(fams))])
+    paper = cos["paper_qps_vs_cxl_anns"]
+    ok = paper.notna().to_numpy()
+    if ok.any():
+        ax2.scatter(xf[ok], paper[ok], marker="_", s=400, linewidths=2.5, color="k", zorder=3,
+                    label="paper")
+        ax2.legend(frameon=False, fontsize=8)
+    for xi, v in zip(xf, cos["qps_vs_cxl_anns"]):
+        ax2.annotate(f"{v:.2f}x", (xi, v), ha="center", va="bottom", fontsize=7)
+    ax2.set_xticks(xf, fams)
+    ax2.set_ylabel("Cosmos QPS / CXL-ANNS QPS")
+    ax2.axhline(1.0, color="0.6", lw=0.8)
+    ax2.set_title("over CXL-ANNS", fontsize=9)
+    fig.tight_layout()
     save_figure(fig, folder, "fig4a_qps")
     plt.close(fig)
 
@@ -87,15 +116,22 @@ def plot(folder) -> None:
 def summary_md(folder) -> str:
     df = pd.read_csv(Path(folder) / "qps.csv")
     lines = ["## Fig. 4a: relative QPS (ours vs paper)", "",
-             "| dataset | system | QPS | x Base (ours) | x Base (paper) |", "|---|---|---|---|---|"]
+             "| dataset | system | QPS | x Base (ours) | x Base (paper) | x CXL-ANNS (ours) "
+             "| x CXL-ANNS (paper) |", "|---|---|---|---|---|---|---|"]
+
+    def fmt(v):
+        return "" if pd.isna(v) else f"{v:.2f}"
+
     for r in df.itertuples():
-        paper = "" if pd.isna(r.paper_qps_vs_base) else f"{r.paper_qps_vs_base:.2f}"
-        lines.append(f"| {r.dataset} | {r.system} | {r.qps:,.0f} | {r.qps_vs_base:.2f} | {paper} |")
+        lines.append(f"| {r.dataset} | {r.system} | {r.qps:,.0f} | {r.qps_vs_base:.2f} | "
+                     f"{fmt(r.paper_qps_vs_base)} | {r.qps_vs_cxl_anns:.2f} | "
+                     f"{fmt(r.paper_qps_vs_cxl_anns)} |")
     lines.append("")
     for fam in dict.fromkeys(df.dataset):
-        sub = df[df.dataset == fam].set_index("system")
-        ratio = sub.loc["cosmos", "qps"] / sub.loc["cxl-anns", "qps"]
-        lines.append(f"- {fam}: Cosmos / CXL-ANNS = {ratio:.2f} (paper: {PAPER_COSMOS_VS_CXLANNS})")
+        r = df[(df.dataset == fam) & (df.system == "cosmos")].iloc[0]
+        lines.append(f"- {fam}: Cosmos / Base = {r.qps_vs_base:.2f} (paper: "
+                     f"{fmt(r.paper_qps_vs_base) or 'not reported'}); Cosmos / CXL-ANNS = "
+                     f"{r.qps_vs_cxl_anns:.2f} (paper: {fmt(r.paper_qps_vs_cxl_anns) or 'not reported'})")
     return "\n".join(lines) + "\n"
 
 

@@ -13,26 +13,33 @@ import pytest
 
 from experiments.runner import EXPERIMENTS
 
+#: experiment -> {CSV: columns it must have}
 EXPECTED = {
-    "fig4a_qps": ("qps.csv", ["dataset", "system", "qps", "qps_vs_base", "paper_qps_vs_base",
-                              "latency_mean_ns", "latency_p99_ns"]),
-    "fig4b_breakdown": ("breakdown.csv", ["dataset", "system", "latency_mean_ns",
+    "fig4a_qps": {
+        "qps.csv": ["dataset", "system", "qps", "qps_vs_base", "paper_qps_vs_base",
+                    "qps_vs_cxl_anns", "paper_qps_vs_cxl_anns", "latency_mean_ns",
+                    "latency_p99_ns", "upstream_util_down_fraction", "upstream_util_up_fraction",
+                    "device_link_util_max_fraction"],
+        "per_device.csv": ["dataset", "system", "device", "gpc_busy_fraction", "dram_requests",
+                           "dram_bandwidth_GBps", "link_down_util_fraction", "cluster_searches"],
+    },
+    "fig4b_breakdown": {"breakdown.csv": ["dataset", "system", "latency_mean_ns",
                                           "breakdown_traversal_ns", "breakdown_distance_ns",
-                                          "breakdown_candidate_ns", "breakdown_transfer_ns"]),
-    "fig5a_lir": ("lir.csv", ["dataset", "num_probes", "policy", "lir_per_query_mean",
-                              "lir_all_queries"]),
-    "fig5b_heatmap": ("heatmap.csv", ["dataset", "policy", "device", "clusters_on_device",
-                                      "queries"]),
-    "validate_dram": ("validation.csv", ["name", "config", "pattern", "offered_load_fraction",
+                                          "breakdown_candidate_ns", "breakdown_transfer_ns"]},
+    "fig5a_lir": {"lir.csv": ["dataset", "num_probes", "policy", "lir_per_query_mean",
+                              "lir_all_queries"]},
+    "fig5b_heatmap": {"heatmap.csv": ["dataset", "policy", "device", "clusters_on_device",
+                                      "queries"]},
+    "validate_dram": {"validation.csv": ["name", "config", "pattern", "offered_load_fraction",
                                          "refresh", "tCK_ps", "mean_read_lat_cycles_ours",
                                          "mean_read_lat_cycles_ref", "p99_read_lat_cycles_ours",
                                          "p99_read_lat_cycles_ref", "achieved_bw_GBps_ours",
                                          "achieved_bw_GBps_ref", "mean_read_lat_dev_fraction",
-                                         "passed", "exact"]),
-    "scale_devices": ("devices.csv", ["system", "devices", "qps"]),
-    "scale_ranks": ("ranks.csv", ["dataset", "system", "ranks", "qps"]),
-    "latency_load": ("latency_load.csv", ["system", "load_fraction", "offered_qps",
-                                          "latency_mean_ns", "latency_p99_ns"]),
+                                         "passed", "exact"]},
+    "scale_devices": {"devices.csv": ["system", "devices", "qps"]},
+    "scale_ranks": {"ranks.csv": ["dataset", "system", "ranks", "qps"]},
+    "latency_load": {"latency_load.csv": ["system", "load_fraction", "offered_qps",
+                                          "latency_mean_ns", "latency_p99_ns"]},
 }
 PLOTS = {"fig4a_qps": ["fig4a_qps"], "fig4b_breakdown": ["fig4b_breakdown"],
          "fig5a_lir": ["fig5a_lir"], "fig5b_heatmap": ["fig5b_heatmap"],
@@ -66,14 +73,15 @@ def test_every_experiment_is_registered():
 def test_every_file_is_produced(reproduction):
     folder, stdout = reproduction
     assert (folder / "summary.md").read_text().startswith("# Cosmos simulator")
-    for name, (csv, cols) in EXPECTED.items():
+    for name, csvs in EXPECTED.items():
         sub = folder / name
-        for f in ("config.json", "summary.md", csv):
+        for f in ("config.json", "summary.md", *csvs):
             assert (sub / f).is_file(), f"{name}: {f} missing"
-        df = pd.read_csv(sub / csv)
-        assert len(df) > 0
-        missing = [c for c in cols if c not in df.columns]
-        assert not missing, f"{name}/{csv} lacks columns {missing}"
+        for csv, cols in csvs.items():
+            df = pd.read_csv(sub / csv)
+            assert len(df) > 0
+            missing = [c for c in cols if c not in df.columns]
+            assert not missing, f"{name}/{csv} lacks columns {missing}"
         for stem in PLOTS[name]:
             for ext in ("png", "pdf"):
                 assert (sub / f"{stem}.{ext}").stat().st_size > 1000, f"{name}: {stem}.{ext}"
@@ -89,6 +97,20 @@ def test_values_are_plausible(reproduction):
         s = sub.set_index("system").qps
         assert s.idxmax() == "cosmos" and s.idxmin() == "base"
         assert sub.set_index("system").qps_vs_base["base"] == pytest.approx(1.0)
+        assert sub.set_index("system").qps_vs_cxl_anns["cxl-anns"] == pytest.approx(1.0)
+    paper = qps.dropna(subset=["paper_qps_vs_cxl_anns"])  # the paper's one figure, on Cosmos
+    assert list(paper.system) == ["cosmos", "cosmos"] and (paper.paper_qps_vs_cxl_anns == 2.35).all()
+    util = qps[[c for c in qps.columns if c.endswith("util_down_fraction")
+                or c.endswith("util_max_fraction")]]
+    assert util.shape[1] == 2 and ((util.fillna(0) >= 0) & (util.fillna(0) <= 1)).all().all()
+    dev = pd.read_csv(folder / "fig4a_qps" / "per_device.csv")  # one row per system x device
+    runs = qps.set_index(["dataset", "system"])
+    per_run = dev.groupby(["dataset", "system"])
+    assert (per_run.dram_requests.sum() == runs.dram_requests.loc[per_run.size().index]).all()
+    assert (per_run.size().xs("cosmos", level="system") == 4).all()  # the paper's 4 devices
+    searched = per_run.cluster_searches.count() > 0
+    assert set(searched[searched].index.get_level_values("system")) == {
+        "cosmos", "cosmos-norank", "cosmos-noalgo"}
     bd = pd.read_csv(folder / "fig4b_breakdown" / "breakdown.csv")
     parts = bd[[c for c in bd.columns if c.startswith("breakdown_")]].sum(axis=1)
     np.testing.assert_allclose(parts, bd.latency_mean_ns, rtol=1e-6)  # stages add up
@@ -116,6 +138,17 @@ def test_values_are_plausible(reproduction):
     cos = dev[dev.system == "cosmos"].sort_values("devices").qps.to_numpy()
     assert cos[-1] > 2 * cos[0]  # Cosmos scales with devices (GPCs and rank PUs per device)
 
+
+def test_csvs_are_tidy(reproduction):
+    """One value per cell: no list joined into a cell, no Python list or dict written out."""
+    folder, _ = reproduction
+    csvs = [f for name in EXPECTED for f in (folder / name).glob("*.csv")]
+    assert len(csvs) >= len(EXPECTED) + 1
+    for path in csvs:
+        df = pd.read_csv(path)
+        for col in df.columns[df.dtypes == object]:
+            bad = df[col].dropna().astype(str).str.contains(r"[;\[\]{}]")
+            assert not bad.any(), f"{path.parent.name}/{path.name}: {col} = {df[col][bad].iloc[0]}"
 
 
 def test_validate_dram_standalone_options(tmp_path, capsys):
