@@ -131,7 +131,8 @@ def summary_md(folder) -> str:
         r = df[(df.dataset == fam) & (df.system == "cosmos")].iloc[0]
         lines.append(f"- {fam}: Cosmos / Base = {r.qps_vs_base:.2f} (paper: "
                      f"{fmt(r.paper_qps_vs_base) or 'not reported'}); Cosmos / CXL-ANNS = "
-                     f"{r.qps_vs_cxl_anns:.2f} (paper: {fmt(r.paper_qps_vs_cxl_anns) or 'not reported'})")
+                     f"{r.qps_vs_cxl_anns:.2f} "
+                     f"(paper: {fmt(r.paper_qps_vs_cxl_anns) or 'not reported'})")
     return "\n".join(lines) + "\n"
 
 

@@ -292,11 +292,12 @@ class ValidationContext(Context):
 
 
 def main(argv=None) -> int:
-    """``python experiments/validate_dram.py``: the shared options plus ``--only``/``--check-sha``."""
+    """``python experiments/validate_dram.py``: the shared options, ``--only``, ``--check-sha``."""
     import argparse
 
     from experiments.common import new_results_dir
-    from experiments.runner import add_common_arguments, check_args, context_from_args, run_experiment
+    from experiments.runner import (add_common_arguments, check_args, context_from_args,
+                                    run_experiment)
 
     p = argparse.ArgumentParser(prog=f"{NAME}.py", description=TITLE)
     add_common_arguments(p)

@@ -99,7 +99,8 @@ def test_values_are_plausible(reproduction):
         assert sub.set_index("system").qps_vs_base["base"] == pytest.approx(1.0)
         assert sub.set_index("system").qps_vs_cxl_anns["cxl-anns"] == pytest.approx(1.0)
     paper = qps.dropna(subset=["paper_qps_vs_cxl_anns"])  # the paper's one figure, on Cosmos
-    assert list(paper.system) == ["cosmos", "cosmos"] and (paper.paper_qps_vs_cxl_anns == 2.35).all()
+    assert list(paper.system) == ["cosmos", "cosmos"]
+    assert (paper.paper_qps_vs_cxl_anns == 2.35).all()
     util = qps[[c for c in qps.columns if c.endswith("util_down_fraction")
                 or c.endswith("util_max_fraction")]]
     assert util.shape[1] == 2 and ((util.fillna(0) >= 0) & (util.fillna(0) <= 1)).all().all()
