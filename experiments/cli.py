@@ -2,7 +2,7 @@
 
     cosmos reproduce                       # every figure on the built-in synthetic data
     cosmos reproduce --full                # 1M vectors and 10,000 queries per dataset
-    cosmos reproduce --dataset base.fbin   # on your own vectors
+    cosmos reproduce --dataset base.fbin   # on your own vectors (the first 50,000 at this scale)
     cosmos run fig4a_qps --scale tiny      # one figure
     cosmos replay my_trace.npz --systems base,cosmos
 """
@@ -46,20 +46,13 @@ def register(subparsers) -> None:
     q.set_defaults(func=replay)
 
 
-def _print_table(rows: list[tuple[str, str, str]]) -> None:
-    w0 = max(len(r[0]) for r in rows)
-    w1 = max(len(r[1]) for r in rows)
-    for a, b, c in rows:
-        print(f"  {a:<{w0}}  {b:<{w1}}  {c}")
-
-
 def _headline_text(h: dict) -> str:
     return "; ".join(f"{k}={v}" for k, v in h.items() if k != "wall_s")
 
 
 def reproduce(args) -> int:
     from experiments.common import atomic_write_text, new_results_dir
-    from experiments.runner import EXPERIMENTS, check_args, context_from_args, run_experiment
+    from experiments.runner import EXPERIMENTS, context_from_args, dataset_note, run_experiment
 
     names = list(EXPERIMENTS)
     if args.only:
@@ -67,10 +60,12 @@ def reproduce(args) -> int:
         bad = [n for n in names if n not in EXPERIMENTS]
         if bad:
             raise ValueError(f"--only: unknown experiment(s) {bad}; expected {list(EXPERIMENTS)}")
-    check_args(args)
+    note = dataset_note(args)  # also checks every common option before anything is written
+    if note:
+        print(note, flush=True)
     root = new_results_dir(args.out_root, "reproduce")
     t0 = time.perf_counter()
-    produced = []
+    done = []
     memo: dict = {}
     sections = [f"# Cosmos simulator: reproduction ({args.scale} scale)", ""]
     for name in names:
@@ -79,29 +74,49 @@ def reproduce(args) -> int:
         ctx = context_from_args(args, folder, traces_dir=root / "traces", trace_memo=memo)
         print(f"[{name}] ...", flush=True)
         h = run_experiment(name, ctx)
-        produced.append((name, str(folder), f"{h['wall_s']:.0f} s  {_headline_text(h)}"))
+        done.append((name, folder, h))
         sections.append((folder / "summary.md").read_text())
         print(f"[{name}] done in {h['wall_s']:.0f} s: {_headline_text(h)}", flush=True)
     atomic_write_text(root / "summary.md", "\n".join(sections))
-    print(f"\nreproduce: {len(names)} experiments in {time.perf_counter() - t0:.0f} s; results in {root}")
-    _print_table([("experiment", "folder", "time and headline figures")] + produced)
-    print(f"  {'summary':<{max(len(n) for n in names)}}  {root / 'summary.md'}")
+    print(f"\nreproduce: {len(names)} experiments in {time.perf_counter() - t0:.0f} s; "
+          f"results in {root}/")
+    print(_produced_table(root, done))
     return 0
 
 
-def run_one(args) -> int:
-    from experiments.runner import script_main
+def _produced_table(root: Path, done: list) -> str:
+    """What was produced and where: one row per folder (experiments, then the shared traces
+    and the overall summary), its files, and each experiment's time and headline figures."""
+    from experiments.runner import produced_files
 
-    argv = []
-    for opt, val in (("--scale", args.scale), ("--dataset", args.dataset), ("--queries", args.queries),
-                     ("--groundtruth", args.groundtruth), ("--out-root", args.out_root),
-                     ("--cache-dir", args.cache_dir), ("--workers", args.workers),
-                     ("--scheduler", args.scheduler), ("--seed", args.seed)):
-        if val is not None:
-            argv += [opt, str(val)]
-    if args.no_progress:
-        argv.append("--no-progress")
-    return script_main(args.name, argv)
+    rows = [("folder", "files", "time")]
+    for name, folder, h in done:
+        rows.append((f"{name}/", " ".join(produced_files(folder)), f"{h['wall_s']:.0f} s"))
+    traces = root / "traces"
+    if traces.is_dir():
+        rows.append(("traces/", " ".join(produced_files(traces)), "(sweep inputs)"))
+    rows.append(("./", "summary.md", "(every experiment's summary)"))
+    import textwrap
+
+    w0 = max(len(r[0]) for r in rows)
+    w1 = min(64, max(len(r[1]) for r in rows))
+    lines = []
+    for i, (a, b, c) in enumerate(rows):
+        files = textwrap.wrap(b, w1, break_on_hyphens=False) or [""]
+        lines.append(f"  {a:<{w0}}  {files[0]:<{w1}}  {c}".rstrip())
+        lines += [f"  {'':<{w0}}  {f}" for f in files[1:]]
+        if i == 0:
+            lines.append(f"  {'-' * w0}  {'-' * w1}  {'-' * 4}")
+    lines.append("")
+    lines.append("headline figures:")
+    lines += [f"  {name}: {_headline_text(h)}" for name, _, h in done]
+    return "\n".join(lines)
+
+
+def run_one(args) -> int:
+    from experiments.runner import common_options, script_main
+
+    return script_main(args.name, common_options(args))
 
 
 def replay(args) -> int:

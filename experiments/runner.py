@@ -21,13 +21,16 @@ import argparse
 import importlib
 import os
 import platform
+import shlex
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.common import atomic_write_text, new_results_dir, write_json
-from experiments.workloads import SCALES, Scale, get_scale, workload
+from experiments.workloads import (SCALES, Scale, get_scale, user_dataset_note, user_dataset_plan,
+                                   workload)
 
 #: experiment name -> module, in the order ``cosmos reproduce`` runs them
 EXPERIMENTS = {
@@ -51,10 +54,11 @@ class Context:
     cache_dir: Path | None = None
     workers: int | None = None  # local worker processes (None = all cores)
     scheduler: str | None = None  # Dask scheduler address, or "local"
-    dataset: dict | None = None  # user files: {"dataset": PATH, "queries": ..., "groundtruth": ...}
+    dataset: dict | None = None  # user files: {"dataset": PATH, "queries", "groundtruth", "metric"}
     progress: bool = True
     seed: int = 0
     traces_dir: Path | None = None  # where sweep inputs are saved (default: out/traces)
+    options: list[str] = field(default_factory=list)  # command-line options that rerun this
     _traces: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -92,12 +96,17 @@ class Context:
                          progress=self.progress, desc=desc)
 
     def config(self) -> dict:
+        from graphs.index import default_cache_dir
+
+        cache = Path(self.cache_dir) if self.cache_dir else default_cache_dir()
         return {
             "scale": self.scale.to_dict(),
-            "cache_dir": str(self.cache_dir) if self.cache_dir else None,
+            "cache_dir": str(cache.resolve()),
             "workers": self.workers,
             "scheduler": self.scheduler,
             "dataset": self.dataset,
+            # what of the user's files is used (base cut to the scale's size, queries, ...)
+            "dataset_plan": user_dataset_plan(scale=self.scale, **self.dataset) if self.dataset else None,
             "seed": self.seed,
         }
 
@@ -108,17 +117,60 @@ def load(name: str):
     return importlib.import_module(EXPERIMENTS[name])
 
 
-def _versions() -> dict:
-    out = {"python": platform.python_version()}
-    for mod in ("numpy", "numba", "hnswlib", "pandas", "matplotlib"):
-        try:
-            out[mod] = getattr(importlib.import_module(mod), "__version__", "?")
-        except ImportError:  # pragma: no cover
-            out[mod] = None
-    from cosmos import __version__
+#: installed distributions whose versions go into config.json (this project is cosmos-sim)
+_DISTRIBUTIONS = ("numpy", "numba", "hnswlib", "pandas", "matplotlib", "networkx", "tqdm", "dask",
+                  "distributed", "cosmos-sim")
 
-    out["cosmos-sim"] = __version__
+
+def _versions() -> dict:
+    """Python and the installed version of every dependency (None: not installed).
+
+    Versions come from the installed distributions' metadata (hnswlib, for one, has no
+    ``__version__``); a module importable without metadata falls back to ``__version__``.
+    """
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for dist in _DISTRIBUTIONS:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            try:  # e.g. a source tree on sys.path, not installed
+                out[dist] = getattr(importlib.import_module(dist.split("-")[0]), "__version__", None)
+            except ImportError:
+                out[dist] = None
     return out
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """This process's command line, quoted for a shell (``python -m PKG`` spelled as such)."""
+    argv = list(sys.argv if argv is None else argv)
+    if argv and Path(argv[0]).name == "__main__.py":
+        argv[:1] = [sys.executable, "-m", Path(argv[0]).parent.name]
+    return shlex.join(argv)
+
+
+def code_revision() -> dict | str:
+    """The git revision of the checkout this code runs from, or ``"unknown"``.
+
+    Only a checkout whose top level holds this package counts (an installed copy inside some
+    other repository is not attributed to it). ``dirty_files`` lists the tracked files that
+    differ from the commit, so a rerun knows whether the commit alone reproduces the run.
+    """
+    top = Path(__file__).resolve().parent.parent
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(top), *a], capture_output=True, text=True,
+                              timeout=20, check=True).stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != top:
+            return "unknown"
+        return {"commit": git("rev-parse", "HEAD"),
+                "describe": git("describe", "--always", "--dirty", "--tags"),
+                "dirty_files": git("diff", "--name-only", "HEAD").splitlines()}
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
 
 
 def run_experiment(name: str, ctx: Context) -> dict:
@@ -128,8 +180,12 @@ def run_experiment(name: str, ctx: Context) -> dict:
     write_json(ctx.out / "config.json", {
         "experiment": name,
         "title": mod.TITLE,
-        "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+        # the command line as given (in cwd), and one that reruns this experiment alone
+        "command": command_line(),
+        "cwd": os.getcwd(),
+        "rerun": shlex.join(["cosmos", "run", name] + ctx.options),
         **ctx.config(),
+        "code_revision": code_revision(),
         "versions": _versions(),
     })
     headline = mod.run(ctx)
@@ -148,11 +204,17 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
                    help="same as --scale full: 1M vectors and 10,000 queries per dataset")
     p.add_argument("--dataset", metavar="PATH",
                    help="your own base vectors (fbin/u8bin/i8bin/fvecs/bvecs) instead of the "
-                        "synthetic SIFT-like and DEEP-like sets")
-    p.add_argument("--queries", metavar="PATH", help="with --dataset: query vectors "
-                   "(default: hold out the last vectors of the base)")
-    p.add_argument("--groundtruth", metavar="PATH", help="with --dataset: ground truth "
-                   "(ivecs or big-ann format; default: computed exactly)")
+                        "synthetic SIFT-like and DEEP-like sets; the base is cut to the scale's "
+                        "size (its first " + ", ".join(f"{s.n:,}" for s in SCALES.values())
+                        + " vectors at scale " + "/".join(SCALES) + ")")
+    p.add_argument("--queries", metavar="PATH", help="with --dataset: query vectors, the first "
+                   "num_queries of the scale used (default: hold out the last vectors of the base)")
+    p.add_argument("--groundtruth", metavar="PATH", help="with --dataset and --queries: ground "
+                   "truth (ivecs or big-ann format), used only if the base is not cut (default: "
+                   "computed exactly, once, and cached)")
+    p.add_argument("--metric", choices=("l2", "ip"), default=None,
+                   help="with --dataset: distance of your vectors, l2 (squared Euclidean, the "
+                        "default) or ip (inner product)")
     p.add_argument("--out-root", default="results", metavar="DIR",
                    help="results go to a new folder under DIR (default: ./results)")
     p.add_argument("--cache-dir", metavar="DIR",
@@ -166,28 +228,67 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check_args(args) -> dict | None:
-    """Reject bad common options before anything is written; returns the user dataset files."""
-    if (args.queries or args.groundtruth) and not args.dataset:
-        raise ValueError("--queries/--groundtruth need --dataset")
+    """Reject bad common options before anything is written; returns the user dataset files.
+
+    The user's files are checked down to their headers (format, sizes, dimensions), so a bad
+    file fails here and not after an hour of index building.
+    """
+    if (args.queries or args.groundtruth or args.metric) and not args.dataset:
+        raise ValueError("--queries/--groundtruth/--metric need --dataset "
+                         "(the synthetic sets have their own metric)")
     ds = None
     if args.dataset:
         for opt in ("dataset", "queries", "groundtruth"):
             path = getattr(args, opt)
             if path is not None and not os.path.exists(path):
                 raise FileNotFoundError(f"--{opt} {path}: no such file")
-        ds = {"dataset": args.dataset, "queries": args.queries, "groundtruth": args.groundtruth}
+        ds = {"dataset": args.dataset, "queries": args.queries, "groundtruth": args.groundtruth,
+              "metric": args.metric or "l2"}
+        user_dataset_plan(scale=args.scale, **ds)
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     return ds
 
 
+def dataset_note(args) -> str | None:
+    """What of ``--dataset`` the run uses (base cut to the scale's size, ...), or None."""
+    ds = check_args(args)
+    return user_dataset_note(user_dataset_plan(scale=args.scale, **ds)) if ds else None
+
+
+def common_options(args) -> list[str]:
+    """The common options of ``args`` as a command line, every path absolute and the cache
+    directory resolved, so the same run can be started again from anywhere."""
+    from graphs.index import default_cache_dir
+
+    def absolute(p):
+        return None if p is None else str(Path(p).resolve())
+
+    cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    out = []
+    for opt, val in (("--scale", args.scale), ("--dataset", absolute(args.dataset)),
+                     ("--queries", absolute(args.queries)),
+                     ("--groundtruth", absolute(args.groundtruth)), ("--metric", args.metric),
+                     ("--out-root", absolute(args.out_root)), ("--cache-dir", absolute(cache)),
+                     ("--workers", args.workers), ("--scheduler", args.scheduler),
+                     ("--seed", args.seed)):
+        if val is not None:
+            out += [opt, str(val)]
+    if args.no_progress:
+        out.append("--no-progress")
+    return out
+
+
 def context_from_args(args, out: Path, traces_dir: Path | None = None,
                       trace_memo: dict | None = None) -> Context:
     ds = check_args(args)
+    from graphs.index import default_cache_dir
+
     ctx = Context(out=out, scale=get_scale(args.scale),
-                  cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+                  cache_dir=Path(args.cache_dir) if args.cache_dir else default_cache_dir(),
                   workers=args.workers, scheduler=args.scheduler, dataset=ds,
-                  progress=not args.no_progress, seed=args.seed, traces_dir=traces_dir)
+                  progress=not args.no_progress, seed=args.seed, traces_dir=traces_dir,
+                  options=common_options(args))
     if trace_memo is not None:
         ctx._traces = trace_memo  # experiments of one reproduction share their traces
     return ctx
@@ -199,11 +300,25 @@ def script_main(name: str, argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=f"{name}.py", description=mod.TITLE)
     add_common_arguments(p)
     args = p.parse_args(argv)
-    check_args(args)
+    try:
+        note = dataset_note(args)
+    except (ValueError, FileNotFoundError) as exc:
+        if argv is not None:  # `cosmos run NAME`: its own error line
+            raise
+        p.error(str(exc))  # a script: usage and one error line, exit status 2
+    if note:
+        print(note, flush=True)
     out = new_results_dir(args.out_root, name)
     ctx = context_from_args(args, out)
     headline = run_experiment(name, ctx)
-    print(f"{name}: results in {out}")
+    print(f"{name}: results in {out}/")
+    print(f"  files: {' '.join(produced_files(out))}")
     for k, v in headline.items():
         print(f"  {k}: {v}")
     return 0
+
+
+def produced_files(folder: Path) -> list[str]:
+    """The files under ``folder``, relative to it, sorted (subfolders as ``sub/file``)."""
+    folder = Path(folder)
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())

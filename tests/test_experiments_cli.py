@@ -1,5 +1,9 @@
-"""`cosmos replay` compares systems on a user's logical trace; bad input fails in one line."""
+"""`cosmos replay` compares systems on a user's logical trace; `--dataset` runs on real files (cut to
+the scale, ground truth once, config.json enough to rerun); bad input fails in one line."""
 
+import shlex
+
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -35,13 +39,149 @@ def test_replay_compares_systems(small_trace, tmp_path, capsys):
     (["replay", "TRACE", "--systems", "base,warp"], "unknown ['warp']"),
     (["replay", "TRACE", "--set", "device.count"], "expected FIELD=VALUE"),
     (["reproduce", "--only", "fig9"], "unknown experiment(s) ['fig9']"),
-    (["reproduce", "--queries", "q.fbin"], "--queries/--groundtruth need --dataset"),
+    (["reproduce", "--queries", "q.fbin"], "--queries/--groundtruth/--metric need --dataset"),
     (["reproduce", "--dataset", "nowhere.fbin"], "--dataset nowhere.fbin: no such file"),
+    (["reproduce", "--metric", "ip"], "--queries/--groundtruth/--metric need --dataset"),
+    (["run", "fig5a_lir", "--dataset", "TRACE"], "unknown vector file extension '.npz'"),
+    (["run", "fig5a_lir", "--dataset", "GT"], "siftsmall_groundtruth.ivecs: holds int32 values"),
+    (["reproduce", "--dataset", "BASE", "--groundtruth", "BASE"], "needs --queries"),
 ])
 def test_bad_input_is_one_clear_line(argv, message, small_trace, tmp_path, capsys):
-    argv = [str(small_trace) if a == "TRACE" else a for a in argv]
+    names = {"TRACE": str(small_trace), "BASE": str(DATA / "siftsmall_base.u8bin"),
+             "GT": str(DATA / "siftsmall_groundtruth.ivecs")}
+    argv = [names.get(a, a) for a in argv]
     rc = main(argv + ["--out-root", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2
     assert message in err and "Traceback" not in err
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+DATA = __import__("pathlib").Path(__file__).parent / "data" / "graphs"
+
+
+def _count_exact_knn(monkeypatch, fail=False):
+    """Count (or forbid) exact ground-truth computations."""
+    import graphs.groundtruth
+
+    calls = []
+    real = graphs.groundtruth.exact_knn
+
+    def counted(*a, **kw):
+        if fail:
+            raise AssertionError("ground truth computed although the cache has everything")
+        calls.append(len(a[1]))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(graphs.groundtruth, "exact_knn", counted)
+    return calls
+
+
+def test_user_dataset_is_cut_to_the_scale_and_its_ground_truth_computed_once(tmp_path, capsys,
+                                                                             monkeypatch):
+    """`reproduce --dataset` on a real 10,000-vector file at the tiny scale: a note says the base
+    is cut to 3,000 vectors, the ground truth of the cut base is computed once for three traces
+    (probes 4, 8, 16) and cached, and a rerun finds the traces without computing it again."""
+    import json
+
+    monkeypatch.setenv("COSMOS_CACHE", str(tmp_path / "cache"))
+    files = ["--dataset", str(DATA / "siftsmall_base.u8bin"), "--queries",
+             str(DATA / "siftsmall_query.u8bin"), "--groundtruth",
+             str(DATA / "siftsmall_groundtruth.ivecs")]
+    calls = _count_exact_knn(monkeypatch)
+    rc = main(["reproduce", "--scale", "tiny", "--only", "fig5a_lir,fig5b_heatmap", *files,
+               "--out-root", str(tmp_path / "r"), "--workers", "1", "--no-progress"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "the base is cut to the tiny scale's size: only its first 3,000 vectors" in out
+    assert "file's ids refer to the uncut base" in out
+    assert calls == [100]  # one computation (100 queries) for every trace of the run
+    assert len(list((tmp_path / "cache" / "groundtruth").iterdir())) == 1
+    (root,) = (tmp_path / "r").iterdir()
+    lir = pd.read_csv(root / "fig5a_lir" / "lir.csv")
+    assert set(lir.dataset) == {"siftsmall_base"} and sorted(set(lir.num_probes)) == [4, 8, 16]
+    assert (lir.lir_all_queries >= 1).all()
+    cfg = json.loads((root / "fig5a_lir" / "config.json").read_text())
+    plan = cfg["dataset_plan"]
+    assert (plan["vectors_in_file"], plan["base_vectors_used"], plan["queries_used"]) == (10000, 3000, 100)
+    assert plan["groundtruth_source"] == "computed" and cfg["dataset"]["metric"] == "l2"
+    # config.json holds what a rerun needs: resolved cache (here from $COSMOS_CACHE), code
+    # revision, versions from the installed metadata, the command line and a rerun command
+    from importlib.metadata import version
+
+    assert cfg["cache_dir"] == str((tmp_path / "cache").resolve())
+    assert cfg["versions"]["hnswlib"] == version("hnswlib") and cfg["versions"]["numpy"] == np.__version__
+    rev = cfg["code_revision"]
+    assert rev == "unknown" or (len(rev["commit"]) == 40 and rev["describe"])
+    assert cfg["command"].split()[0] and "--only" not in cfg["rerun"]
+    assert cfg["rerun"].startswith("cosmos run fig5a_lir --scale tiny --dataset ")
+    # the final table: every folder with exactly the files in it
+    table = out[out.index("reproduce: 2 experiments"):]
+    assert str(root) in table.splitlines()[0]
+    listed, folder = {}, None
+    for line in table.split("\n\n")[0].splitlines()[3:]:  # below the header and its rule
+        words = line.split()
+        if not line.startswith("   "):  # a folder's first line; continuations are indented
+            folder, words = words[0], words[1:]
+        listed.setdefault(folder, []).extend(w for w in words if "." in w and not w.startswith("("))
+    on_disk = {f"{d.name}/": sorted(p.name for p in d.iterdir()) for d in root.iterdir() if d.is_dir()}
+    on_disk["./"] = ["summary.md"]
+    assert {k: sorted(v) for k, v in listed.items()} == on_disk
+    assert "lir.csv" in on_disk["fig5a_lir/"] and "heatmap.csv" in on_disk["fig5b_heatmap/"]
+
+    _count_exact_knn(monkeypatch, fail=True)  # the rerun must not compute any ground truth
+    monkeypatch.delenv("COSMOS_CACHE")  # the rerun command names the cache itself
+    assert main(shlex.split(cfg["rerun"])[1:]) == 0
+    (again,) = set((tmp_path / "r").iterdir()) - {root}
+    pd.testing.assert_frame_equal(pd.read_csv(again / "lir.csv"), lir)
+    assert json.loads((again / "config.json").read_text())["rerun"] == cfg["rerun"]
+
+
+def test_code_revision_is_unknown_without_git(monkeypatch):
+    from experiments.runner import code_revision
+
+    rev = code_revision()
+    assert rev == "unknown" or rev["commit"]
+    monkeypatch.setenv("PATH", "")
+    assert code_revision() == "unknown"
+
+
+def test_user_dataset_uncut_with_its_ground_truth_and_ip_metric(tmp_path, capsys, monkeypatch):
+    """A base smaller than the scale is used whole and its ground-truth file as given; --metric
+    ip reaches the index and the trace; queries held out of the base."""
+    import json
+
+    from graphs import load_trace
+    from graphs.groundtruth import exact_knn
+    from graphs.io import read_vectors, write_groundtruth, write_vectors
+
+    base = np.asarray(read_vectors(DATA / "bigann10k_base.u8bin", n=1200))
+    q = np.asarray(read_vectors(DATA / "bigann10k_query.u8bin", n=30))
+    write_vectors(tmp_path / "mine.u8bin", base, "u8bin")
+    write_vectors(tmp_path / "q.u8bin", q, "u8bin")
+    write_groundtruth(tmp_path / "gt.ivecs", exact_knn(base, q, 20, "l2")[0])
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("COSMOS_CACHE", str(cache))
+    _count_exact_knn(monkeypatch, fail=True)  # the file's ground truth applies: none computed
+    rc = main(["run", "fig5a_lir", "--scale", "tiny", "--dataset", str(tmp_path / "mine.u8bin"),
+               "--queries", str(tmp_path / "q.u8bin"), "--groundtruth", str(tmp_path / "gt.ivecs"),
+               "--out-root", str(tmp_path / "r"), "--workers", "1", "--no-progress"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "all 1,200 base vectors are used" in out and "Ground truth from" in out
+    (folder,) = (tmp_path / "r").iterdir()
+    plan = json.loads((folder / "config.json").read_text())["dataset_plan"]
+    assert plan["groundtruth_source"] == "file" and plan["num_clusters"] == 16
+    metas = [load_trace(p).meta for p in sorted((cache / "traces").iterdir())]
+    assert len(metas) == 3 and all(m["n"] == 1200 and m["num_queries"] == 30 for m in metas)
+    assert all(m["recall"] is not None and m["recall"] > 0.5 for m in metas)
+
+    monkeypatch.undo()
+    monkeypatch.setenv("COSMOS_CACHE", str(cache))
+    rc = main(["run", "fig5b_heatmap", "--scale", "tiny", "--dataset", str(tmp_path / "mine.u8bin"),
+               "--metric", "ip", "--out-root", str(tmp_path / "r"), "--workers", "1", "--no-progress"])
+    assert rc == 0
+    assert "the file's last 100 vectors, held out of the base" in capsys.readouterr().out
+    ip = [load_trace(p).meta for p in (cache / "traces").iterdir()]
+    ip = [m for m in ip if m["metric"] == "ip"]
+    assert len(ip) == 1 and ip[0]["n"] == 1100 and ip[0]["num_queries"] == 100
