@@ -33,7 +33,8 @@ def register(subparsers) -> None:
     q = subparsers.add_parser("replay", help="run a logical ANNS trace under several systems "
                               "and compare them")
     q.add_argument("trace", help="logical trace .npz (made by `cosmos graphs trace`)")
-    q.add_argument("--systems", default="base,dram-only,cxl-anns,cosmos-norank,cosmos-noalgo,cosmos",
+    q.add_argument("--systems",
+                   default="base,dram-only,cxl-anns,cosmos-norank,cosmos-noalgo,cosmos",
                    help="comma-separated system presets (see `cosmos simulate --list`)")
     q.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a config field of every system, e.g. device.count=8")

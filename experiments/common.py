@@ -114,7 +114,8 @@ def write_csv(path: str | os.PathLike, frame, *, overwrite: bool = False) -> Pat
     return _atomic_replace(Path(path), lambda p: frame.to_csv(p, index=False), overwrite=overwrite)
 
 
-def save_figure(fig, folder: str | os.PathLike, stem: str, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+def save_figure(fig, folder: str | os.PathLike, stem: str,
+                formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
     """Save a matplotlib figure as ``folder/stem.<fmt>`` for each format, atomically."""
     out = []
     for fmt in formats:
@@ -155,7 +156,8 @@ def run_sweep(
     from tqdm.auto import tqdm
 
     tasks = list(tasks)
-    bar = tqdm(total=len(tasks), desc=desc or getattr(fn, "__name__", "sweep"), disable=not progress)
+    bar = tqdm(total=len(tasks), desc=desc or getattr(fn, "__name__", "sweep"),
+               disable=not progress)
     results: list[Any] = [None] * len(tasks)
     try:
         if scheduler is not None:

@@ -106,7 +106,8 @@ class Context:
             "scheduler": self.scheduler,
             "dataset": self.dataset,
             # what of the user's files is used (base cut to the scale's size, queries, ...)
-            "dataset_plan": user_dataset_plan(scale=self.scale, **self.dataset) if self.dataset else None,
+            "dataset_plan": (user_dataset_plan(scale=self.scale, **self.dataset)
+                             if self.dataset else None),
             "seed": self.seed,
         }
 
@@ -136,7 +137,8 @@ def _versions() -> dict:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             try:  # e.g. a source tree on sys.path, not installed
-                out[dist] = getattr(importlib.import_module(dist.split("-")[0]), "__version__", None)
+                module = importlib.import_module(dist.split("-")[0])
+                out[dist] = getattr(module, "__version__", None)
             except ImportError:
                 out[dist] = None
     return out

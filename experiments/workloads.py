@@ -33,8 +33,8 @@ import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-__all__ = ["Scale", "SCALES", "FAMILIES", "get_scale", "workload", "trace_path", "user_dataset_plan",
-           "user_dataset_note"]
+__all__ = ["Scale", "SCALES", "FAMILIES", "get_scale", "workload", "trace_path",
+           "user_dataset_plan", "user_dataset_note"]
 
 #: synthetic families of the paper's Table I used by the figures, with the paper's dataset
 FAMILIES = {"sift": "SIFT1B", "deep": "DEEP1B"}
@@ -58,7 +58,8 @@ class Scale:
 
 
 SCALES = {
-    "tiny": Scale("tiny", n=3_000, num_queries=100, num_clusters=16, num_probes=4, sweep_queries=40),
+    "tiny": Scale("tiny", n=3_000, num_queries=100, num_clusters=16, num_probes=4,
+                  sweep_queries=40),
     "default": Scale("default", n=50_000, num_queries=400, num_clusters=64, num_probes=8,
                      sweep_queries=160),
     "full": Scale("full", n=1_000_000, num_queries=10_000, num_clusters=64, num_probes=8,
@@ -145,18 +146,23 @@ def user_dataset_plan(dataset: str | os.PathLike, scale: str | Scale = "default"
 
 def user_dataset_note(plan: dict) -> str:
     """One paragraph saying what of the user's files a run uses (printed before it starts)."""
-    cut = plan["base_vectors_used"] < plan["vectors_in_file"] - (plan["queries_used"] if plan["queries_held_out"] else 0)
+    held_out = plan["queries_used"] if plan["queries_held_out"] else 0
+    cut = plan["base_vectors_used"] < plan["vectors_in_file"] - held_out
     sizes = ", ".join(f"{s.name} {s.n:,}" for s in SCALES.values())
-    head = f"note: --dataset {plan['dataset']}: {plan['vectors_in_file']:,} vectors of dimension {plan['dim']}; "
+    head = (f"note: --dataset {plan['dataset']}: {plan['vectors_in_file']:,} vectors of dimension "
+            f"{plan['dim']}; ")
     if cut:
         head += (f"the base is cut to the {plan['scale']} scale's size: only its first "
-                 f"{plan['base_vectors_used']:,} vectors are used (base vectors per scale: {sizes}).")
+                 f"{plan['base_vectors_used']:,} vectors are used "
+                 f"(base vectors per scale: {sizes}).")
     else:
-        head += (f"all {plan['base_vectors_used']:,} base vectors are used (the {plan['scale']} scale "
+        head += (f"all {plan['base_vectors_used']:,} base vectors are used "
+                 f"(the {plan['scale']} scale "
                  f"takes up to {plan['scale_n']:,}).")
     parts = [head]
     if plan["queries_held_out"]:
-        parts.append(f"Queries: the file's last {plan['queries_used']:,} vectors, held out of the base.")
+        parts.append(f"Queries: the file's last {plan['queries_used']:,} vectors, "
+                     "held out of the base.")
     else:
         parts.append(f"Queries: the first {plan['queries_used']:,} of {plan['queries']}.")
     c = plan["num_clusters"]
@@ -235,7 +241,8 @@ def _groundtruth(ds, plan: dict, cache: Path, progress: bool):
                 if str(z["fingerprint"]) == fp and z["ids"].shape == (len(ds.queries), k):
                     return z["ids"].astype(np.int64)
         except Exception as exc:  # damaged cache file: recompute
-            warnings.warn(f"{path}: unreadable ground truth cache ({exc}); recomputing", stacklevel=2)
+            warnings.warn(f"{path}: unreadable ground truth cache ({exc}); recomputing",
+                          stacklevel=2)
     from tqdm.auto import tqdm
 
     nq = len(ds.queries)
@@ -244,7 +251,8 @@ def _groundtruth(ds, plan: dict, cache: Path, progress: bool):
         for s in range(0, nq, _GT_CHUNK):
             gt[s: s + _GT_CHUNK] = exact_knn(ds.base, ds.queries[s: s + _GT_CHUNK], k, ds.metric)[0]
             bar.update(min(_GT_CHUNK, nq - s))
-    atomic_write_bytes(path, lambda f: np.savez(f, ids=gt, fingerprint=np.array(fp)), overwrite=True)
+    atomic_write_bytes(path, lambda f: np.savez(f, ids=gt, fingerprint=np.array(fp)),
+                       overwrite=True)
     return gt
 
 
@@ -264,10 +272,13 @@ def _cached_user_trace(ds, num_clusters: int, num_probes: int, seed: int, cache:
     from graphs.workload import DEFAULTS, _safe
 
     d = DEFAULTS
-    params = IndexParams(num_clusters=num_clusters, M=d["M"], ef_construction=d["ef_construction"], seed=seed)
-    spar = {"num_probes": num_probes, "cand_list_len": d["cand_list_len"], "k": d["k"], "entry": d["entry"]}
+    params = IndexParams(num_clusters=num_clusters, M=d["M"], ef_construction=d["ef_construction"],
+                         seed=seed)
+    spar = {"num_probes": num_probes, "cand_list_len": d["cand_list_len"], "k": d["k"],
+            "entry": d["entry"]}
     key = hashlib.blake2b(
-        json.dumps({"v": TRACE_FORMAT_VERSION, "index": index_key(ds, params), "s": spar}, sort_keys=True).encode(),
+        json.dumps({"v": TRACE_FORMAT_VERSION, "index": index_key(ds, params), "s": spar},
+                   sort_keys=True).encode(),
         digest_size=8,
     ).hexdigest()
     path = cache / "traces" / f"{_safe(ds.name)}-{key}.npz"

@@ -1,5 +1,6 @@
-"""`cosmos replay` compares systems on a user's logical trace; `--dataset` runs on real files (cut to
-the scale, ground truth once, config.json enough to rerun); bad input fails in one line."""
+"""`cosmos replay` compares systems on a user's logical trace; `--dataset` runs on real files
+(cut to the scale, ground truth once, config.json enough to rerun); bad input fails in one line.
+"""
 
 import shlex
 
@@ -103,14 +104,16 @@ def test_user_dataset_is_cut_to_the_scale_and_its_ground_truth_computed_once(tmp
     assert (lir.lir_all_queries >= 1).all()
     cfg = json.loads((root / "fig5a_lir" / "config.json").read_text())
     plan = cfg["dataset_plan"]
-    assert (plan["vectors_in_file"], plan["base_vectors_used"], plan["queries_used"]) == (10000, 3000, 100)
+    used = (plan["vectors_in_file"], plan["base_vectors_used"], plan["queries_used"])
+    assert used == (10000, 3000, 100)
     assert plan["groundtruth_source"] == "computed" and cfg["dataset"]["metric"] == "l2"
     # config.json holds what a rerun needs: resolved cache (here from $COSMOS_CACHE), code
     # revision, versions from the installed metadata, the command line and a rerun command
     from importlib.metadata import version
 
     assert cfg["cache_dir"] == str((tmp_path / "cache").resolve())
-    assert cfg["versions"]["hnswlib"] == version("hnswlib") and cfg["versions"]["numpy"] == np.__version__
+    assert cfg["versions"]["hnswlib"] == version("hnswlib")
+    assert cfg["versions"]["numpy"] == np.__version__
     rev = cfg["code_revision"]
     assert rev == "unknown" or (len(rev["commit"]) == 40 and rev["describe"])
     assert cfg["command"].split()[0] and "--only" not in cfg["rerun"]
@@ -124,7 +127,8 @@ def test_user_dataset_is_cut_to_the_scale_and_its_ground_truth_computed_once(tmp
         if not line.startswith("   "):  # a folder's first line; continuations are indented
             folder, words = words[0], words[1:]
         listed.setdefault(folder, []).extend(w for w in words if "." in w and not w.startswith("("))
-    on_disk = {f"{d.name}/": sorted(p.name for p in d.iterdir()) for d in root.iterdir() if d.is_dir()}
+    on_disk = {f"{d.name}/": sorted(p.name for p in d.iterdir())
+               for d in root.iterdir() if d.is_dir()}
     on_disk["./"] = ["summary.md"]
     assert {k: sorted(v) for k, v in listed.items()} == on_disk
     assert "lir.csv" in on_disk["fig5a_lir/"] and "heatmap.csv" in on_disk["fig5b_heatmap/"]
@@ -179,7 +183,8 @@ def test_user_dataset_uncut_with_its_ground_truth_and_ip_metric(tmp_path, capsys
     monkeypatch.undo()
     monkeypatch.setenv("COSMOS_CACHE", str(cache))
     rc = main(["run", "fig5b_heatmap", "--scale", "tiny", "--dataset", str(tmp_path / "mine.u8bin"),
-               "--metric", "ip", "--out-root", str(tmp_path / "r"), "--workers", "1", "--no-progress"])
+               "--metric", "ip", "--out-root", str(tmp_path / "r"), "--workers", "1",
+               "--no-progress"])
     assert rc == 0
     assert "the file's last 100 vectors, held out of the base" in capsys.readouterr().out
     ip = [load_trace(p).meta for p in (cache / "traces").iterdir()]

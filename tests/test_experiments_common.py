@@ -79,5 +79,6 @@ def test_scheduler_address_runs_a_real_sweep_identically(tmp_path):
     assert done == len(tasks)  # every simulation ran on the cluster's workers
     assert [r["system"] for r in dask_rows] == ["base", "cxl-anns", "cosmos-norank", "cosmos"]
     assert all(r["qps"] > 0 and r["dram_requests"] > 0 for r in dask_rows)
-    assert _without_wall_clock(dask_rows) == _without_wall_clock(local) == _without_wall_clock(serial)
+    assert (_without_wall_clock(dask_rows) == _without_wall_clock(local)
+            == _without_wall_clock(serial))
     assert len({r["qps"] for r in dask_rows}) == 4  # four different systems, not one row repeated
