@@ -75,8 +75,6 @@ def get_scale(name: str | Scale) -> Scale:
     return SCALES[name]
 
 
-#: queries per ground-truth step (one progress-bar tick)
-_GT_CHUNK = 256
 #: ground-truth neighbors kept per query (as for the synthetic sets of graphs.get_dataset)
 _GT_K = 100
 
@@ -218,13 +216,8 @@ def _user_dataset(plan: dict):
 def _groundtruth(ds, plan: dict, cache: Path, progress: bool):
     """Ground truth of ``ds``: the user's file if it applies, else exact, cached by the
     dataset's fingerprint under ``cache/groundtruth`` (as graphs does for synthetic sets)."""
-    import warnings
-
-    import numpy as np
-
-    from graphs import exact_knn
-    from graphs.io import atomic_write_bytes, read_groundtruth
-    from graphs.workload import _safe
+    from graphs.io import read_groundtruth
+    from graphs.workload import cached_groundtruth
 
     if plan["groundtruth_source"] == "file":
         ids, _ = read_groundtruth(plan["groundtruth"])
@@ -232,66 +225,7 @@ def _groundtruth(ds, plan: dict, cache: Path, progress: bool):
             raise ValueError(f"--groundtruth {plan['groundtruth']}: {len(ids)} rows for "
                              f"{len(ds.queries)} queries")
         return ids[: len(ds.queries)]
-    k = min(_GT_K, ds.n)
-    fp = ds.fingerprint()
-    path = cache / "groundtruth" / f"{_safe(ds.name)}-{fp[:16]}-k{k}.npz"
-    if path.exists():
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                if str(z["fingerprint"]) == fp and z["ids"].shape == (len(ds.queries), k):
-                    return z["ids"].astype(np.int64)
-        except Exception as exc:  # damaged cache file: recompute
-            warnings.warn(f"{path}: unreadable ground truth cache ({exc}); recomputing",
-                          stacklevel=2)
-    from tqdm.auto import tqdm
-
-    nq = len(ds.queries)
-    gt = np.empty((nq, k), dtype=np.int64)
-    with tqdm(total=nq, desc=f"ground truth {ds.name}", unit="query", disable=not progress) as bar:
-        for s in range(0, nq, _GT_CHUNK):
-            gt[s: s + _GT_CHUNK] = exact_knn(ds.base, ds.queries[s: s + _GT_CHUNK], k, ds.metric)[0]
-            bar.update(min(_GT_CHUNK, nq - s))
-    atomic_write_bytes(path, lambda f: np.savez(f, ids=gt, fingerprint=np.array(fp)),
-                       overwrite=True)
-    return gt
-
-
-def _cached_user_trace(ds, num_clusters: int, num_probes: int, seed: int, cache: Path):
-    """The trace :func:`graphs.make_workload` has cached for ``ds`` with these parameters, or None.
-
-    Mirrors make_workload's cache key and checks (the trace does not depend on the ground truth
-    except for its recall, so the key leaves it out); looking first lets a rerun skip the ground
-    truth. tests/test_experiments_cli.py checks that the two agree; should they drift apart, the
-    only cost is a ground truth loaded or computed in vain.
-    """
-    import hashlib
-    import json
-
-    from graphs.index import IndexParams, index_key
-    from graphs.trace import TRACE_FORMAT_VERSION, load_trace
-    from graphs.workload import DEFAULTS, _safe
-
-    d = DEFAULTS
-    params = IndexParams(num_clusters=num_clusters, M=d["M"], ef_construction=d["ef_construction"],
-                         seed=seed)
-    spar = {"num_probes": num_probes, "cand_list_len": d["cand_list_len"], "k": d["k"],
-            "entry": d["entry"]}
-    key = hashlib.blake2b(
-        json.dumps({"v": TRACE_FORMAT_VERSION, "index": index_key(ds, params), "s": spar},
-                   sort_keys=True).encode(),
-        digest_size=8,
-    ).hexdigest()
-    path = cache / "traces" / f"{_safe(ds.name)}-{key}.npz"
-    if not path.exists():
-        return None
-    try:
-        tr = load_trace(path)
-    except ValueError:
-        return None  # make_workload warns and recomputes
-    expect = {**spar, "dataset_fingerprint": ds.fingerprint(), "M": d["M"],
-              "ef_construction": d["ef_construction"], "seed": seed, "num_clusters": num_clusters,
-              "n": ds.n, "num_queries": len(ds.queries)}
-    return tr if all(tr.meta.get(a) == b for a, b in expect.items()) else None
+    return cached_groundtruth(ds, min(_GT_K, ds.n), cache, progress=progress)
 
 
 def workload(family: str, scale: str | Scale = "default", *, num_probes: int | None = None,
@@ -313,7 +247,7 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
     metric : {"l2", "ip"}
         Distance of the user's dataset (the synthetic families have their own).
     """
-    from graphs import Dataset, make_workload
+    from graphs import Dataset, cached_trace, make_workload
     from graphs.index import default_cache_dir
 
     sc = get_scale(scale)
@@ -324,7 +258,8 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
         clusters = plan["num_clusters"]
         probes = min(probes, clusters)
         cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        tr = _cached_user_trace(ds, clusters, probes, seed, cache)
+        tr = cached_trace(ds, num_clusters=clusters, num_probes=probes, seed=seed,
+                          cache_dir=cache)
         if tr is not None:
             return tr
         gt = _groundtruth(ds, plan, cache, progress)

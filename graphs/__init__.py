@@ -2,7 +2,8 @@
 
 Main entry points (imported lazily, so ``import graphs`` stays light):
 
-- :func:`graphs.make_workload` -- dataset -> cached clustered index -> cached :class:`LogicalTrace`
+- :func:`graphs.make_workload` -- dataset -> cached clustered index -> cached :class:`LogicalTrace`;
+  :func:`graphs.cached_trace` -- the trace it has cached for the same arguments, or None
 - :func:`graphs.get_dataset`, :class:`graphs.Dataset`, :func:`graphs.load_dataset`
 - :func:`graphs.get_index` / :func:`graphs.build_index`, :class:`graphs.IndexParams`
 - :func:`graphs.search.search` (module function), :func:`graphs.trace_index`
@@ -11,6 +12,7 @@ Main entry points (imported lazily, so ``import graphs`` stays light):
 
 _EXPORTS = {
     "make_workload": "workload",
+    "cached_trace": "workload",
     "get_dataset": "workload",
     "trace_index": "workload",
     "export_clusters": "workload",

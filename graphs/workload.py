@@ -86,23 +86,31 @@ def get_dataset(
     base, queries = ds.base, ds.queries
     if num_queries == 0:
         return ds
-    gk = min(gt_k, n)
-    path = cache / "groundtruth" / f"{_safe(ds.name)}-{ds.fingerprint()[:16]}-k{gk}.npz"
-    gt = None
+    gt = cached_groundtruth(ds, min(gt_k, n), cache, progress=progress)
+    return Dataset(name=ds.name, base=base, queries=queries, groundtruth=gt, metric=spec.metric,
+                   _fp={"fp": ds.fingerprint()})
+
+
+def cached_groundtruth(ds: Dataset, k: int, cache_dir: str | os.PathLike | None = None,
+                       progress: bool = False) -> np.ndarray:
+    """Exact top-``k`` ids of ``ds``'s queries under its metric, computed once and cached under
+    ``cache_dir/groundtruth`` by the dataset's fingerprint. (Q, k) int64."""
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    nq = len(ds.queries)
+    path = cache / "groundtruth" / f"{_safe(ds.name)}-{ds.fingerprint()[:16]}-k{k}.npz"
     if path.exists():
         try:
             with np.load(path, allow_pickle=False) as z:
-                if str(z["fingerprint"]) == ds.fingerprint() and z["ids"].shape == (num_queries, gk):
-                    gt = z["ids"].astype(np.int64)
+                if str(z["fingerprint"]) == ds.fingerprint() and z["ids"].shape == (nq, k):
+                    return z["ids"].astype(np.int64)
         except Exception as exc:  # damaged cache file: recompute
             warnings.warn(f"{path}: unreadable ground truth cache ({exc}); recomputing", stacklevel=2)
-    if gt is None:
-        gt, _ = exact_knn(base, queries, gk, spec.metric, progress=progress)
-        atomic_write_bytes(
-            path, lambda f: np.savez(f, ids=gt, fingerprint=np.array(ds.fingerprint())), overwrite=True
-        )
-    return Dataset(name=ds.name, base=base, queries=queries, groundtruth=gt, metric=spec.metric,
-                   _fp={"fp": ds.fingerprint()})
+    gt, _ = exact_knn(ds.base, ds.queries, k, ds.metric, progress=progress)
+    gt = np.asarray(gt, dtype=np.int64)
+    atomic_write_bytes(
+        path, lambda f: np.savez(f, ids=gt, fingerprint=np.array(ds.fingerprint())), overwrite=True
+    )
+    return gt
 
 
 def _synthetic_cached(spec, n: int, num_queries: int, seed: int, cache: Path) -> Dataset:
@@ -208,6 +216,56 @@ def export_clusters(path: str | os.PathLike, index: ClusteredIndex, overwrite: b
     return save_clusters(path, index.cluster_sizes, index.centroids, index.cluster_adjacency(), overwrite=overwrite)
 
 
+def _cached_trace(ds: Dataset, params: IndexParams, spar: dict, cache: Path, warn: bool):
+    """(the cached trace of ``ds`` with index ``params`` and search ``spar``, or None; its path).
+
+    The key leaves out the ground truth: the trace depends on it only through its recall."""
+    key = hashlib.blake2b(
+        json.dumps({"v": TRACE_FORMAT_VERSION, "index": index_key(ds, params), "s": spar}, sort_keys=True).encode(),
+        digest_size=8,
+    ).hexdigest()
+    path = cache / "traces" / f"{_safe(ds.name)}-{key}.npz"
+    if not path.exists():
+        return None, path
+    expect = {
+        **spar, "dataset_fingerprint": ds.fingerprint(), "M": params.M,
+        "ef_construction": params.ef_construction, "seed": params.seed,
+        "num_clusters": params.num_clusters, "n": ds.n, "num_queries": len(ds.queries),
+    }
+    try:
+        tr = load_trace(path)
+    except ValueError as exc:
+        if warn:
+            warnings.warn(f"recomputing the trace: {exc}", stacklevel=3)
+        return None, path
+    bad = {a: tr.meta.get(a) for a, b in expect.items() if tr.meta.get(a) != b}
+    if bad:
+        if warn:
+            warnings.warn(f"{path}: stale trace cache ({bad} differ); recomputing", stacklevel=3)
+        return None, path
+    return tr, path
+
+
+def cached_trace(
+    dataset: Dataset,
+    num_clusters: int = DEFAULTS["num_clusters"],
+    num_probes: int = DEFAULTS["num_probes"],
+    cand_list_len: int = DEFAULTS["cand_list_len"],
+    k: int = DEFAULTS["k"],
+    seed: int = DEFAULTS["seed"],
+    cache_dir: str | os.PathLike | None = None,
+    M: int = DEFAULTS["M"],
+    ef_construction: int = DEFAULTS["ef_construction"],
+    entry: str = DEFAULTS["entry"],
+) -> LogicalTrace | None:
+    """The trace :func:`make_workload` has cached for these arguments, or None; computes
+    nothing (e.g. to skip a ground truth that only a new trace would need)."""
+    params = IndexParams(num_clusters=num_clusters, M=M, ef_construction=ef_construction, seed=seed)
+    spar = {"num_probes": num_probes, "cand_list_len": cand_list_len, "k": k, "entry": entry}
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return _cached_trace(dataset, params, spar, cache, warn=False)[0]
+
+
 def make_workload(
     dataset: str | Dataset,
     n: int | None = None,
@@ -257,24 +315,9 @@ def make_workload(
         raise ValueError(f"k={k} must be in 1..cand_list_len={cand_list_len}")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     spar = {"num_probes": num_probes, "cand_list_len": cand_list_len, "k": k, "entry": entry}
-    key = hashlib.blake2b(
-        json.dumps({"v": TRACE_FORMAT_VERSION, "index": index_key(ds, params), "s": spar}, sort_keys=True).encode(),
-        digest_size=8,
-    ).hexdigest()
-    path = cache / "traces" / f"{_safe(ds.name)}-{key}.npz"
-    expect = {
-        **spar, "dataset_fingerprint": ds.fingerprint(), "M": M, "ef_construction": ef_construction,
-        "seed": seed, "num_clusters": num_clusters, "n": ds.n, "num_queries": len(ds.queries),
-    }
-    if path.exists():
-        try:
-            tr = load_trace(path)
-            bad = {a: tr.meta.get(a) for a, b in expect.items() if tr.meta.get(a) != b}
-            if not bad:
-                return tr
-            warnings.warn(f"{path}: stale trace cache ({bad} differ); recomputing", stacklevel=2)
-        except ValueError as exc:
-            warnings.warn(f"recomputing the trace: {exc}", stacklevel=2)
+    tr, path = _cached_trace(ds, params, spar, cache, warn=True)
+    if tr is not None:
+        return tr
     index, _ = get_index(ds, params, cache, threads=threads, progress=progress)
     validate_search(index, ds.queries, num_probes, cand_list_len, k, entry)
     tr = trace_index(index, ds, num_probes, cand_list_len, k, entry, progress=progress)

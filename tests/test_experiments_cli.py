@@ -64,6 +64,7 @@ DATA = __import__("pathlib").Path(__file__).parent / "data" / "graphs"
 def _count_exact_knn(monkeypatch, fail=False):
     """Count (or forbid) exact ground-truth computations."""
     import graphs.groundtruth
+    import graphs.workload
 
     calls = []
     real = graphs.groundtruth.exact_knn
@@ -75,6 +76,7 @@ def _count_exact_knn(monkeypatch, fail=False):
         return real(*a, **kw)
 
     monkeypatch.setattr(graphs.groundtruth, "exact_knn", counted)
+    monkeypatch.setattr(graphs.workload, "exact_knn", counted)  # cached_groundtruth's name
     return calls
 
 
