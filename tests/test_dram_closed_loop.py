@@ -3,8 +3,13 @@
 import numpy as np
 from numba import njit
 
+import dram.config
 from dram import DRAMConfig, replay
 from dram import kernel as K
+from dram.jitcache import drop_stale
+
+# _chain inlines the kernel: drop its cached machine code when the kernel changes
+drop_stale(__file__, K.__file__, dram.config.__file__)
 
 
 @njit(cache=True)
