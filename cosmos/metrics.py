@@ -84,9 +84,9 @@ def steady_window(done_cycles: np.ndarray, warmup: float = 0.1):
 
 def _dram_busy(res) -> list:
     """Per memory instance: (data-bus busy fraction averaged over its channels, burst-busy
-    fraction averaged over its ranks). A burst holds a channel's data bus, or for a rank-local
-    burst only its rank, for nBL cycles (dram.stats definitions)."""
-    from dram import kernel as dk
+    fraction averaged over its ranks), from :func:`dram.stats.busy_cycles` of each of its
+    channels (one controller state per channel)."""
+    from dram.stats import busy_cycles
 
     cycles = max(res.cycles, 1)
     nch = res.dram_params.n_channels
@@ -94,9 +94,9 @@ def _dram_busy(res) -> list:
     for i in range(res.num_instances):
         bus = rank = 0.0
         for g in range(i * nch, (i + 1) * nch):
-            v = dk.views(res.dram_state[g])
-            bus += float(v["stats"][:, dk.S_BUS_BUSY].sum())
-            rank += float(v["rank_busy"].mean())
+            b, r = busy_cycles(res.dram_state[g])
+            bus += float(b.sum())
+            rank += float(r.mean())
         out.append((bus / (nch * cycles), rank / (nch * cycles)))
     return out
 

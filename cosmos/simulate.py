@@ -241,7 +241,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     # task belongs to a query, so nothing is busy after that. (The engine's own clock has by
     # then jumped to the next DRAM event, usually a refresh, which would inflate whole-run
     # averages -- bandwidth, utilization -- by a fraction of a percent.)
-    end_cycle = int(st.q_done.max()) if Q else 0
+    end_cycle = int(st.q_done.max())           # Q >= 1 (checked above)
     return SimResult(config=cfg, trace_meta=dict(tr.meta), program=pg, layout=layout,
                      cluster_device=cluster_device, state=st, dram_state=dstate,
                      dram_params=params, num_instances=n_inst, cycles=end_cycle,

@@ -71,6 +71,14 @@ def latency_stats(arrival, accept, completion, is_write, tCK_ps: float) -> dict:
     return out
 
 
+def busy_cycles(state):
+    """Per channel of ``state``: (cycles its data bus carried bursts [G], cycles each of its
+    ranks carried bursts [G, R]). A burst takes nBL cycles; a rank-local one (rank PU) holds
+    its rank but not the channel's data bus. Busy fractions divide these by a run length."""
+    v = K.views(state)
+    return v["stats"][:, K.S_BUS_BUSY].copy(), v["rank_busy"].copy()
+
+
 def summarize(config, params, state, arrival, accept, completion, is_write, timed=True) -> dict:
     """All statistics of a replay: :func:`latency_stats` plus the controller counters."""
     out = latency_stats(arrival, accept, completion, is_write, params.tCK_ps)
@@ -87,6 +95,7 @@ def summarize(config, params, state, arrival, accept, completion, is_write, time
     out["tCK_ps"] = int(params.tCK_ps)
     out["timed"] = bool(timed)
     denom = max(total, 1)
-    out["channel_busy_fraction"] = (v["stats"][:, K.S_BUS_BUSY] / denom).tolist()
-    out["rank_busy_fraction"] = (v["rank_busy"] / denom).tolist()
+    bus, rank = busy_cycles(state)
+    out["channel_busy_fraction"] = (bus / denom).tolist()
+    out["rank_busy_fraction"] = (rank / denom).tolist()
     return out
