@@ -1,7 +1,7 @@
 """Configuration of the DRAM model: a frozen dataclass, and its resolution into integer arrays.
 
 ``DRAMConfig`` names presets; :meth:`DRAMConfig.resolve` validates it and returns
-:class:`Params`, a NamedTuple of integer scalars and dense numpy arrays that the numba kernels
+:data:`Params`, a numpy record of integer scalars and one dense table that the numba kernels
 take. Change a config with ``dataclasses.replace``.
 """
 
@@ -10,8 +10,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
-
 import numpy as np
 
 from dram.standards import MAPPINGS, ROW_POLICIES, SCHEDULERS, ddr5
@@ -175,72 +173,63 @@ def parse_mapping(mapping: str):
     return fields
 
 
-class Params(NamedTuple):
-    """Resolved configuration for the kernels: integer scalars plus ONE int64 array ``tab``.
+#: Integer fields of :data:`Params`, in record order (``tab`` follows them).
+PARAM_FIELDS = (
+    "n_channels", "n_ranks", "n_bg", "n_banks", "n_rows", "n_cols", "nb_ch", "n_nodes",
+    "n_cmds", "hist_max", "read_latency", "nBL", "nREFI", "refresh", "read_q", "write_q",
+    "prio_q", "active_q", "pend_q", "wr_high_n", "wr_low_n", "scheduler", "row_policy",
+    "tCK_ps", "o_map_fields", "o_map_radix", "o_cons_ptr", "o_follow", "o_lat", "o_win",
+    "o_sib", "o_hist_len", "o_has_sib", "o_sib_start", "o_cmeta", "n_cons")
+#: Capacity of ``Params.tab`` (DDR5 needs about 900 entries); fixed, so that every
+#: configuration has the same numba type and the kernels compile once.
+TAB_CAP = 2048
+PARAMS_DTYPE = np.dtype([(f, np.int64) for f in PARAM_FIELDS] + [("tab", np.int64, (TAB_CAP,))],
+                        align=True)
 
-    (One array, so that passing ``params`` to a jitted function costs almost nothing.)
+#: Resolved configuration for the kernels (``DRAMConfig.resolve()``): a numpy record of dtype
+#: :data:`PARAMS_DTYPE`, integer scalars plus ONE int64 array ``tab``.
+#:
+#: A record, because numba passes a record to a jitted function as one pointer; a NamedTuple
+#: of 36 scalars and an array was copied onto the stack at every call between kernel
+#: functions (about a fifth of the DRAM model's time went to those copies).
+#:
+#: Geometry: ``n_channels``, ``n_ranks``, ``n_bg`` (bank groups per rank), ``n_banks`` (banks
+#: per bank group), ``n_rows``, ``n_cols`` (64-B lines per row), ``nb_ch`` (banks per
+#: channel), ``n_nodes`` (timing nodes per channel: 1 channel + ranks + bank groups + banks),
+#: ``n_cmds``, ``hist_max`` (longest constraint window).
+#:
+#: ``tab`` holds, at the offsets named ``o_*`` (see :func:`tables` for numpy views):
+#: ``map_fields`` int64[6] address fields LSB first (0 ch, 1 rank, 2 bank group, 3 bank,
+#: 4 row, 5 column) and ``map_radix`` int64[6] (radix per field id); the timing constraints
+#: as CSR over (level, preceding command): entries ``cons_ptr[l * n_cmds + c]`` ..
+#: ``cons_ptr[l * n_cmds + c + 1]`` of ``follow`` (command), ``lat`` (cycles), ``win``
+#: (window, 1 = spacing), ``sib`` (1 = applies to the sibling ranks); ``hist_len`` [4, n_cmds]
+#: (history depth per level and command), ``has_sib`` [4, n_cmds], ``sib_start``
+#: [4, n_cmds] (within each CSR bucket the target records come first, the sibling records
+#: from this index on); command metadata
+#: ``cmeta`` [8, n_cmds]: rows opening, closing, accessing, rank scope, rank-local variant,
+#: auto-precharge variant, is read, uses the channel data bus. Entries past the tables are 0.
+Params = np.record
 
-    Geometry: ``n_channels``, ``n_ranks``, ``n_bg`` (bank groups per rank), ``n_banks`` (banks
-    per bank group), ``n_rows``, ``n_cols`` (64-B lines per row), ``nb_ch`` (banks per
-    channel), ``n_nodes`` (timing nodes per channel: 1 channel + ranks + bank groups + banks),
-    ``n_cmds``, ``hist_max`` (longest constraint window).
 
-    ``tab`` holds, at the offsets named ``o_*`` (see :func:`tables` for numpy views):
-    ``map_fields`` int64[6] address fields LSB first (0 ch, 1 rank, 2 bank group, 3 bank,
-    4 row, 5 column) and ``map_radix`` int64[6] (radix per field id); the timing constraints
-    as CSR over (level, preceding command): entries ``cons_ptr[l * n_cmds + c]`` ..
-    ``cons_ptr[l * n_cmds + c + 1]`` of ``follow`` (command), ``lat`` (cycles), ``win``
-    (window, 1 = spacing), ``sib`` (1 = applies to the sibling ranks); ``hist_len`` [4, n_cmds]
-    (history depth per level and command), ``has_sib`` [4, n_cmds], ``sib_start``
-    [4, n_cmds] (within each CSR bucket the target records come first, the sibling records
-    from this index on); command metadata
-    ``cmeta`` [8, n_cmds]: rows opening, closing, accessing, rank scope, rank-local variant,
-    auto-precharge variant, is read, uses the channel data bus.
-    """
-    n_channels: int
-    n_ranks: int
-    n_bg: int
-    n_banks: int
-    n_rows: int
-    n_cols: int
-    nb_ch: int
-    n_nodes: int
-    n_cmds: int
-    hist_max: int
-    read_latency: int
-    nBL: int
-    nREFI: int
-    refresh: int
-    read_q: int
-    write_q: int
-    prio_q: int
-    active_q: int
-    pend_q: int
-    wr_high_n: int
-    wr_low_n: int
-    scheduler: int
-    row_policy: int
-    tCK_ps: int
-    o_map_fields: int
-    o_map_radix: int
-    o_cons_ptr: int
-    o_follow: int
-    o_lat: int
-    o_win: int
-    o_sib: int
-    o_hist_len: int
-    o_has_sib: int
-    o_sib_start: int
-    o_cmeta: int
-    n_cons: int
-    tab: np.ndarray
+def _params_record(tab: np.ndarray, **fields) -> np.record:
+    if tab.size > TAB_CAP:
+        raise ValueError(f"resolved timing tables need {tab.size} entries; dram.config.TAB_CAP "
+                         f"is {TAB_CAP}")
+    if set(fields) != set(PARAM_FIELDS):
+        raise ValueError(f"Params fields differ: {sorted(set(fields) ^ set(PARAM_FIELDS))}")
+    a = np.zeros(1, PARAMS_DTYPE)
+    for k, v in fields.items():
+        a[k] = v
+    a["tab"][0, :tab.size] = tab
+    return a.view(np.recarray)[0]
 
 
 #: Rows of the command-metadata table.
 M_OPEN, M_CLOSE, M_ACCESS, M_RSCOPE, M_LOCAL, M_AUTOPRE, M_ISREAD, M_DBUS = range(8)
 
 
-def tables(params: "Params") -> dict:
+def tables(params: Params) -> dict:
     """Numpy views of the tables inside ``params.tab`` (for inspection and tests)."""
     t, nc, m = params.tab, params.n_cmds, params.n_cons
     return {
@@ -348,7 +337,7 @@ def _resolve(cfg: DRAMConfig) -> Params:
     high_n, low_n = watermark_counts(cfg.wr_high_watermark, cfg.wr_low_watermark,
                                      cfg.write_queue_depth)
     nb_ch = R * BG * B
-    return Params(
+    return _params_record(
         n_channels=int(cfg.channels), n_ranks=int(R), n_bg=int(BG), n_banks=int(B),
         n_rows=int(org["rows"]), n_cols=int(n_cols), nb_ch=int(nb_ch),
         n_nodes=int(1 + R + R * BG + nb_ch), n_cmds=n_cmds,

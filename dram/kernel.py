@@ -3,7 +3,7 @@ drain, open/closed rows, all-bank refresh, the timing-constraint table -- and th
 API that the system engine calls from its own jitted code.
 
 Public functions are ``@njit(cache=True)`` functions of ``(params, state, ...)``: ``params`` is
-:class:`dram.config.Params` (``DRAMConfig.resolve()``), ``state`` is :class:`State`
+:data:`dram.config.Params` (``DRAMConfig.resolve()``, a numpy record), ``state`` is :class:`State`
 (:func:`new_state`). Open-loop replay (:mod:`dram.openloop`) drives the very same
 :func:`offer` and :func:`tick`.
 
