@@ -51,6 +51,7 @@ from numba import njit
 from dram.config import (M_ACCESS, M_AUTOPRE, M_CLOSE, M_DBUS, M_LOCAL, M_OPEN, M_RSCOPE)
 from dram.jitcache import drop_stale
 import dram.config as _config
+from dram.standards import ddr5 as _ddr5
 
 drop_stale(__file__, _config.__file__)  # constants of dram.config are compiled into the kernels
 
@@ -60,6 +61,11 @@ COMMAND_NAMES = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab",
                  "RD_L", "WR_L", "RDA_L", "WRA_L")
 
 INF = 1 << 62
+#: Commands of the standard, a compile-time constant of the kernels (the command ids above
+#: are compiled in too).
+N_CMDS = len(COMMAND_NAMES)
+if COMMAND_NAMES != _ddr5.COMMANDS:
+    raise ImportError("dram.kernel's command ids differ from dram.standards.ddr5.COMMANDS")
 
 
 @njit(cache=True, _nrt=False)
@@ -397,13 +403,42 @@ def _remove_at(H, g, qi, pos):
 
 # ============================================================================ timing update
 @njit(cache=True, inline="always", _nrt=False)
-def _dense_max(H, t, rb, d, NC, clk):
-    """ready[rb + f] = max(ready[rb + f], clk + dlat[d + f]) for every follow command f (a
-    loop the compiler vectorizes; entries without a constraint hold NO_CONSTRAINT)."""
-    for f in range(NC):
+def _dense_max(H, t, rb, d, clk):
+    """ready[rb + f] = max(ready[rb + f], clk + dlat[d + f]) for every follow command f
+    (N_CMDS is a compile-time constant, so this unrolls into a few vector instructions;
+    entries without a constraint hold NO_CONSTRAINT)."""
+    for f in range(N_CMDS):
         v = clk + t[_u(d + f)]
         r = H[_u(rb + f)]
         H[_u(rb + f)] = v if v > r else r
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _level_update(params, H, t, rb0, oh0, HM, lc, cmd, first, cnt, tlo, thi, clk):
+    """One level of :func:`update_timing`: nodes [first, first + cnt), targets [tlo, thi)."""
+    NC = N_CMDS
+    hl = t[_u(params.o_hist_len + lc)]
+    d = params.o_dlat + lc * 2 * NC                   # dense target row; + NC: siblings
+    for x in range(tlo, thi):
+        node = first + x
+        rb = rb0 + node * NC
+        _dense_max(H, t, rb, d, clk)
+        if hl > 0:                                    # windowed records [k0, kw)
+            oh = oh0 + (node * NC + cmd) * HM
+            for k in range(hl - 1, 0, -1):
+                H[_u(oh + k)] = H[_u(oh + k - 1)]
+            H[_u(oh)] = clk
+            for k in range(t[_u(params.o_cons_ptr + lc)], t[_u(params.o_win_end + lc)]):
+                past = H[_u(oh + t[_u(params.o_win + k)] - 1)]
+                if past >= 0:
+                    v = past + t[_u(params.o_lat + k)]
+                    f = rb + t[_u(params.o_follow + k)]
+                    if v > H[_u(f)]:
+                        H[_u(f)] = v
+    if t[_u(params.o_has_sib + lc)] == 1:
+        for x in range(cnt):
+            if x < tlo or x >= thi:
+                _dense_max(H, t, rb0 + (first + x) * NC, d + NC, clk)
 
 
 @njit(cache=True, _nrt=False)
@@ -418,62 +453,28 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
     node instead of a loop over its records (DDR5: 272 of the 273 records are spacings).
     """
     t = params.tab
-    NC = params.n_cmds
+    NC = N_CMDS
     rb0 = _rdy(H, g)
     HM = H[_u(H_HM)]
     oh0 = H[_u(H_O_HIST)] + g * H[_u(H_NN)] * NC * HM
     nbg, nb, nr = params.n_bg, params.n_banks, params.n_ranks
     o_bg = 1 + nr
     o_bk = o_bg + nr * nbg
-    rscope = _meta(params, M_RSCOPE, cmd) == 1
-    o_win = params.o_win
-    o_lat = params.o_lat
-    o_fol = params.o_follow
-    for level in range(4):
-        # nodes of this level: [first, first + cnt); targets [tlo, thi) among them
-        if level == 0:
-            first, cnt, tlo, thi = 0, 1, 0, 1
-        elif level == 1:
-            first, cnt, tlo, thi = 1, nr, rank, rank + 1
-        elif level == 2:
-            first, cnt = o_bg + rank * nbg, nbg
-            if rscope:
-                tlo, thi = 0, nbg
-            else:
-                tlo = (fb // nb) - rank * nbg
-                thi = tlo + 1
-        else:
-            if rscope:
-                first, cnt, tlo, thi = o_bk + rank * nbg * nb, nbg * nb, 0, nbg * nb
-            else:
-                first, cnt = o_bk + (fb // nb) * nb, nb
-                tlo = fb - (fb // nb) * nb
-                thi = tlo + 1
-        lc = level * NC + cmd
-        hl = t[_u(params.o_hist_len + lc)]
-        k0 = t[_u(params.o_cons_ptr + lc)]
-        kw = t[_u(params.o_win_end + lc)]                 # windowed target records: [k0, kw)
-        d = params.o_dlat + lc * 2 * NC                   # dense target row; + NC: siblings
-        for x in range(tlo, thi):
-            node = first + x
-            rb = rb0 + node * NC
-            _dense_max(H, t, rb, d, NC, clk)
-            if hl > 0:
-                oh = oh0 + (node * NC + cmd) * HM
-                for k in range(hl - 1, 0, -1):
-                    H[_u(oh + k)] = H[_u(oh + k - 1)]
-                H[_u(oh)] = clk
-                for k in range(k0, kw):
-                    past = H[_u(oh + t[_u(o_win + k)] - 1)]
-                    if past >= 0:
-                        v = past + t[_u(o_lat + k)]
-                        f = rb + t[_u(o_fol + k)]
-                        if v > H[_u(f)]:
-                            H[_u(f)] = v
-        if t[_u(params.o_has_sib + lc)] == 1:
-            for x in range(cnt):
-                if x < tlo or x >= thi:
-                    _dense_max(H, t, rb0 + (first + x) * NC, d + NC, NC, clk)
+    _level_update(params, H, t, rb0, oh0, HM, cmd, cmd, 0, 1, 0, 1, clk)
+    _level_update(params, H, t, rb0, oh0, HM, NC + cmd, cmd, 1, nr, rank, rank + 1, clk)
+    if _meta(params, M_RSCOPE, cmd) == 1:
+        _level_update(params, H, t, rb0, oh0, HM, 2 * NC + cmd, cmd, o_bg + rank * nbg, nbg,
+                      0, nbg, clk)
+        _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd, o_bk + rank * nbg * nb,
+                      nbg * nb, 0, nbg * nb, clk)
+    else:
+        bgi = fb // nb                                # flat bank group within the channel
+        x = bgi - rank * nbg
+        _level_update(params, H, t, rb0, oh0, HM, 2 * NC + cmd, cmd, o_bg + rank * nbg, nbg,
+                      x, x + 1, clk)
+        x = fb - bgi * nb
+        _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd, o_bk + bgi * nb, nb,
+                      x, x + 1, clk)
 
 
 @njit(cache=True, _nrt=False)
