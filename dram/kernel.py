@@ -730,10 +730,11 @@ def _pick_active(params, H, g, clk):
     if lb > clk:
         return -1, -1, lb
     oq = _q(H, g, Q_ACT)
-    ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
     for k in range(n):
         o = _slot(H, g, H[_u(oq + k)])
-        cmd = _slot_preq(H, ob, o)
+        # an activated request's row is open and stays open until its final command (no
+        # command may close a bank an active request needs), so that is its next command
+        cmd = H[_u(o + SL_FINAL)]
         rt = _slot_ready(H, rb, o, cmd)
         if rt <= clk:
             return k, cmd, wake
