@@ -20,8 +20,8 @@ full      1,000,000    10,000   64        8       ``cosmos reproduce --full`` (h
 
 64 clusters = 16 per device on the paper's four devices; 8 probes (IVF-style routing) are the
 defaults of :mod:`graphs.workload`, where their reasons are given. The query counts of the
-default scale are set by the simulator's speed (about 300,000-420,000 DRAM requests per second per
-core; a SIFT-like query of the 100k default trace makes about 14,000 requests, a DEEP-like
+default scale are set by the simulator's speed (about 500,000-1,000,000 DRAM requests per second
+per core; a SIFT-like query of the 100k default trace makes about 14,000 requests, a DEEP-like
 one about 2.5 times as many, its vectors being 3 times larger): with up
 to 64 queries in flight, 400 queries give a short steady-state window, so ``--full`` is the
 scale for figures to rely on.
@@ -29,11 +29,13 @@ scale for figures to rely on.
 Cost of ``--full``, measured on 2026-11-22 on this 2-core machine (commit 89e5fe0): building
 each 1M-vector workload (synthetic data, exact ground truth, k-means, 64 hnswlib graphs, the
 traced search) took 375 s (SIFT-like) and 293 s (DEEP-like) wall on 2 cores; a query makes
-26,948 (SIFT-like) and 77,063 (DEEP-like) DRAM requests, simulated at 300,000-835,000 per CPU
-second depending on the system. 200 queries of all six systems took 90 CPU-s (SIFT-like) and
-152 CPU-s (DEEP-like), so fig4a's 10,000 queries per system need about 12,100 CPU-s, 1.7 h
-on 2 cores, and the whole ``--full`` run (with the sweeps' 2,000-query points) about 2.5-3 h:
-the goal of 60 minutes waits on a faster DRAM model (docs/dram.md, "Speed").
+26,948 (SIFT-like) and 77,063 (DEEP-like) DRAM requests. Simulated at commit 6fdac17
+(2026-11-22), 200 queries of all six systems took 46.5 CPU-s (SIFT-like) and 103 CPU-s
+(DEEP-like), 565,000-1,040,000 requests per CPU second depending on the system (commit
+89e5fe0: 90 and 152 CPU-s). So fig4a's 10,000 queries per system need about 7,500 CPU-s,
+62 min on 2 cores; the sweeps' 2,000-query points (devices, ranks, load) about 6,000 CPU-s
+more at the same rates; with the two builds the whole ``--full`` run takes about 2 h: the goal
+of 60 minutes waits on a faster DRAM model (docs/dram.md, "Speed").
 """
 
 from __future__ import annotations
