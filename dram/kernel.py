@@ -77,13 +77,20 @@ def _u(i):
 # ---- heap header slots
 H_G, H_S, H_NN, H_NC, H_HM, H_PQ, H_PD, H_CAP, H_LOGCAP, H_NB, H_R, H_NSTAT = range(12)
 H_O_SLOT, H_O_Q, H_O_CH, H_O_PRIO, H_O_PEND, H_O_BANK, H_O_READY, H_O_HIST = range(16, 24)
-H_O_COMP, H_O_GLOB, H_O_STATS, H_O_RBUSY, H_O_LOG = range(24, 29)
+H_O_COMP, H_O_GLOB, H_O_STATS, H_O_RBUSY, H_O_LOG, H_O_BGL = range(24, 30)
 HEADER = 32
 # ---- slot fields (one request in a buffer)
 SL_ID, SL_ADDR, SL_RANK, SL_FB, SL_ROW, SL_ARR, SL_TYPE, SL_FINAL, SL_STAT = range(9)
 # cached offsets of the request's rank, bank-group and bank timing nodes (node * n_cmds)
 SL_RKO, SL_BGO, SL_BKO = 9, 10, 11
-NSL = 12
+# scheduler cache (kept by :func:`_recache_bg`): the request's next command and its
+# bank-group/bank-level ready cycle L (INF if the command would close a bank an active request
+# holds); its ready cycle is max(channel ready, rank ready, L) of that command. Both change only
+# with commands to its bank group (or rank, for rank-scope commands).
+SL_NC, SL_L = 12, 13
+# doubly linked list of the buffered requests (read, write and active) of each bank group
+SL_LNEXT, SL_LPREV = 14, 15
+NSL = 16
 # ---- queues per channel (ordered slot lists) and per-channel scalars
 Q_RD, Q_WR, Q_ACT, Q_FREE = range(4)
 C_PQH, C_PQL, C_PDH, C_PDL, C_WMODE, C_WAKE, C_NREF = range(4, 11)   # 0..3 = queue lengths
@@ -117,7 +124,8 @@ class State(NamedTuple):
     [G, 20], priority ring [G, prio_q], pending reads [G, pend_q, 2], banks [G, nb_ch, 3]
     (open row or -1, active requests, scratch), ready cycles [G, n_nodes, n_cmds], issue
     history [G, n_nodes, n_cmds, hist_max], completion ring [cap, 2], globals [8], statistics
-    [G, N_STATS], rank busy cycles [G, ranks], command log [log_cap, 7]. Use :func:`views`.
+    [G, N_STATS], rank busy cycles [G, ranks], command log [log_cap, 7], bank-group list
+    heads [G, ranks * bank groups] (slot or -1). Use :func:`views`.
     """
     heap: np.ndarray
 
@@ -150,7 +158,8 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0):
              ("prio", G * params.prio_q), ("pend", G * params.pend_q * 2),
              ("bank", G * params.nb_ch * 3), ("ready", G * NN * NC),
              ("hist", G * NN * NC * HM), ("comp", cap * 2), ("glob", 8),
-             ("stats", G * N_STATS), ("rbusy", G * params.n_ranks), ("log", logcap * 7)]
+             ("stats", G * N_STATS), ("rbusy", G * params.n_ranks), ("log", logcap * 7),
+             ("bgl", G * params.n_ranks * params.n_bg)]
     off = {}
     pos = HEADER
     for name, n in sizes:
@@ -163,7 +172,8 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0):
     for h, name in ((H_O_SLOT, "slot"), (H_O_Q, "q"), (H_O_CH, "ch"), (H_O_PRIO, "prio"),
                     (H_O_PEND, "pend"), (H_O_BANK, "bank"), (H_O_READY, "ready"),
                     (H_O_HIST, "hist"), (H_O_COMP, "comp"), (H_O_GLOB, "glob"),
-                    (H_O_STATS, "stats"), (H_O_RBUSY, "rbusy"), (H_O_LOG, "log")):
+                    (H_O_STATS, "stats"), (H_O_RBUSY, "rbusy"), (H_O_LOG, "log"),
+                    (H_O_BGL, "bgl")):
         H[h] = off[name]
     st = State(H)
     v = views(st)
@@ -175,6 +185,7 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0):
     v["bank"][:, :, 0] = -1
     v["bank"][:, :, 2] = INF
     v["hist"][:] = -1
+    v["bgl"][:] = -1
     return st
 
 
@@ -196,6 +207,7 @@ def views(state) -> dict:
         "comp": reg(H_O_COMP, (cap, 2)), "glob": glob,
         "stats": reg(H_O_STATS, (G, N_STATS)), "rank_busy": reg(H_O_RBUSY, (G, R)),
         "log": reg(H_O_LOG, (logcap, 7))[: int(glob[G_LOGLEN])],
+        "bgl": reg(H_O_BGL, (G, (H.shape[0] - int(H[H_O_BGL])) // G)),   # the last region
         "overflow": int(glob[G_COVF]),
     }
 
@@ -344,6 +356,75 @@ def _slot_preq(H, ob, o):
     if op == H[_u(o + SL_ROW)]:
         return H[_u(o + SL_FINAL)]
     return PREpb
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _bgl(H, g, nbgc, bgf):
+    """Offset of the list head of flat bank group ``bgf`` (of ``nbgc`` per channel)."""
+    return H[_u(H_O_BGL)] + g * nbgc + bgf
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _cache_slot(params, H, rb, ob, o):
+    """Set the scheduler cache (SL_NC, SL_L) of the request in slot offset ``o``."""
+    fbo = ob + 3 * H[_u(o + SL_FB)]
+    op = H[_u(fbo)]
+    if op < 0:
+        cmd = ACT
+    elif op == H[_u(o + SL_ROW)]:
+        cmd = H[_u(o + SL_FINAL)]
+    else:
+        cmd = PREpb
+    H[_u(o + SL_NC)] = cmd
+    if _meta(params, M_CLOSE, cmd) == 1 and H[_u(fbo + 1)] > 0:
+        H[_u(o + SL_L)] = INF                         # would close a bank an active request holds
+    else:
+        t = H[_u(rb + H[_u(o + SL_BGO)] + cmd)]
+        v = H[_u(rb + H[_u(o + SL_BKO)] + cmd)]
+        H[_u(o + SL_L)] = v if v > t else t
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _recache_bg(params, H, g, rb, ob, hd):
+    """Refresh the scheduler cache of every request of one bank group (list head ``hd``)."""
+    s = H[_u(hd)]
+    while s >= 0:
+        o = _slot(H, g, s)
+        _cache_slot(params, H, rb, ob, o)
+        s = H[_u(o + SL_LNEXT)]
+
+
+@njit(cache=True, _nrt=False)
+def _recache(params, H, g, cmd, rank, fb):
+    """After ``cmd`` issued to (rank, fb): refresh the cache of the requests whose next
+    command, eligibility or bank-group/bank-level ready cycles it can have changed -- those of
+    its bank group, or of its whole rank for a rank-scope command or one with sibling records
+    at the bank-group level (siblings at the bank level stay within the bank group)."""
+    nbg = params.n_bg
+    nbgc = params.n_ranks * nbg
+    rb = _rdy(H, g)
+    ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
+    if _meta(params, M_RSCOPE, cmd) == 1 or \
+            params.tab[_u(params.o_has_sib + 2 * N_CMDS + cmd)] == 1:
+        for k in range(nbg):
+            _recache_bg(params, H, g, rb, ob, _bgl(H, g, nbgc, rank * nbg + k))
+    else:
+        _recache_bg(params, H, g, rb, ob, _bgl(H, g, nbgc, fb // params.n_banks))
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _slot_ready_cached(H, rb, o):
+    """Ready cycle of the cached next command of the request in slot offset ``o`` (INF if
+    it is not eligible): channel and rank level read live, the rest from the cache."""
+    cmd = H[_u(o + SL_NC)]
+    t = H[_u(o + SL_L)]
+    v = H[_u(rb + cmd)]
+    if v > t:
+        t = v
+    v = H[_u(rb + H[_u(o + SL_RKO)] + cmd)]
+    if v > t:
+        t = v
+    return t
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -592,6 +673,15 @@ def _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, b
     H[_u(o + SL_TYPE)] = T_WRITE if is_write != 0 else T_READ
     base = WR if is_write != 0 else RD
     H[_u(o + SL_FINAL)] = _meta(params, M_LOCAL, base) if rank_local != 0 else base
+    hd = _bgl(H, g, params.n_ranks * params.n_bg, rank * params.n_bg + bgi)
+    h0 = H[_u(hd)]
+    H[_u(o + SL_LNEXT)] = h0
+    H[_u(o + SL_LPREV)] = -1
+    if h0 >= 0:
+        H[_u(_slot(H, g, h0) + SL_LPREV)] = s
+    H[_u(hd)] = s
+    rb = _rdy(H, g)
+    _cache_slot(params, H, rb, H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3, o)
     H[_u(_q(H, g, qi) + H[_u(c + qi)])] = s
     H[_u(c + qi)] += 1
     H[_u(c + C_OFFSTAMP)] += 1
@@ -615,8 +705,7 @@ def _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, b
             if nm != wm:
                 w = 0
             elif (qi == Q_WR) == (wm == 1):
-                ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
-                rt = _slot_ready(H, _rdy(H, g), o, _slot_preq(H, ob, o))
+                rt = _slot_ready_cached(H, rb, o)
                 if rt < w:
                     w = rt
         H[_u(c + C_WAKE)] = w
@@ -734,10 +823,10 @@ def _pick_active(params, H, g, clk):
         o = _slot(H, g, H[_u(oq + k)])
         # an activated request's row is open and stays open until its final command (no
         # command may close a bank an active request needs), so that is its next command
-        cmd = H[_u(o + SL_FINAL)]
-        rt = _slot_ready(H, rb, o, cmd)
+        # (its cached one too)
+        rt = _slot_ready_cached(H, rb, o)
         if rt <= clk:
-            return k, cmd, wake
+            return k, H[_u(o + SL_FINAL)], wake
         if rt < wake:
             wake = rt
     return -1, -1, wake
@@ -764,6 +853,15 @@ def _pick_buffer(params, H, g, qi, clk):
     found = -1
     found_cmd = -1
     rb = _rdy(H, g)
+    if sched == 0:                                  # FRFCFS: from the scheduler cache
+        for k in range(n):
+            o = _slot(H, g, H[_u(oq + k)])
+            rt = _slot_ready_cached(H, rb, o)
+            if rt <= clk:
+                return k, H[_u(o + SL_NC)], wake
+            if rt < wake:
+                wake = rt
+        return -1, -1, wake
     ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
     any_active = H[_u(_chs(H, g) + Q_ACT)] > 0
     for k in range(n):
@@ -868,6 +966,14 @@ def _serve(params, H, g, qi, pos, cmd, clk):
         H[_u(o + SL_ID)] = -1
         H[_u(_q(H, g, Q_FREE) + H[_u(c + Q_FREE)])] = s
         H[_u(c + Q_FREE)] += 1
+        nx = H[_u(o + SL_LNEXT)]
+        pv = H[_u(o + SL_LPREV)]
+        if nx >= 0:
+            H[_u(_slot(H, g, nx) + SL_LPREV)] = pv
+        if pv >= 0:
+            H[_u(_slot(H, g, pv) + SL_LNEXT)] = nx
+        else:
+            H[_u(_bgl(H, g, params.n_ranks * params.n_bg, fb // params.n_banks))] = nx
     elif _meta(params, M_OPEN, cmd) == 1 and qi != Q_ACT:
         if H[_u(c + Q_ACT)] < params.active_q:
             oa = _q(H, g, Q_ACT)
@@ -881,6 +987,7 @@ def _serve(params, H, g, qi, pos, cmd, clk):
             H[_u(c + _na_index(final))] += 1
             H[_u(_bank(H, g, fb) + 1)] += 1
             _remove_at(H, g, qi, pos)
+    _recache(params, H, g, cmd, rank, fb)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -972,6 +1079,7 @@ def _schedule(params, H, g, clk, probe):
                     H[_u(c + C_WAKE)] = clk
                     return False
                 issue_command(params, H, g, cmd, rank, fb0, -1, clk)
+                _recache(params, H, g, cmd, rank, fb0)
                 H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
                 if cmd == REFab:
                     H[_u(c + C_PQH)] = (H[_u(c + C_PQH)] + 1) % PQ
