@@ -818,15 +818,23 @@ def _pick_active(params, H, g, clk):
         lb = H[_u(rb + WR_L)]
     if lb > clk:
         return -1, -1, lb
-    oq = _q(H, g, Q_ACT)
+    # (an activated request's row is open and stays open until its final command -- no
+    # command may close a bank an active request needs -- so that is its cached command)
+    return _scan_cached(H, g, Q_ACT, n, rb, clk)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _scan_cached(H, g, qi, n, rb, clk):
+    """FR-FCFS over the ``n`` entries of queue ``qi`` from the scheduler cache: (position of
+    the first timing-ready eligible request or -1, its command, earliest ready cycle of the
+    others)."""
+    wake = INF
+    oq = _q(H, g, qi)
     for k in range(n):
         o = _slot(H, g, H[_u(oq + k)])
-        # an activated request's row is open and stays open until its final command (no
-        # command may close a bank an active request needs), so that is its next command
-        # (its cached one too)
         rt = _slot_ready_cached(H, rb, o)
         if rt <= clk:
-            return k, H[_u(o + SL_FINAL)], wake
+            return k, H[_u(o + SL_NC)], wake
         if rt < wake:
             wake = rt
     return -1, -1, wake
@@ -854,14 +862,7 @@ def _pick_buffer(params, H, g, qi, clk):
     found_cmd = -1
     rb = _rdy(H, g)
     if sched == 0:                                  # FRFCFS: from the scheduler cache
-        for k in range(n):
-            o = _slot(H, g, H[_u(oq + k)])
-            rt = _slot_ready_cached(H, rb, o)
-            if rt <= clk:
-                return k, H[_u(o + SL_NC)], wake
-            if rt < wake:
-                wake = rt
-        return -1, -1, wake
+        return _scan_cached(H, g, qi, n, rb, clk)
     ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
     any_active = H[_u(_chs(H, g) + Q_ACT)] > 0
     for k in range(n):
