@@ -179,7 +179,7 @@ PARAM_FIELDS = (
     "n_cmds", "hist_max", "read_latency", "nBL", "nREFI", "refresh", "read_q", "write_q",
     "prio_q", "active_q", "pend_q", "wr_high_n", "wr_low_n", "scheduler", "row_policy",
     "tCK_ps", "o_map_fields", "o_map_radix", "o_cons_ptr", "o_follow", "o_lat", "o_win",
-    "o_sib", "o_hist_len", "o_has_sib", "o_sib_start", "o_win_end", "o_dlat", "o_cmeta",
+    "o_sib", "o_hist_len", "o_has_sib", "o_win_end", "o_dlat", "o_cmeta",
     "n_cons")
 #: Capacity of ``Params.tab`` (DDR5 needs about 900 entries); fixed, so that every
 #: configuration has the same numba type and the kernels compile once.
@@ -205,10 +205,9 @@ PARAMS_DTYPE = np.dtype([(f, np.int64) for f in PARAM_FIELDS] + [("tab", np.int6
 #: as CSR over (level, preceding command): entries ``cons_ptr[l * n_cmds + c]`` ..
 #: ``cons_ptr[l * n_cmds + c + 1]`` of ``follow`` (command), ``lat`` (cycles), ``win``
 #: (window, 1 = spacing), ``sib`` (1 = applies to the sibling ranks); ``hist_len`` [4, n_cmds]
-#: (history depth per level and command), ``has_sib`` [4, n_cmds], ``sib_start``
-#: [4, n_cmds] (within each CSR bucket the target records come first, the sibling records
-#: from this index on), ``win_end`` [4, n_cmds] (the target records with a window > 1 come
-#: first, up to this index); ``dlat`` [4, n_cmds, 2, n_cmds], the same constraints dense:
+#: (history depth per level and command), ``has_sib`` [4, n_cmds], ``win_end`` [4, n_cmds]
+#: (within each CSR bucket the target records with a window > 1 come first, up to this
+#: index); ``dlat`` [4, n_cmds, 2, n_cmds], the same constraints dense:
 #: ``dlat[level, cmd, 0, follow]`` the latency of the spacing (window 1) record of the target
 #: node, ``dlat[level, cmd, 1, follow]`` of the sibling record, ``NO_CONSTRAINT`` where there
 #: is none (so an update is one max over every follow command, without a record loop); command
@@ -252,7 +251,6 @@ def tables(params: Params) -> dict:
         "sib": t[params.o_sib:params.o_sib + m],
         "hist_len": t[params.o_hist_len:params.o_hist_len + 4 * nc].reshape(4, nc),
         "has_sib": t[params.o_has_sib:params.o_has_sib + 4 * nc].reshape(4, nc),
-        "sib_start": t[params.o_sib_start:params.o_sib_start + 4 * nc].reshape(4, nc),
         "win_end": t[params.o_win_end:params.o_win_end + 4 * nc].reshape(4, nc),
         "dlat": t[params.o_dlat:params.o_dlat + 8 * nc * nc].reshape(4, nc, 2, nc),
         "cmeta": t[params.o_cmeta:params.o_cmeta + 8 * nc].reshape(8, nc),
@@ -302,15 +300,13 @@ def _resolve(cfg: DRAMConfig) -> Params:
         elif win > 1:                    # only windowed records read the issue history
             hist_len[li, pi] = max(hist_len[li, pi], win)
     ptr = np.zeros(4 * n_cmds + 1, np.int64)
-    sib_start = np.zeros(4 * n_cmds, np.int64)
     win_end = np.zeros(4 * n_cmds, np.int64)
     dlat = np.full((4 * n_cmds, 2, n_cmds), NO_CONSTRAINT, np.int64)
     fol, lat_a, win_a, sib_a = [], [], [], []
     for k, b in enumerate(buckets):
-        # windowed target records first (up to win_end), then the other target records, then
-        # sibling records (from sib_start on): the kernel applies each group without testing
-        # the flag per record (order within a node is irrelevant: every record is a
-        # max-update); the window-1 records also go into the dense table
+        # windowed target records first (up to win_end), which the kernel reads through the
+        # issue history; every window-1 record (target or sibling) also goes into the dense
+        # table, from which the kernel applies them
         # records that act on the same (follow, window, sibling) are one max-update: keep
         # the largest latency (e.g. RD->RD 2 cycles on the command bus and 8 on the data
         # bus), an exact reduction
@@ -319,10 +315,8 @@ def _resolve(cfg: DRAMConfig) -> Params:
             key = (fi, win, sib)
             merged[key] = max(merged.get(key, lat), lat)
         b = [(fi, lat, win, sib) for (fi, win, sib), lat in merged.items()]
-        b = ([r for r in b if not r[3] and r[2] > 1] + [r for r in b if not r[3] and r[2] == 1]
-             + [r for r in b if r[3]])
-        win_end[k] = len(fol) + sum(1 for r in b if not r[3] and r[2] > 1)
-        sib_start[k] = len(fol) + sum(1 for r in b if not r[3])
+        b = [r for r in b if r[2] > 1] + [r for r in b if r[2] == 1]   # siblings: window 1
+        win_end[k] = len(fol) + sum(1 for r in b if r[2] > 1)
         for fi, lat, win, sib in b:
             if win == 1:
                 dlat[k, sib, fi] = max(dlat[k, sib, fi], lat)
@@ -348,7 +342,7 @@ def _resolve(cfg: DRAMConfig) -> Params:
              ("follow", np.array(fol, np.int64)), ("lat", np.array(lat_a, np.int64)),
              ("win", np.array(win_a, np.int64)), ("sib", np.array(sib_a, np.int64)),
              ("hist_len", hist_len.ravel()), ("has_sib", has_sib.ravel()),
-             ("sib_start", sib_start), ("win_end", win_end), ("dlat", dlat.ravel()),
+             ("win_end", win_end), ("dlat", dlat.ravel()),
              ("cmeta", cmeta.ravel())]
     offs = {}
     pos = 0

@@ -367,16 +367,9 @@ def _bgl(H, g, nbgc, bgf):
 @njit(cache=True, inline="always", _nrt=False)
 def _cache_slot(params, H, rb, ob, o):
     """Set the scheduler cache (SL_NC, SL_L) of the request in slot offset ``o``."""
-    fbo = ob + 3 * H[_u(o + SL_FB)]
-    op = H[_u(fbo)]
-    if op < 0:
-        cmd = ACT
-    elif op == H[_u(o + SL_ROW)]:
-        cmd = H[_u(o + SL_FINAL)]
-    else:
-        cmd = PREpb
+    cmd = _slot_preq(H, ob, o)
     H[_u(o + SL_NC)] = cmd
-    if _meta(params, M_CLOSE, cmd) == 1 and H[_u(fbo + 1)] > 0:
+    if _meta(params, M_CLOSE, cmd) == 1 and H[_u(ob + 3 * H[_u(o + SL_FB)] + 1)] > 0:
         H[_u(o + SL_L)] = INF                         # would close a bank an active request holds
     else:
         t = H[_u(rb + H[_u(o + SL_BGO)] + cmd)]
