@@ -26,15 +26,17 @@ one about 2.5 times as many, its vectors being 3 times larger): with up
 to 64 queries in flight, 400 queries give a short steady-state window, so ``--full`` is the
 scale for figures to rely on.
 
-Cost of ``--full``, measured on 2026-11-22 on this 2-core machine (commit 89e5fe0): building
-each 1M-vector workload (synthetic data, exact ground truth, k-means, 64 hnswlib graphs, the
-traced search) took 375 s (SIFT-like) and 293 s (DEEP-like) wall on 2 cores; a query makes
-26,948 (SIFT-like) and 77,063 (DEEP-like) DRAM requests. Simulated at commit 6fdac17
-(2026-11-22), 200 queries of all six systems took 46.5 CPU-s (SIFT-like) and 103 CPU-s
-(DEEP-like), 565,000-1,040,000 requests per CPU second depending on the system (commit
-89e5fe0: 90 and 152 CPU-s). So fig4a's 10,000 queries per system need about 7,500 CPU-s,
-62 min on 2 cores; the sweeps' 2,000-query points (devices, ranks, load) about 6,000 CPU-s
-more at the same rates; with the two builds the whole ``--full`` run takes about 2 h: the goal
+Cost of ``--full``, measured on 2026-11-22 on this 2-core machine: building each 1M-vector
+workload (synthetic data, exact ground truth, k-means, 64 hnswlib graphs, the traced search)
+took 375 s (SIFT-like) and 293 s (DEEP-like) wall on 2 cores (commit 89e5fe0); a query makes
+26,948 (SIFT-like) and 77,063 (DEEP-like) DRAM requests. fig4a at full scale (10,000 queries
+of each of the six systems on both workloads, 6.2 billion DRAM requests) took 57 min wall
+and 6,396 CPU-s with the workloads cached (commit 14e534a; ``cosmos run fig4a_qps --full``),
+650,000-1,180,000 requests per second per worker depending on the system (the Cosmos
+presets, with 64 search contexts over 32 channels, are the slowest to simulate); each worker
+held 6.8 GB (10.4 GB at its peak). The sweeps' 2,000-query points (devices, ranks, load: 4.3 billion
+requests) need about 4,500-5,500 CPU-s more at the same rates, so the whole ``--full`` run
+takes close to 2 h (estimated; fig4a and the builds measured): the goal
 of 60 minutes waits on a faster DRAM model (docs/dram.md, "Speed").
 """
 
