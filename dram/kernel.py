@@ -333,17 +333,27 @@ def ready_time(params, H, g, cmd, rank, fb):
 def _slot_ready(H, rb, o, cmd):
     """Ready cycle of a bank-scope ``cmd`` for the request in slot offset ``o`` (rb = the
     channel's ready-region base)."""
+    t = _upper_ready(H, rb, o, cmd)
+    v = _local_ready(H, rb, o, cmd)
+    return v if v > t else t
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _upper_ready(H, rb, o, cmd):
+    """Channel- and rank-level part of the ready cycle of ``cmd`` for the request in slot
+    offset ``o`` (moved by every command to the channel)."""
     t = H[_u(rb + cmd)]
     v = H[_u(rb + H[_u(o + SL_RKO)] + cmd)]
-    if v > t:
-        t = v
-    v = H[_u(rb + H[_u(o + SL_BGO)] + cmd)]
-    if v > t:
-        t = v
+    return v if v > t else t
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _local_ready(H, rb, o, cmd):
+    """Bank-group- and bank-level part (moved only by commands to the request's bank group,
+    or its rank for rank-scope commands): what the scheduler cache keeps."""
+    t = H[_u(rb + H[_u(o + SL_BGO)] + cmd)]
     v = H[_u(rb + H[_u(o + SL_BKO)] + cmd)]
-    if v > t:
-        t = v
-    return t
+    return v if v > t else t
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -372,9 +382,7 @@ def _cache_slot(params, H, rb, ob, o):
     if _meta(params, M_CLOSE, cmd) == 1 and H[_u(ob + 3 * H[_u(o + SL_FB)] + 1)] > 0:
         H[_u(o + SL_L)] = INF                         # would close a bank an active request holds
     else:
-        t = H[_u(rb + H[_u(o + SL_BGO)] + cmd)]
-        v = H[_u(rb + H[_u(o + SL_BKO)] + cmd)]
-        H[_u(o + SL_L)] = v if v > t else t
+        H[_u(o + SL_L)] = _local_ready(H, rb, o, cmd)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -409,15 +417,9 @@ def _recache(params, H, g, cmd, rank, fb):
 def _slot_ready_cached(H, rb, o):
     """Ready cycle of the cached next command of the request in slot offset ``o`` (INF if
     it is not eligible): channel and rank level read live, the rest from the cache."""
-    cmd = H[_u(o + SL_NC)]
     t = H[_u(o + SL_L)]
-    v = H[_u(rb + cmd)]
-    if v > t:
-        t = v
-    v = H[_u(rb + H[_u(o + SL_RKO)] + cmd)]
-    if v > t:
-        t = v
-    return t
+    v = _upper_ready(H, rb, o, H[_u(o + SL_NC)])
+    return v if v > t else t
 
 
 @njit(cache=True, inline="always", _nrt=False)
