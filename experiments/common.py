@@ -137,6 +137,7 @@ def run_sweep(
     scheduler: str | None = None,
     progress: bool = True,
     desc: str | None = None,
+    on_result: Callable[[int, Any], None] | None = None,
 ) -> list[Any]:
     """Run ``fn(**task)`` for every task; return the results in task order.
 
@@ -152,6 +153,9 @@ def run_sweep(
     scheduler : str, optional
         Address of a Dask distributed scheduler (``tcp://host:port``), or ``"local"`` to start a
         local Dask cluster with ``workers`` processes. Requires the ``dask`` extra.
+    on_result : callable, optional
+        ``on_result(i, result)`` is called in this process as soon as task ``i`` has finished
+        (in completion order), e.g. to store it, so an interrupted sweep keeps what it did.
     """
     from tqdm.auto import tqdm
 
@@ -182,7 +186,10 @@ def run_sweep(
                 futures = [client.submit(fn, pure=False, **task) for task in tasks]
                 index = {f.key: i for i, f in enumerate(futures)}
                 for fut in as_completed(futures):
-                    results[index[fut.key]] = fut.result()
+                    i = index[fut.key]
+                    results[i] = fut.result()
+                    if on_result is not None:
+                        on_result(i, results[i])
                     bar.update(1)
             finally:
                 client.close()
@@ -193,6 +200,8 @@ def run_sweep(
         if n_workers <= 1 or len(tasks) <= 1:
             for i, task in enumerate(tasks):
                 results[i] = fn(**task)
+                if on_result is not None:
+                    on_result(i, results[i])
                 bar.update(1)
             return results
         with ProcessPoolExecutor(max_workers=min(n_workers, len(tasks))) as pool:
@@ -200,7 +209,10 @@ def run_sweep(
             from concurrent.futures import as_completed as local_as_completed
 
             for fut in local_as_completed(futures):
-                results[futures[fut]] = fut.result()
+                i = futures[fut]
+                results[i] = fut.result()
+                if on_result is not None:
+                    on_result(i, results[i])
                 bar.update(1)
         return results
     finally:

@@ -59,7 +59,10 @@ class Context:
     seed: int = 0
     traces_dir: Path | None = None  # where sweep inputs are saved (default: out/traces)
     options: list[str] = field(default_factory=list)  # command-line options that rerun this
+    sim_cache: bool = True  # read and write finished simulations under cache_dir/simulations
     _traces: dict = field(default_factory=dict, repr=False)
+    #: simulations of this context's sweeps: [read from the cache, total]
+    sims: list = field(default_factory=lambda: [0, 0], repr=False)
 
     @property
     def families(self) -> list[str]:
@@ -89,11 +92,40 @@ class Context:
             save_trace(path, self.trace(family, num_probes))
         return path
 
-    def sweep(self, fn, tasks, desc: str):
-        from experiments.common import run_sweep
+    def sim_cache_dir(self) -> Path | None:
+        """Where finished simulations are kept (None: the cache is off)."""
+        from graphs.index import default_cache_dir
 
-        return run_sweep(fn, tasks, workers=self.workers, scheduler=self.scheduler,
-                         progress=self.progress, desc=desc)
+        if not self.sim_cache:
+            return None
+        return (Path(self.cache_dir) if self.cache_dir else default_cache_dir()) / "simulations"
+
+    def sweep(self, fn, tasks, desc: str):
+        """``fn(**task)`` for every task (in local processes or on Dask). Simulations
+        (:func:`experiments.sim.simulate_task`) already finished with the same arguments, trace
+        bytes and simulator code are read from the simulation cache instead
+        (:mod:`experiments.resultcache`), and each new one is stored as soon as it finishes, so
+        an interrupted run resumes where it stopped."""
+        from functools import partial
+
+        from experiments.common import run_sweep
+        from experiments.sim import simulate_task
+
+        tasks = list(tasks)
+        run = partial(run_sweep, workers=self.workers, scheduler=self.scheduler,
+                      progress=self.progress, desc=desc)
+        root = self.sim_cache_dir()
+        if fn is not simulate_task or root is None:
+            return run(fn, tasks)
+        from experiments.resultcache import ResultCache
+
+        rows, hits = ResultCache(root).sweep(fn, tasks, run)
+        self.sims[0] += hits
+        self.sims[1] += len(tasks)
+        if hits and self.progress:
+            print(f"{desc}: {hits} of {len(tasks)} simulations read from {root}",
+                  file=sys.stderr)
+        return rows
 
     def config(self) -> dict:
         from graphs.index import default_cache_dir
@@ -109,6 +141,7 @@ class Context:
             "dataset_plan": (user_dataset_plan(scale=self.scale, **self.dataset)
                              if self.dataset else None),
             "seed": self.seed,
+            "sim_cache": str(self.sim_cache_dir()) if self.sim_cache else None,
         }
 
 
@@ -194,6 +227,8 @@ def run_experiment(name: str, ctx: Context) -> dict:
     mod.plot(ctx.out)
     atomic_write_text(ctx.out / "summary.md", mod.summary_md(ctx.out))
     headline = dict(headline or {})
+    if ctx.sims[0]:
+        headline["simulations_from_cache"] = f"{ctx.sims[0]}/{ctx.sims[1]}"
     headline["wall_s"] = round(time.perf_counter() - t0, 1)
     return headline
 
@@ -226,6 +261,10 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run sweeps on a Dask distributed cluster (tcp://host:port, or 'local')")
     p.add_argument("--seed", type=int, default=0, help="seed of datasets, indexes and arrivals")
+    p.add_argument("--no-sim-cache", action="store_true",
+                   help="simulate every point again, and store nothing: by default a "
+                        "simulation already finished with the same inputs and simulator code "
+                        "is read from CACHE_DIR/simulations (an interrupted run resumes)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -276,6 +315,8 @@ def common_options(args) -> list[str]:
                      ("--seed", args.seed)):
         if val is not None:
             out += [opt, str(val)]
+    if args.no_sim_cache:
+        out.append("--no-sim-cache")
     if args.no_progress:
         out.append("--no-progress")
     return out
@@ -290,7 +331,7 @@ def context_from_args(args, out: Path, traces_dir: Path | None = None,
                   cache_dir=Path(args.cache_dir) if args.cache_dir else default_cache_dir(),
                   workers=args.workers, scheduler=args.scheduler, dataset=ds,
                   progress=not args.no_progress, seed=args.seed, traces_dir=traces_dir,
-                  options=common_options(args))
+                  options=common_options(args), sim_cache=not args.no_sim_cache)
     if trace_memo is not None:
         ctx._traces = trace_memo  # experiments of one reproduction share their traces
     return ctx

@@ -66,7 +66,8 @@ def test_scheduler_address_runs_a_real_sweep_identically(tmp_path):
     add_common_arguments(p)
 
     def sweep(*options):
-        args = p.parse_args(["--scale", "tiny", "--no-progress", *options])
+        # --no-sim-cache: every sweep must simulate (the cache would serve the second one)
+        args = p.parse_args(["--scale", "tiny", "--no-progress", "--no-sim-cache", *options])
         return context_from_args(args, tmp_path).sweep(simulate_task, tasks, desc="test")
 
     serial = sweep("--workers", "1")

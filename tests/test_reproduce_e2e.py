@@ -181,3 +181,23 @@ def test_validate_dram_standalone_options(tmp_path, capsys):
     assert exc.value.code == 2
     assert "--only '5ch_': no set A run" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+
+
+def test_rerun_reads_every_simulation_from_the_cache(reproduction):
+    """A second run of fig4a with the same cache simulates nothing and writes the same table
+    (experiments.resultcache)."""
+    import os
+
+    folder, _ = reproduction
+    root = folder.parent.parent
+    env = {**os.environ, "COSMOS_CACHE": str(root / "cache"), "MPLBACKEND": "Agg"}
+    out = subprocess.run(
+        [sys.executable, "-m", "cosmos", "run", "fig4a_qps", "--scale", "tiny", "--out-root",
+         str(root / "rerun"), "--workers", "2", "--no-progress"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    first = pd.read_csv(folder / "fig4a_qps" / "qps.csv")
+    assert "simulations_from_cache: 12/12" in out.stdout   # 6 systems x 2 workloads
+    (again,) = (root / "rerun").iterdir()
+    pd.testing.assert_frame_equal(pd.read_csv(again / "qps.csv"), first)

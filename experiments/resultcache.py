@@ -1,0 +1,168 @@
+"""A cache of finished simulations, so an interrupted or repeated reproduction resumes.
+
+A sweep task (keyword arguments of :func:`experiments.sim.simulate_task`) is a pure function
+of its arguments, the trace file it reads and the simulator's code: the simulator is
+deterministic (same inputs, same outputs, bit for bit). Its row is therefore stored under a
+key that hashes exactly those:
+
+- every argument of the task, with ``trace_path`` replaced by a digest of the trace's content
+  (:func:`file_digest`: the same trace saved in another results folder has the same key);
+- a digest of the source of the packages a simulation runs (``cosmos``, ``dram``, ``graphs``,
+  ``placement`` and ``experiments/sim.py``) and the Python, numpy and numba versions: any edit
+  to the simulator makes every earlier entry a miss, never a wrong hit.
+
+Entries are JSON files ``<cache>/simulations/<key[:2]>/<key>.json``, written to a temporary
+name and renamed, so a run killed mid-write leaves no partial entry. Rows are normalized to
+plain Python values (numpy scalars become ints and floats) whether they come from the cache
+or from a fresh simulation, so a resumed run writes the same CSVs as an uninterrupted one.
+Delete the folder to drop the cache; ``--no-sim-cache`` neither reads nor writes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["ResultCache", "code_digest", "file_digest", "normalize"]
+
+#: packages whose source decides a simulation's result
+_PACKAGES = ("cosmos", "dram", "graphs", "placement")
+_FORMAT = 1  # bump when the entry layout changes
+
+_file_digests: dict[tuple, str] = {}
+_code_digest: str | None = None
+
+
+def _update(h, fh) -> None:
+    for block in iter(lambda: fh.read(1 << 22), b""):
+        h.update(block)
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """BLAKE2b digest of a file's content (memoized per path, size and modification time).
+
+    A zip archive (a trace ``.npz``) is digested by its members' names and uncompressed bytes,
+    not by the archive's bytes, which also hold the time each member was written: the same
+    trace saved twice has the same digest.
+    """
+    p = Path(path).resolve()
+    st = p.stat()
+    memo = (str(p), st.st_size, st.st_mtime_ns)
+    if memo not in _file_digests:
+        h = hashlib.blake2b(digest_size=20)
+        if zipfile.is_zipfile(p):
+            with zipfile.ZipFile(p) as z:
+                for name in sorted(z.namelist()):
+                    h.update(f"{name}\0{z.getinfo(name).file_size}\0".encode())
+                    with z.open(name) as fh:
+                        _update(h, fh)
+        else:
+            with open(p, "rb") as fh:
+                _update(h, fh)
+        _file_digests[memo] = h.hexdigest()
+    return _file_digests[memo]
+
+
+def code_digest() -> str:
+    """Digest of the simulator's source (every ``.py`` file of :data:`_PACKAGES` and
+    ``experiments/sim.py``, by relative path and content) and of the Python, numpy and numba
+    versions."""
+    global _code_digest
+    if _code_digest is None:
+        import importlib
+
+        import numba
+        import numpy
+
+        h = hashlib.blake2b(digest_size=20)
+        for name in _PACKAGES:
+            root = Path(importlib.import_module(name).__file__).parent
+            for f in sorted(root.rglob("*.py")):
+                h.update(f"{name}/{f.relative_to(root).as_posix()}\0".encode())
+                h.update(f.read_bytes())
+        h.update((Path(__file__).parent / "sim.py").read_bytes())
+        h.update(f"{platform.python_version()} {numpy.__version__} {numba.__version__}"
+                 .encode())
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
+def normalize(value: Any) -> Any:
+    """``value`` with numpy scalars as Python ints/floats/bools and tuples as lists
+    (recursively), the form a JSON round trip returns."""
+    if isinstance(value, dict):
+        return {str(k): normalize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [normalize(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return value.item()
+    return value
+
+
+class ResultCache:
+    """Rows of finished simulation tasks under ``root`` (see the module docstring)."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def key(self, fn: Callable, task: dict) -> str:
+        """The key of ``fn(**task)``: its name, its arguments (the trace file by content) and
+        the code digest."""
+        args = dict(task)
+        if "trace_path" in args:
+            args["trace_path"] = "blake2b:" + file_digest(args["trace_path"])
+        blob = json.dumps({"format": _FORMAT, "fn": f"{fn.__module__}.{fn.__qualname__}",
+                           "args": normalize(args), "code": code_digest()},
+                          sort_keys=True, allow_nan=True)
+        return hashlib.blake2b(blob.encode(), digest_size=20).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Any | None:
+        """The stored row, or None (no entry, or an unreadable one: it is simulated again)."""
+        try:
+            with open(self._path(key), encoding="utf-8") as fh:
+                return json.load(fh)["row"]
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def put(self, key: str, row: Any) -> None:
+        """Store ``row`` (atomically: a temporary file renamed into place)."""
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"key": key, "row": normalize(row)}, fh, allow_nan=True)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    def sweep(self, fn: Callable, tasks: list[dict],
+              run: Callable[..., list[Any]]) -> tuple[list[Any], int]:
+        """Rows of ``fn(**task)`` for every task, in order: stored ones are read, the others
+        run by ``run(fn, missing_tasks, on_result=...)`` (:func:`experiments.common.run_sweep`
+        with its options bound), each stored as soon as it has finished. Returns (rows, how
+        many were read from the cache)."""
+        keys = [self.key(fn, t) for t in tasks]
+        rows: list[Any] = [self.get(k) for k in keys]
+        missing = [i for i, r in enumerate(rows) if r is None]
+        if missing:
+            def store(j: int, row: Any) -> None:
+                self.put(keys[missing[j]], row)
+
+            fresh = run(fn, [tasks[i] for i in missing], on_result=store)
+            for i, row in zip(missing, fresh):
+                rows[i] = normalize(row)
+        return rows, len(tasks) - len(missing)
