@@ -20,7 +20,9 @@ Model (docs/system_model.md has the full story):
   ``b / bandwidth`` cycles after it is free; then the latency is added.
 
 All kernels run without numba's reference counting (``_nrt=False``: they allocate nothing),
-so passing the program and state tuples between them costs nothing.
+so passing the program and state tuples between them costs no reference counting. A call
+that is not inlined still copies every array descriptor of the tuples onto the stack (516
+words for ``_step_end``, measured in the machine code), so the per-step handler is inlined.
 
 Event order within one cycle ``t``: admit queries, handle every event due at ``<= t`` in
 (time, kind, id) order (kinds: request reaches the controller, data reaches the requester,
@@ -138,7 +140,11 @@ class EngineState(NamedTuple):
 # ----------------------------------------------------------------------------- heap
 @nb.njit(cache=True, _nrt=False)
 def _hpush(h, scal, key):
-    """Binary min-heap of unique int64 keys in ``h[:scal[SC_HEAP]]``: insert ``key``."""
+    """4-ary min-heap of unique int64 keys in ``h[:scal[SC_HEAP]]`` (children of ``i`` at
+    ``4i+1..4i+4``): insert ``key``. Keys are unique, so the pop order is that of any heap;
+    four children per node halve the depth, and a pop's hole descends half as many levels
+    (4.6 % less time for 1,000 default ``cosmos`` queries than the binary heap, with
+    ``_step_end`` inlined, which saved pushing the two state tuples on every call)."""
     i = scal[SC_HEAP]
     scal[SC_HEAP] = i + 1
     _sift_up(h, i, key)
@@ -148,7 +154,7 @@ def _hpush(h, scal, key):
 def _sift_up(h, i, key):
     """Place ``key`` at hole ``i``, moving larger parents down into the hole."""
     while i > 0:
-        p = (i - 1) >> 1
+        p = (i - 1) >> 2
         hp = h[_u(p)]
         if hp <= key:
             break
@@ -160,7 +166,7 @@ def _sift_up(h, i, key):
 @nb.njit(cache=True, _nrt=False)
 def _hpop(h, scal):
     """Remove and return the smallest key. The hole left at the root moves down along the
-    smaller children to a leaf, then the last key moves up into it from there (fewer
+    smallest children to a leaf, then the last key moves up into it from there (fewer
     comparisons than sifting the last key down from the root; the same heap order)."""
     n = scal[SC_HEAP] - 1
     scal[SC_HEAP] = n
@@ -168,13 +174,19 @@ def _hpop(h, scal):
     last = h[_u(n)]
     i = 0
     while True:
-        c = 2 * i + 1
+        c = 4 * i + 1
         if c >= n:
             break
-        if c + 1 < n and h[_u(c + 1)] < h[_u(c)]:
-            c += 1
-        h[_u(i)] = h[_u(c)]
-        i = c
+        m = c
+        hm = h[_u(c)]
+        e = min(c + 4, n)
+        for j in range(c + 1, e):
+            v = h[_u(j)]
+            if v < hm:
+                m = j
+                hm = v
+        h[_u(i)] = hm
+        i = m
     _sift_up(h, i, last)
     return top
 
@@ -339,7 +351,7 @@ def _finish_task(pg, st, cf, ci, ctx, t):
         st.pool_nfree[p] += 1
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, inline="always", _nrt=False)
 def _step_end(pg, st, cf, ci, ctx, t):
     s = st.ctx_step[ctx]
     task = st.ctx_task[ctx]
