@@ -54,6 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, ValueError, FileNotFoundError, FileExistsError) as exc:
         print(f"cosmos {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        note = ""
+        if args.command in ("reproduce", "run") and not getattr(args, "no_sim_cache", True):
+            note = ("; the simulations that finished are kept in the simulation cache: the "
+                    "same command resumes from them")
+        print(f"cosmos {args.command}: interrupted{note}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

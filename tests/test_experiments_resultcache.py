@@ -127,3 +127,20 @@ def test_context_caches_simulations_and_no_sim_cache_turns_it_off(tmp_path):
     assert len(list((tmp_path / "cache" / "simulations").glob("*/*.json"))) == 2
     assert not [f for f in os.listdir(tmp_path / "cache" / "simulations")
                 if f.startswith(".")]
+
+
+def test_interrupt_exits_130_and_says_how_to_resume(tmp_path, monkeypatch, capsys):
+    import experiments.runner
+    from cosmos.cli import main
+
+    def interrupted(name, ctx):
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("COSMOS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(experiments.runner, "run_experiment", interrupted)
+    assert main(["reproduce", "--scale", "tiny", "--out-root", str(tmp_path / "r"),
+                 "--no-progress"]) == 130
+    assert "interrupted; the simulations that finished are kept" in capsys.readouterr().err
+    assert main(["reproduce", "--scale", "tiny", "--out-root", str(tmp_path / "r"),
+                 "--no-progress", "--no-sim-cache"]) == 130
+    assert capsys.readouterr().err.strip() == "cosmos reproduce: interrupted"
