@@ -208,12 +208,19 @@ def run_sweep(
             futures = {pool.submit(fn, **task): i for i, task in enumerate(tasks)}
             from concurrent.futures import as_completed as local_as_completed
 
-            for fut in local_as_completed(futures):
-                i = futures[fut]
-                results[i] = fut.result()
-                if on_result is not None:
-                    on_result(i, results[i])
-                bar.update(1)
+            try:
+                for fut in local_as_completed(futures):
+                    i = futures[fut]
+                    results[i] = fut.result()
+                    if on_result is not None:
+                        on_result(i, results[i])
+                    bar.update(1)
+            except BaseException:
+                # interrupted or failed: start no more tasks (the pool's exit then waits
+                # only for the ones running)
+                for fut in futures:
+                    fut.cancel()
+                raise
         return results
     finally:
         bar.close()
