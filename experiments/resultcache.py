@@ -5,8 +5,10 @@ of its arguments, the trace file it reads and the simulator's code: the simulato
 deterministic (same inputs, same outputs, bit for bit). Its row is therefore stored under a
 key that hashes exactly those:
 
-- every argument of the task, with ``trace_path`` replaced by a digest of the trace's content
-  (:func:`file_digest`: the same trace saved in another results folder has the same key);
+- what decides the task's result (for ``simulate_task``: the system's resolved configuration
+  and the run options, :func:`experiments.sim.simulation_identity`; not its ``tags``), with
+  ``trace_path`` replaced by a digest of the trace's content (:func:`file_digest`: the same
+  trace saved in another results folder has the same key);
 - a digest of the source of the packages a simulation runs (``cosmos``, ``dram``, ``graphs``,
   ``placement`` and ``experiments/sim.py``) and the Python, numpy and numba versions: any edit
   to the simulator makes every earlier entry a miss, never a wrong hit.
@@ -15,7 +17,9 @@ Entries are JSON files ``<cache>/simulations/<key[:2]>/<key>.json``, written to 
 name and renamed, so a run killed mid-write leaves no partial entry. Rows are normalized to
 plain Python values (numpy scalars become ints and floats) whether they come from the cache
 or from a fresh simulation, so a resumed run writes the same CSVs as an uninterrupted one.
-Delete the folder to drop the cache; ``--no-sim-cache`` neither reads nor writes it.
+Identical simulations asked for by different experiments therefore run once (of the 68 points
+of the devices, ranks and load sweeps of ``cosmos reproduce``, 6 are points of another sweep). Delete the folder to drop the
+cache; ``--no-sim-cache`` neither reads nor writes it.
 """
 
 from __future__ import annotations
@@ -106,15 +110,24 @@ def normalize(value: Any) -> Any:
 
 
 class ResultCache:
-    """Rows of finished simulation tasks under ``root`` (see the module docstring)."""
+    """Rows of finished simulation tasks under ``root`` (see the module docstring).
 
-    def __init__(self, root: str | os.PathLike):
+    ``identity(task)`` maps a task (without its ``tags``) to what decides its result besides
+    the trace's content and the code (default: the task itself); for ``simulate_task`` it is
+    :func:`experiments.sim.simulation_identity`, which resolves the system's configuration, so
+    the same simulation asked for by two experiments (e.g. four devices in the devices sweep
+    and the saturation point of the load sweep) is run once.
+    """
+
+    def __init__(self, root: str | os.PathLike,
+                 identity: Callable[[dict], dict] | None = None):
         self.root = Path(root)
+        self.identity = identity or (lambda task: task)
 
     def key(self, fn: Callable, task: dict) -> str:
-        """The key of ``fn(**task)``: its name, its arguments (the trace file by content) and
-        the code digest."""
-        args = dict(task)
+        """The key of ``fn(**task)``: its name, the identity of its arguments (the trace file
+        by content; tags left out) and the code digest."""
+        args = self.identity({k: v for k, v in task.items() if k != "tags"})
         if "trace_path" in args:
             args["trace_path"] = "blake2b:" + file_digest(args["trace_path"])
         blob = json.dumps({"format": _FORMAT, "fn": f"{fn.__module__}.{fn.__qualname__}",
@@ -153,16 +166,32 @@ class ResultCache:
               run: Callable[..., list[Any]]) -> tuple[list[Any], int]:
         """Rows of ``fn(**task)`` for every task, in order: stored ones are read, the others
         run by ``run(fn, missing_tasks, on_result=...)`` (:func:`experiments.common.run_sweep`
-        with its options bound), each stored as soon as it has finished. Returns (rows, how
-        many were read from the cache)."""
-        keys = [self.key(fn, t) for t in tasks]
-        rows: list[Any] = [self.get(k) for k in keys]
-        missing = [i for i, r in enumerate(rows) if r is None]
-        if missing:
-            def store(j: int, row: Any) -> None:
-                self.put(keys[missing[j]], row)
+        with its options bound), each stored as soon as it has finished; tasks with the same
+        key run once. Returns (rows, how many tasks were served from the cache).
 
-            fresh = run(fn, [tasks[i] for i in missing], on_result=store)
-            for i, row in zip(missing, fresh):
-                rows[i] = normalize(row)
-        return rows, len(tasks) - len(missing)
+        ``fn`` must lead its row with the task's ``tags`` (``{**tags, **row without tags}``,
+        as ``simulate_task`` does): what is stored is the row of the task without tags, and
+        each task's tags are put in front again.
+        """
+        keys = [self.key(fn, t) for t in tasks]
+        got: dict[str, Any] = {}
+        for k in keys:
+            if k not in got:
+                got[k] = self.get(k)
+        todo = [k for k in got if got[k] is None]
+        hits = sum(got[k] is not None for k in keys)
+        if todo:
+            first = {k: i for i, k in reversed(list(enumerate(keys)))}
+            bare = [{a: v for a, v in tasks[first[k]].items() if a != "tags"} for k in todo]
+
+            def store(j: int, row: Any) -> None:
+                self.put(todo[j], row)
+
+            for k, row in zip(todo, run(fn, bare, on_result=store)):
+                got[k] = normalize(row)
+        rows = []
+        for t, k in zip(tasks, keys):
+            row = dict(normalize(t.get("tags") or {}))
+            row.update(got[k])
+            rows.append(row)
+        return rows, hits

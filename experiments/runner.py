@@ -118,8 +118,9 @@ class Context:
         if fn is not simulate_task or root is None:
             return run(fn, tasks)
         from experiments.resultcache import ResultCache
+        from experiments.sim import simulation_identity
 
-        rows, hits = ResultCache(root).sweep(fn, tasks, run)
+        rows, hits = ResultCache(root, simulation_identity).sweep(fn, tasks, run)
         self.sims[0] += hits
         self.sims[1] += len(tasks)
         if hits and self.progress:

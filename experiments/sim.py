@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["simulate_task", "flatten_summary", "per_device_rows", "split_per_device",
-           "with_unit"]
+__all__ = ["simulate_task", "simulation_identity", "flatten_summary", "per_device_rows",
+           "split_per_device", "with_unit"]
 
 #: per-device list fields of the summary that :func:`per_device_rows` adds, and their column
 #: there (cosmos.metrics: ``device_tasks`` = cluster-search tasks placed on each device)
@@ -89,6 +89,33 @@ def split_per_device(rows: list[dict], keys: list[str]):
     return pd.DataFrame(runs), pd.DataFrame(devices)
 
 
+def _system_config(system: str, overrides: dict | None, placement: str | None):
+    """Preset ``system`` with the dotted-field ``overrides`` (and ``placement``) applied."""
+    from cosmos.config import with_overrides
+    from cosmos.presets import get_preset
+
+    cfg = get_preset(system)
+    ov = dict(overrides or {})
+    if placement is not None:
+        ov["placement"] = placement
+    return with_overrides(cfg, ov) if ov else cfg
+
+
+def simulation_identity(task: dict) -> dict:
+    """What decides the result of ``simulate_task(**task)`` besides the trace's content and
+    the code: the system's resolved configuration (so ``overrides={"device.count": 4}`` on a
+    four-device preset is the preset itself) and the run options. ``tags`` are not part of it:
+    they only lead the row. Used as the simulation cache's key (experiments.resultcache)."""
+    import inspect
+
+    bound = inspect.signature(simulate_task).bind(**task)
+    bound.apply_defaults()                       # seed=0 given or not: the same simulation
+    t = dict(bound.arguments)
+    del t["tags"]
+    cfg = _system_config(t.pop("system"), t.pop("overrides"), t.pop("placement"))
+    return {"config": cfg.to_dict(), **t}
+
+
 def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None,
                   num_queries: int | None = None, mode: str = "closed",
                   rate_qps: float | None = None, max_inflight: int | None = None,
@@ -100,16 +127,9 @@ def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None
     DRAM figures) plus the ``tags`` given, so a sweep's rows carry their own coordinates; with
     ``per_device``, also ``"per_device"``: a list of per-device records (:func:`per_device_rows`).
     """
-    from cosmos.config import with_overrides
-    from cosmos.presets import get_preset
     from cosmos.simulate import simulate
 
-    cfg = get_preset(system)
-    ov = dict(overrides or {})
-    if placement is not None:
-        ov["placement"] = placement
-    if ov:
-        cfg = with_overrides(cfg, ov)
+    cfg = _system_config(system, overrides, placement)
     res = simulate(cfg, str(trace_path), num_queries=num_queries, mode=mode, rate_qps=rate_qps,
                    max_inflight=max_inflight, seed=seed, progress=False)
     summary = res.summary(warmup=warmup)

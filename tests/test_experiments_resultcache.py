@@ -144,3 +144,30 @@ def test_interrupt_exits_130_and_says_how_to_resume(tmp_path, monkeypatch, capsy
     assert main(["reproduce", "--scale", "tiny", "--out-root", str(tmp_path / "r"),
                  "--no-progress", "--no-sim-cache"]) == 130
     assert capsys.readouterr().err.strip() == "cosmos reproduce: interrupted"
+
+
+def test_tags_are_not_part_of_the_key_and_duplicates_run_once(tmp_path):
+    tr = _trace(tmp_path / "t.npz", [1, 2])
+    tasks = [{"trace_path": tr, "x": 2, "tags": {"sweep": "a"}},
+             {"trace_path": tr, "x": 2, "tags": {"sweep": "b", "value": "tag loses"}},
+             {"trace_path": tr, "x": 3}]
+    cache, log = ResultCache(tmp_path / "sims"), []
+    rows, hits = cache.sweep(_fake_sim, tasks, _runner(log))
+    assert hits == 0 and log == [2, 3]                  # the two x=2 tasks ran once
+    assert rows == [{"sweep": "a", "value": 6.0, "count": 2},
+                    {"sweep": "b", "value": 6.0, "count": 2},     # as simulate_task: row wins
+                    {"value": 9.0, "count": 3}]
+    assert rows == [_fake_sim(**t) for t in tasks]      # what fn itself returns, tags and all
+
+
+def test_simulation_identity_resolves_the_configuration():
+    from experiments.sim import simulation_identity
+
+    base = {"system": "cosmos", "trace_path": "t.npz", "num_queries": 10}
+    ident = simulation_identity(base)
+    assert simulation_identity({**base, "overrides": {"device.count": 4}}) == ident  # the preset's
+    assert simulation_identity({**base, "seed": 0, "tags": {"a": 1}}) == ident       # defaults, tags
+    assert simulation_identity({**base, "overrides": {"device.count": 8}}) != ident
+    assert simulation_identity({**base, "placement": "round_robin"}) != ident
+    assert simulation_identity({**base, "system": "cosmos-noalgo"}) != ident
+    assert simulation_identity({**base, "num_queries": 11}) != ident

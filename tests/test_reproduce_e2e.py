@@ -183,6 +183,17 @@ def test_validate_dram_standalone_options(tmp_path, capsys):
     assert not (tmp_path / "bad").exists()
 
 
+def test_experiments_share_identical_simulations(reproduction):
+    """The load sweep's saturation points are simulations the devices sweep (4 devices: base,
+    cxl-anns, cosmos-noalgo, cosmos) and the ranks sweep (2 ranks: cosmos-norank) already ran;
+    the ranks sweep's cosmos at 2 ranks is the devices sweep's cosmos at 4 devices."""
+    _, stdout = reproduction
+    assert "[scale_ranks] done" in stdout and "simulations_from_cache=1/12" in stdout
+    assert "[latency_load] done" in stdout and "simulations_from_cache=5/36" in stdout
+    first = [line for line in stdout.splitlines() if "simulations_from_cache" in line]
+    assert all(("scale_ranks" in line) or ("latency_load" in line) for line in first)
+
+
 def test_rerun_reads_every_simulation_from_the_cache(reproduction):
     """A second run of fig4a with the same cache simulates nothing and writes the same table
     (experiments.resultcache)."""
