@@ -13,13 +13,14 @@ key that hashes exactly those:
   ``placement`` and ``experiments/sim.py``) and the Python, numpy and numba versions: any edit
   to the simulator makes every earlier entry a miss, never a wrong hit.
 
+Identical simulations asked for by different experiments therefore run once (of the 68 points
+of the devices, ranks and load sweeps of ``cosmos reproduce``, 6 are points of another sweep).
+
 Entries are JSON files ``<cache>/simulations/<key[:2]>/<key>.json``, written to a temporary
 name and renamed, so a run killed mid-write leaves no partial entry. Rows are normalized to
 plain Python values (numpy scalars become ints and floats) whether they come from the cache
 or from a fresh simulation, so a resumed run writes the same CSVs as an uninterrupted one.
-Identical simulations asked for by different experiments therefore run once (of the 68 points
-of the devices, ranks and load sweeps of ``cosmos reproduce``, 6 are points of another sweep). Delete the folder to drop the
-cache; ``--no-sim-cache`` neither reads nor writes it.
+Delete the folder to drop the cache; ``--no-sim-cache`` neither reads nor writes it.
 """
 
 from __future__ import annotations
@@ -181,7 +182,9 @@ class ResultCache:
         todo = [k for k in got if got[k] is None]
         hits = sum(got[k] is not None for k in keys)
         if todo:
-            first = {k: i for i, k in reversed(list(enumerate(keys)))}
+            first: dict[str, int] = {}                # key -> its first task
+            for i, k in enumerate(keys):
+                first.setdefault(k, i)
             bare = [{a: v for a, v in tasks[first[k]].items() if a != "tags"} for k in todo]
 
             def store(j: int, row: Any) -> None:

@@ -102,8 +102,9 @@ class Context:
 
     def sweep(self, fn, tasks, desc: str):
         """``fn(**task)`` for every task (in local processes or on Dask). Simulations
-        (:func:`experiments.sim.simulate_task`) already finished with the same arguments, trace
-        bytes and simulator code are read from the simulation cache instead
+        (:func:`experiments.sim.simulate_task`) already finished with the same resolved system
+        configuration and run options, trace content and simulator code are read from the
+        simulation cache instead
         (:mod:`experiments.resultcache`), and each new one is stored as soon as it finishes, so
         an interrupted run resumes where it stopped."""
         from functools import partial

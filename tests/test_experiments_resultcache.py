@@ -165,8 +165,9 @@ def test_simulation_identity_resolves_the_configuration():
 
     base = {"system": "cosmos", "trace_path": "t.npz", "num_queries": 10}
     ident = simulation_identity(base)
-    assert simulation_identity({**base, "overrides": {"device.count": 4}}) == ident  # the preset's
-    assert simulation_identity({**base, "seed": 0, "tags": {"a": 1}}) == ident       # defaults, tags
+    # an override equal to the preset's value; a default given explicitly; tags
+    assert simulation_identity({**base, "overrides": {"device.count": 4}}) == ident
+    assert simulation_identity({**base, "seed": 0, "tags": {"a": 1}}) == ident
     assert simulation_identity({**base, "overrides": {"device.count": 8}}) != ident
     assert simulation_identity({**base, "placement": "round_robin"}) != ident
     assert simulation_identity({**base, "system": "cosmos-noalgo"}) != ident
