@@ -118,6 +118,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         A placement to use instead of the config's policy.
     """
     from dram import kernel as dk
+    from dram.jitcache import vectorizing
 
     from cosmos.engine import (CF_DATA_WIRE, CF_DEV_BPC, CF_REQ_WIRE, CF_UP_BPC, CI_LINK_LAT,
                                CI_MAP, CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SHIFTS,
@@ -206,7 +207,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         gaps_s = rng.exponential(1.0 / rate_qps, size=Q)
         arrivals = np.ceil(np.cumsum(gaps_s) * 1e12 / TCK_PS).astype(np.int64)
     else:
-        _admit_initial(pg, st, cf, ci, max_inflight)
+        with vectorizing():
+            _admit_initial(pg, st, cf, ci, max_inflight)
     t0 = time.perf_counter()
     bar = None
     if progress:
@@ -217,8 +219,9 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     stall = 0
     while True:
         t_stop = int(st.scal[0]) + chunk_cycles
-        finished = _run_chunk(pg, st, cf, ci, params, params1, HH, arrivals, t_stop,
-                              int(st.scal[SC_DONE]) + max(1, Q // 50))
+        with vectorizing():
+            finished = _run_chunk(pg, st, cf, ci, params, params1, HH, arrivals, t_stop,
+                                  int(st.scal[SC_DONE]) + max(1, Q // 50))
         done = int(st.scal[SC_DONE])
         if bar is not None:
             bar.update(done - last_done)

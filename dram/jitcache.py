@@ -11,15 +11,42 @@ module's cached entries when they differ, so numba compiles them afresh.
 
 It handles numba's default cache location (``__pycache__`` beside the source). With
 ``NUMBA_CACHE_DIR`` set, numba keeps the cache elsewhere and this function does nothing.
+
+:func:`vectorizing` compiles the simulator's entry points with LLVM's SLP vectorizer on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
 
-__all__ = ["drop_stale"]
+__all__ = ["drop_stale", "vectorizing"]
+
+
+@contextlib.contextmanager
+def vectorizing():
+    """Within this block, numba compiles with LLVM's SLP (straight-line code) vectorizer on.
+
+    numba turned it off by default in 0.57 (numba pull request 8852) after miscompilations
+    reported with vectorized math-library calls (numba issues 8681 and 8705). The kernels of
+    this project do integer arithmetic only, and it is what turns the constraint table's
+    max-updates (``dram.kernel._dense_max``) into vector instructions. The simulator's entry
+    points (``dram.openloop.replay``, ``cosmos.simulate``) call their kernels inside this
+    block, so the setting applies to the compilation their first call triggers and to
+    nothing of the user's; a kernel already compiled (or loaded from numba's cache) is used
+    as it is. Results do not depend on it: the Ramulator 2.1 comparisons and the
+    every-cycle equivalence tests are exact and run the vectorized code.
+    """
+    from numba.core import config
+
+    old = config.SLP_VECTORIZE
+    config.SLP_VECTORIZE = 1
+    try:
+        yield
+    finally:
+        config.SLP_VECTORIZE = old
 
 
 def drop_stale(module_file: str, *dependencies: str) -> bool:

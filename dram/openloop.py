@@ -31,7 +31,7 @@ from dram import kernel as K
 from dram.kernel import _u
 from dram.config import DRAMConfig
 from dram.stats import summarize
-from dram.jitcache import drop_stale
+from dram.jitcache import drop_stale, vectorizing
 import dram.config as _config
 
 drop_stale(__file__, K.__file__, _config.__file__)  # its jitted driver inlines dram.kernel
@@ -339,9 +339,10 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         target = min(n, int(drv[2]) + chunk)
         t0 = time.perf_counter()
         c0 = time.process_time()
-        _run(params, state.heap, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
-             order, chan_ptr, chan_list, fifo_head, fifo_adm, rej_stamp, drv, accept,
-             completion, target, out_ids, out_cyc, bool(every_cycle))
+        with vectorizing():
+            _run(params, state.heap, addr, mapped, is_write, rank_local, arrival, fifo,
+                 fifo_ptr, order, chan_ptr, chan_list, fifo_head, fifo_adm, rej_stamp, drv,
+                 accept, completion, target, out_ids, out_cyc, bool(every_cycle))
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
         if drv[3] == 1:
@@ -359,7 +360,8 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         t0 = time.perf_counter()
         c0 = time.process_time()
         last = K.views(state)["ch"][:, K.C_LASTTICK]
-        _finish(params, state.heap, int(last.max()))
+        with vectorizing():
+            _finish(params, state.heap, int(last.max()))
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
     if bar is not None:

@@ -1,6 +1,10 @@
-"""Cached numba code of a module is dropped when a module it inlines changes."""
+"""Cached numba code of a module is dropped when a module it inlines changes; the SLP
+vectorizer is on only inside :func:`dram.jitcache.vectorizing`."""
 
-from dram.jitcache import drop_stale
+import pytest
+from numba.core import config
+
+from dram.jitcache import drop_stale, vectorizing
 
 
 def test_cache_dropped_only_when_a_dependency_changes(tmp_path, monkeypatch):
@@ -42,3 +46,14 @@ def test_project_modules_stamp_their_caches():
     for mod in ("cosmos/__pycache__/engine.jitdeps", "dram/__pycache__/openloop.jitdeps",
                 "dram/__pycache__/kernel.jitdeps"):
         assert (Path(__file__).resolve().parents[1] / mod).is_file()
+
+
+def test_vectorizing_is_scoped_and_restored():
+    before = config.SLP_VECTORIZE
+    with vectorizing():
+        assert config.SLP_VECTORIZE == 1
+    assert config.SLP_VECTORIZE == before
+    with pytest.raises(RuntimeError):
+        with vectorizing():
+            raise RuntimeError("a failing compile or kernel")
+    assert config.SLP_VECTORIZE == before          # restored on the way out of an error too
