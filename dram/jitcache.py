@@ -41,7 +41,10 @@ def vectorizing():
     """
     from numba.core import config
 
-    old = config.SLP_VECTORIZE
+    old = getattr(config, "SLP_VECTORIZE", None)
+    if old is None:  # a numba without this switch: compile as it does by default
+        yield
+        return
     config.SLP_VECTORIZE = 1
     try:
         yield

@@ -57,3 +57,10 @@ def test_vectorizing_is_scoped_and_restored():
         with vectorizing():
             raise RuntimeError("a failing compile or kernel")
     assert config.SLP_VECTORIZE == before          # restored on the way out of an error too
+
+
+def test_vectorizing_without_the_switch(monkeypatch):
+    monkeypatch.delattr(config, "SLP_VECTORIZE")
+    with vectorizing():                              # nothing to set: the block still runs
+        ran = True
+    assert ran and not hasattr(config, "SLP_VECTORIZE")
