@@ -34,10 +34,12 @@ of each of the six systems on both workloads, 6.2 billion DRAM requests) took 57
 and 6,396 CPU-s with the workloads cached (commit 14e534a; ``cosmos run fig4a_qps --full``),
 650,000-1,180,000 requests per second per worker depending on the system (the Cosmos
 presets, with 64 search contexts over 32 channels, are the slowest to simulate); each worker
-held 6.8 GB (10.4 GB at its peak). The sweeps' 2,000-query points (devices, ranks, load: 4.3 billion
-requests) need about 4,500-5,500 CPU-s more at the same rates, so the whole ``--full`` run
-takes close to 2 h (estimated; fig4a and the builds measured): the goal
-of 60 minutes waits on a faster DRAM model (docs/dram.md, "Speed").
+held 6.8 GB (10.4 GB at its peak). The three sweeps (devices, ranks, load), run one after
+the other with ``cosmos run NAME --full`` from an empty workload cache (commit f81c29c), took
+15 min 45 s, 15 min 25 s and 15 min 39 s wall (1,679 / 1,592 / 1,732 CPU-s; the first two
+each include one 1M-vector build, about 4-5 min), at most 3.9 GB resident. So the whole
+``--full`` run takes close to 2 h: the goal of 60 minutes waits on a faster DRAM model
+(docs/dram.md, "Speed").
 """
 
 from __future__ import annotations
