@@ -29,7 +29,6 @@ import hashlib
 import json
 import os
 import platform
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any, Callable
@@ -149,19 +148,11 @@ class ResultCache:
 
     def put(self, key: str, row: Any) -> None:
         """Store ``row`` (atomically: a temporary file renamed into place)."""
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"key": key, "row": normalize(row)}, fh, allow_nan=True)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        from experiments.common import atomic_write_text
+
+        atomic_write_text(self._path(key),
+                          json.dumps({"key": key, "row": normalize(row)}, allow_nan=True),
+                          overwrite=True)
 
     def sweep(self, fn: Callable, tasks: list[dict],
               run: Callable[..., list[Any]]) -> tuple[list[Any], int]:
