@@ -179,7 +179,7 @@ PARAM_FIELDS = (
     "n_cmds", "hist_max", "read_latency", "nBL", "nREFI", "refresh", "read_q", "write_q",
     "prio_q", "active_q", "pend_q", "wr_high_n", "wr_low_n", "scheduler", "row_policy",
     "tCK_ps", "o_map_fields", "o_map_radix", "o_cons_ptr", "o_follow", "o_lat", "o_win",
-    "o_sib", "o_hist_len", "o_has_sib", "o_win_end", "o_dlat", "o_cmeta",
+    "o_sib", "o_hist_len", "o_has_sib", "o_win_end", "o_dlat", "o_cmeta", "o_fb_bg",
     "n_cons")
 #: Capacity of ``Params.tab`` (DDR5 needs about 900 entries); fixed, so that every
 #: configuration has the same numba type and the kernels compile once.
@@ -213,7 +213,9 @@ PARAMS_DTYPE = np.dtype([(f, np.int64) for f in PARAM_FIELDS] + [("tab", np.int6
 #: is none (so an update is one max over every follow command, without a record loop); command
 #: metadata
 #: ``cmeta`` [8, n_cmds]: rows opening, closing, accessing, rank scope, rank-local variant,
-#: auto-precharge variant, is read, uses the channel data bus. Entries past the tables are 0.
+#: auto-precharge variant, is read, uses the channel data bus; ``fb_bg`` [nb_ch] the flat
+#: bank group ``fb // n_banks`` of each flat bank (a table read instead of an integer division,
+#: which takes tens of cycles and ran several times per command). Entries past the tables are 0.
 Params = np.record
 
 
@@ -254,6 +256,7 @@ def tables(params: Params) -> dict:
         "win_end": t[params.o_win_end:params.o_win_end + 4 * nc].reshape(4, nc),
         "dlat": t[params.o_dlat:params.o_dlat + 8 * nc * nc].reshape(4, nc, 2, nc),
         "cmeta": t[params.o_cmeta:params.o_cmeta + 8 * nc].reshape(8, nc),
+        "fb_bg": t[params.o_fb_bg:params.o_fb_bg + params.nb_ch],
     }
 
 
@@ -343,7 +346,7 @@ def _resolve(cfg: DRAMConfig) -> Params:
              ("win", np.array(win_a, np.int64)), ("sib", np.array(sib_a, np.int64)),
              ("hist_len", hist_len.ravel()), ("has_sib", has_sib.ravel()),
              ("win_end", win_end), ("dlat", dlat.ravel()),
-             ("cmeta", cmeta.ravel())]
+             ("cmeta", cmeta.ravel()), ("fb_bg", np.arange(R * BG * B, dtype=np.int64) // B)]
     offs = {}
     pos = 0
     for name, arr in parts:

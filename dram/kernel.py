@@ -76,6 +76,20 @@ def _u(i):
     instructions per subscript). Every index in this module is >= 0 by construction."""
     return np.uint64(i)
 
+@njit(cache=True, inline="always", _nrt=False)
+def _wrap(x, n):
+    """``x % n`` for 0 <= x < 2n (ring indices) without a division: a 64-bit ``div`` takes
+    tens of cycles, and about ten ran per request (ring indices, bank groups)."""
+    return x - n if x >= n else x
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _fb_bg(params, fb):
+    """Flat bank group (within the channel) of flat bank ``fb``: ``fb // n_banks``, read from
+    a table (``params.o_fb_bg``) instead of divided."""
+    return params.tab[_u(params.o_fb_bg + fb)]
+
+
 # ---- heap header slots
 H_G, H_S, H_NN, H_NC, H_HM, H_PQ, H_PD, H_CAP, H_LOGCAP, H_NB, H_R, H_NSTAT = range(12)
 H_O_SLOT, H_O_Q, H_O_CH, H_O_PRIO, H_O_PEND, H_O_BANK, H_O_READY, H_O_HIST = range(16, 24)
@@ -101,7 +115,15 @@ C_NA = 12       # 12..15: active requests whose final command is RD, WR, RD_L, W
 # treat a request rejected while this stayed the same as rejected again
 C_OFFSTAMP = 16
 C_LASTTICK = 17  # open-loop replay: the last cycle this channel was driven to
-NCHF = 20
+# Scheduler memo. An evaluation that finds nothing ready at once (or a probe) knows the decision
+# at its wake-up cycle: the first request (in FR-FCFS order) whose ready cycle is the earliest.
+# It is kept as (cycle, queue, position, command) with the channel's epoch, which counts what
+# can change a decision other than time: issued commands, refresh requests, and offers that
+# switch the write mode (an accepted offer otherwise appends to a buffer, behind the memo's
+# request, or to the buffer not being read). A visit at that cycle in the same epoch issues it
+# without scanning the buffers again.
+C_EPOCH, C_MCLK, C_MQ, C_MPOS, C_MCMD, C_MEPOCH = 18, 19, 20, 21, 22, 23
+NCHF = 24
 # ---- globals
 G_CHEAD, G_CLEN, G_COVF, G_CHANGES, G_LOGLEN = range(5)
 # ---- statistics per channel
@@ -184,6 +206,7 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0):
     v["ch"][:, Q_FREE] = S
     v["ch"][:, C_NREF] = params.nREFI if params.refresh else INF
     v["ch"][:, C_WAKE] = INF             # empty channels: nothing can happen until an offer
+    v["ch"][:, C_MCLK] = -1              # no memo
     v["bank"][:, :, 0] = -1
     v["bank"][:, :, 2] = INF
     v["hist"][:] = -1
@@ -322,7 +345,7 @@ def ready_time(params, H, g, cmd, rank, fb):
             if v > t:
                 t = v
         return t
-    v = H[_u(base + (o_bg + fb // nb) * NC)]
+    v = H[_u(base + (o_bg + _fb_bg(params, fb)) * NC)]
     if v > t:
         t = v
     v = H[_u(base + (o_bk + fb) * NC)]
@@ -412,7 +435,7 @@ def _recache(params, H, g, cmd, rank, fb):
         for k in range(nbg):
             _recache_bg(params, H, g, rb, ob, _bgl(H, g, nbgc, rank * nbg + k))
     else:
-        _recache_bg(params, H, g, rb, ob, _bgl(H, g, nbgc, fb // params.n_banks))
+        _recache_bg(params, H, g, rb, ob, _bgl(H, g, nbgc, _fb_bg(params, fb)))
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -462,7 +485,7 @@ def _push_completion(H, req_id, cyc):
     if H[_u(og + G_CLEN)] >= cap:
         H[_u(og + G_COVF)] += 1
         return
-    k = (H[_u(og + G_CHEAD)] + H[_u(og + G_CLEN)]) % cap
+    k = _wrap(H[_u(og + G_CHEAD)] + H[_u(og + G_CLEN)], cap)
     oc = H[_u(H_O_COMP)] + 2 * k
     H[_u(oc)] = req_id
     H[_u(oc + 1)] = cyc
@@ -570,7 +593,7 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
         _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd, o_bk + rank * nbg * nb,
                       nbg * nb, 0, nbg * nb, clk)
     else:
-        bgi = fb // nb                                # flat bank group within the channel
+        bgi = _fb_bg(params, fb)                      # flat bank group within the channel
         x = bgi - rank * nbg
         _level_update(params, H, t, rb0, oh0, HM, 2 * NC + cmd, cmd, o_bg + rank * nbg, nbg,
                       x, x + 1, clk)
@@ -659,7 +682,7 @@ def _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, b
             PD = H[_u(H_PD)]
             if H[_u(c + C_PDL)] >= PD - params.read_latency - 2:
                 return False
-            op = H[_u(H_O_PEND)] + (g * PD + (H[_u(c + C_PDH)] + H[_u(c + C_PDL)]) % PD) * 2
+            op = H[_u(H_O_PEND)] + (g * PD + _wrap(H[_u(c + C_PDH)] + H[_u(c + C_PDL)], PD)) * 2
             H[_u(op)] = req_id
             H[_u(op + 1)] = clk + 1
             H[_u(c + C_PDL)] += 1
@@ -712,9 +735,12 @@ def _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, b
     # only grow until the next issue, which re-evaluates the channel anyway); a request in the
     # other buffer is not looked at before a mode switch, which needs an evaluation first.
     w = H[_u(c + C_WAKE)]
-    if w > clk:
+    if w <= clk:
+        H[_u(c + C_EPOCH)] += 1                     # mode not checked: forget the memo
+    else:
         if H[_u(c + C_PQL)] > 0:
             w = 0
+            H[_u(c + C_EPOCH)] += 1
         else:
             wm = H[_u(c + C_WMODE)]
             nm = wm
@@ -725,6 +751,7 @@ def _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, b
                 nm = 0
             if nm != wm:
                 w = 0
+                H[_u(c + C_EPOCH)] += 1
             elif (qi == Q_WR) == (wm == 1):
                 rt = _slot_ready_cached(H, rb, o)
                 if rt < w:
@@ -813,7 +840,9 @@ def completions_pending(state):
 # ============================================================================ scheduling
 @njit(cache=True, _nrt=False)
 def _pick_active(params, H, g, clk):
-    """FR-FCFS over the active buffer: (position or -1, command, earliest not-ready cycle).
+    """FR-FCFS over the active buffer: (position or -1, command, earliest not-ready cycle,
+    position and command of the first request ready then: -1 if there is none, -2 if the
+    cycle is only a lower bound).
 
     The active buffer is kept sorted by acceptance cycle (ties in promotion order), so the
     FR-FCFS choice -- ready first, then oldest, then earliest promoted -- is the first ready
@@ -822,7 +851,7 @@ def _pick_active(params, H, g, clk):
     wake = INF
     n = H[_u(_chs(H, g) + Q_ACT)]
     if n == 0:
-        return -1, -1, wake
+        return -1, -1, wake, -1, -1
     rb = _rdy(H, g)
     # Active requests only need their final column command (their row is open and cannot be
     # closed under them): none can issue before the channel-level ready cycle of the final
@@ -838,7 +867,7 @@ def _pick_active(params, H, g, clk):
     if H[_u(c + C_NA + 3)] > 0 and H[_u(rb + WR_L)] < lb:
         lb = H[_u(rb + WR_L)]
     if lb > clk:
-        return -1, -1, lb
+        return -1, -1, lb, -2, -1
     # (an activated request's row is open and stays open until its final command -- no
     # command may close a bank an active request needs -- so that is its cached command)
     return _scan_cached(H, g, Q_ACT, n, rb, clk)
@@ -848,17 +877,22 @@ def _pick_active(params, H, g, clk):
 def _scan_cached(H, g, qi, n, rb, clk):
     """FR-FCFS over the ``n`` entries of queue ``qi`` from the scheduler cache: (position of
     the first timing-ready eligible request or -1, its command, earliest ready cycle of the
-    others)."""
+    others, and if none is ready, the position and command of the first request ready at
+    that cycle: the decision then, if nothing changes)."""
     wake = INF
+    wpos = -1
+    wcmd = -1
     oq = _q(H, g, qi)
     for k in range(n):
         o = _slot(H, g, H[_u(oq + k)])
         rt = _slot_ready_cached(H, rb, o)
         if rt <= clk:
-            return k, H[_u(o + SL_NC)], wake
+            return k, H[_u(o + SL_NC)], wake, -1, -1
         if rt < wake:
             wake = rt
-    return -1, -1, wake
+            wpos = k
+            wcmd = H[_u(o + SL_NC)]
+    return -1, -1, wake, wpos, wcmd
 
 
 @njit(cache=True, _nrt=False)
@@ -867,7 +901,9 @@ def _pick_buffer(params, H, g, qi, clk):
 
     Buffers are in acceptance order and acceptance cycles never decrease along them, so under
     FR-FCFS the best request is the first eligible timing-ready one. Returns (position or -1,
-    command, earliest cycle at which an eligible request becomes ready if none is).
+    command, earliest cycle at which an eligible request becomes ready if none is, and the
+    position and command of the first request ready then, as :func:`_pick_active`; the
+    FRFCFS_RowHit and FCFS schedulers give -2).
     """
     sched = params.scheduler
     wake = INF
@@ -906,7 +942,7 @@ def _pick_buffer(params, H, g, qi, clk):
     if sched == 1:
         for k in range(n):
             H[_u(_bank(H, g, H[_u(_slot(H, g, H[_u(oq + k)]) + SL_FB)]) + 2)] = INF
-    return found, found_cmd, wake
+    return found, found_cmd, wake, -2, -1
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -970,6 +1006,7 @@ def _serve(params, H, g, qi, pos, cmd, clk):
     issue_command(params, H, g, cmd, rank, fb, row, clk)
     H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
     H[_u(c + C_OFFSTAMP)] += 1
+    H[_u(c + C_EPOCH)] += 1
     if cmd == final:
         if qi == Q_ACT:
             H[_u(_bank(H, g, fb) + 1)] -= 1
@@ -977,7 +1014,7 @@ def _serve(params, H, g, qi, pos, cmd, clk):
         _remove_at(H, g, qi, pos)
         if H[_u(o + SL_TYPE)] == T_READ:
             PD = H[_u(H_PD)]
-            op = H[_u(H_O_PEND)] + (g * PD + (H[_u(c + C_PDH)] + H[_u(c + C_PDL)]) % PD) * 2
+            op = H[_u(H_O_PEND)] + (g * PD + _wrap(H[_u(c + C_PDH)] + H[_u(c + C_PDL)], PD)) * 2
             H[_u(op)] = H[_u(o + SL_ID)]
             H[_u(op + 1)] = clk + params.read_latency
             H[_u(c + C_PDL)] += 1
@@ -995,7 +1032,7 @@ def _serve(params, H, g, qi, pos, cmd, clk):
         if pv >= 0:
             H[_u(_slot(H, g, pv) + SL_LNEXT)] = nx
         else:
-            H[_u(_bgl(H, g, params.n_ranks * params.n_bg, fb // params.n_banks))] = nx
+            H[_u(_bgl(H, g, params.n_ranks * params.n_bg, _fb_bg(params, fb)))] = nx
     elif _meta(params, M_OPEN, cmd) == 1 and qi != Q_ACT:
         if H[_u(c + Q_ACT)] < params.active_q:
             oa = _q(H, g, Q_ACT)
@@ -1048,7 +1085,7 @@ def _channel_tick(params, H, g, clk):
         if H[_u(op + 1)] > clk:
             break
         _push_completion(H, H[_u(op)], clk)
-        H[_u(c + C_PDH)] = (H[_u(c + C_PDH)] + 1) % PD
+        H[_u(c + C_PDH)] = _wrap(H[_u(c + C_PDH)] + 1, PD)
         H[_u(c + C_PDL)] -= 1
         H[_u(c + C_OFFSTAMP)] += 1
     # 2. refresh
@@ -1056,10 +1093,11 @@ def _channel_tick(params, H, g, clk):
         PQ = H[_u(H_PQ)]
         for r in range(params.n_ranks):
             if H[_u(c + C_PQL)] < PQ:
-                H[_u(H[_u(H_O_PRIO)] + g * PQ + (H[_u(c + C_PQH)] + H[_u(c + C_PQL)]) % PQ)] = r
+                H[_u(H[_u(H_O_PRIO)] + g * PQ + _wrap(H[_u(c + C_PQH)] + H[_u(c + C_PQL)], PQ))] = r
                 H[_u(c + C_PQL)] += 1
         H[_u(c + C_NREF)] += params.nREFI
         H[_u(c + C_WAKE)] = 0
+        H[_u(c + C_EPOCH)] += 1
     if clk < H[_u(c + C_WAKE)]:
         return
     if _schedule(params, H, g, clk, False):
@@ -1078,13 +1116,22 @@ def _channel_tick(params, H, g, clk):
 def _schedule(params, H, g, clk, probe):
     """Steps 3a-3c at ``clk``: issue the chosen command and return True; or, if nothing is
     ready, set the channel's wake-up cycle and return False. ``probe``: only find out whether
-    a command could issue at ``clk`` (then wake-up = clk); nothing is issued."""
+    a command could issue at ``clk`` (then wake-up = clk); nothing is issued. Either way the
+    decision at the wake-up cycle is kept as the memo (``C_MCLK``) when it is known."""
     c = _chs(H, g)
+    if H[_u(c + C_MCLK)] == clk and H[_u(c + C_MEPOCH)] == H[_u(c + C_EPOCH)]:
+        if probe:
+            H[_u(c + C_WAKE)] = clk
+            return False
+        H[_u(c + C_MCLK)] = -1
+        _serve(params, H, g, H[_u(c + C_MQ)], H[_u(c + C_MPOS)], H[_u(c + C_MCMD)], clk)
+        return True
     # 3a. active buffer
-    pos, cmd, wake = _pick_active(params, H, g, clk)
+    pos, cmd, wake, apos, acmd = _pick_active(params, H, g, clk)
     if pos >= 0:
         if probe:
             H[_u(c + C_WAKE)] = clk
+            _memo(H, c, clk, Q_ACT, pos, cmd)
             return False
         _serve(params, H, g, Q_ACT, pos, cmd, clk)
         return True
@@ -1103,8 +1150,9 @@ def _schedule(params, H, g, clk, probe):
                 issue_command(params, H, g, cmd, rank, fb0, -1, clk)
                 _recache(params, H, g, cmd, rank, fb0)
                 H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
+                H[_u(c + C_EPOCH)] += 1
                 if cmd == REFab:
-                    H[_u(c + C_PQH)] = (H[_u(c + C_PQH)] + 1) % PQ
+                    H[_u(c + C_PQH)] = _wrap(H[_u(c + C_PQH)] + 1, PQ)
                     H[_u(c + C_PQL)] -= 1
                     H[_u(H[_u(H_O_STATS)] + g * N_STATS + S_REFRESH)] += 1
                 return True
@@ -1120,17 +1168,33 @@ def _schedule(params, H, g, clk, probe):
         if H[_u(c + Q_WR)] <= params.wr_low_n and H[_u(c + Q_RD)] != 0:
             H[_u(c + C_WMODE)] = 0
     qi = Q_WR if H[_u(c + C_WMODE)] == 1 else Q_RD
-    pos, cmd, w2 = _pick_buffer(params, H, g, qi, clk)
+    pos, cmd, w2, bpos, bcmd = _pick_buffer(params, H, g, qi, clk)
     if pos >= 0:
         if probe:
             H[_u(c + C_WAKE)] = clk
+            _memo(H, c, clk, qi, pos, cmd)
             return False
         _serve(params, H, g, qi, pos, cmd, clk)
         return True
-    if w2 < wake:
+    # nothing ready: the decision at the wake-up cycle, if known (the active buffer first)
+    if wake <= w2:
+        if apos >= 0:
+            _memo(H, c, wake, Q_ACT, apos, acmd)
+    else:
         wake = w2
+        if bpos >= 0:
+            _memo(H, c, w2, qi, bpos, bcmd)
     H[_u(c + C_WAKE)] = wake
     return False
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _memo(H, c, clk, qi, pos, cmd):
+    H[_u(c + C_MCLK)] = clk
+    H[_u(c + C_MQ)] = qi
+    H[_u(c + C_MPOS)] = pos
+    H[_u(c + C_MCMD)] = cmd
+    H[_u(c + C_MEPOCH)] = H[_u(c + C_EPOCH)]
 
 
 @njit(cache=True, _nrt=False)

@@ -167,8 +167,9 @@ def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
             # 3. tick at t + 1
             drv[4] += 1
             ch0 = H[_u(og + K.G_CHANGES)]
-            if every_cycle:             # evaluate in every cycle (no wake skips)
+            if every_cycle:             # evaluate in every cycle (no wake skips, no memo)
                 H[_u(oc + K.C_WAKE)] = 0
+                H[_u(oc + K.C_EPOCH)] += 1
             if _channel_next(H, g, t + 1) == t + 1:
                 K._channel_tick(params, H, g, t + 1)
             drv[7] = t + 1

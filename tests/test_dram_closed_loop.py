@@ -124,7 +124,8 @@ def test_open_loop_event_skipping_equals_every_cycle_evaluation():
     # Loaded read/write traffic with refresh every 1500 cycles and small buffers (write-mode
     # switches, backlog, refresh blocking): jumping over idle cycles and skipping channels
     # until their next possible change gives the same result as evaluating every channel in
-    # every cycle (what Ramulator does).
+    # every cycle (what Ramulator does), and so does reusing the scheduler memo (the decision
+    # an evaluation found for its wake-up cycle), which every_cycle disables.
     rng = np.random.default_rng(11)
     n = 3000
     addr = rng.integers(0, 1 << 22, n, dtype=np.int64) * 64 * 37 % (1 << 34)

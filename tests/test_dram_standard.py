@@ -69,6 +69,8 @@ def test_geometry_of_reference_config():
     p = cfg.resolve()
     assert (p.n_ranks, p.n_bg, p.n_banks, p.nb_ch) == (2, 8, 4, 64)
     assert list(tables(p)["map_fields"]) == [0, 5, 1, 2, 3, 4]   # Ch Co Ra Bg Ba Ro (LSB first)
+    # flat bank -> flat bank group, the table the kernels read instead of dividing
+    assert list(tables(p)["fb_bg"]) == [fb // p.n_banks for fb in range(p.nb_ch)]
     assert watermark_counts(0.8, 0.2, 32) == (26, 6)
 
 
