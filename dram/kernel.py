@@ -144,7 +144,7 @@ class State(NamedTuple):
     """Controller state of ``G = instances x channels`` channels: one int64 array.
 
     ``heap`` int64[...]: header (sizes and region offsets, ``H_*``) followed by the regions
-    slot fields [G, S, 12], queues [G, 4, S] (read, write, active, free), channel scalars
+    slot fields [G, S, NSL = 16], queues [G, 4, S] (read, write, active, free), channel scalars
     [G, NCHF = 24], priority ring [G, prio_q], pending reads [G, pend_q, 2], banks [G, nb_ch, 3]
     (open row or -1, active requests, scratch), ready cycles [G, n_nodes, n_cmds], issue
     history [G, n_nodes, n_cmds, hist_max], completion ring [cap, 2], globals [8], statistics
