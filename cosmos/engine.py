@@ -110,9 +110,8 @@ class EngineState(NamedTuple):
     ctx_done: np.ndarray        # (NC,) int64
     ctx_out: np.ndarray         # (NC,) int64
     ctx_obj: np.ndarray         # (NC,) int64
-    ctx_line: np.ndarray        # (NC,) int64
-    ctx_lrank: np.ndarray       # (NC,) int64 ctx_line % step_R (kept, not divided)
-    ctx_lcol: np.ndarray        # (NC,) int64 ctx_line // step_R
+    ctx_lrank: np.ndarray       # (NC,) int64 next line l of the object: l % step_R
+    ctx_lcol: np.ndarray        # (NC,) int64 and l // step_R (counted, not divided)
     ctx_cpu: np.ndarray         # (NC,) float64 core busy until
     ctx_step_start: np.ndarray  # (NC,) int64
     pool_free: np.ndarray       # (NC,) int64 free stacks, pool p at pool_off[p]
@@ -240,18 +239,14 @@ def _issue(pg, st, cf, ci, ctx, t):
     dev = pg.step_dev[s]
     while st.ctx_issued[ctx] < nreq and st.ctx_out[ctx] < mlp:
         o = st.ctx_obj[ctx]
-        l = st.ctx_line[ctx]
         lr = st.ctx_lrank[ctx]
         lc = st.ctx_lcol[ctx]
         addr = np.int64(pg.obj_addr[o]) + lr * rstep + lc * cstep
-        l += 1
-        if l >= pg.obj_lines[o]:
+        if lc * R + lr + 1 >= pg.obj_lines[o]:       # that was the object's last line
             st.ctx_obj[ctx] = o + 1
-            st.ctx_line[ctx] = 0
             st.ctx_lrank[ctx] = 0
             st.ctx_lcol[ctx] = 0
         else:
-            st.ctx_line[ctx] = l
             lr += 1
             if lr == R:             # (l % R, l // R) kept without dividing
                 lr = 0
@@ -283,7 +278,6 @@ def _start_step(pg, st, cf, ci, ctx, t):
         st.ctx_done[ctx] = 0
         st.ctx_out[ctx] = 0
         st.ctx_obj[ctx] = pg.step_obj_ptr[s]
-        st.ctx_line[ctx] = 0
         st.ctx_lrank[ctx] = 0
         st.ctx_lcol[ctx] = 0
         if st.ctx_cpu[ctx] < t:
@@ -620,7 +614,7 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
         ctx_pool=ctx_pool, ctx_task=np.full(NC, -1, np.int64), ctx_step=np.zeros(NC, np.int64),
         ctx_issued=np.zeros(NC, np.int64), ctx_done=np.zeros(NC, np.int64),
         ctx_out=np.zeros(NC, np.int64), ctx_obj=np.zeros(NC, np.int64),
-        ctx_line=np.zeros(NC, np.int64), ctx_lrank=np.zeros(NC, np.int64),
+        ctx_lrank=np.zeros(NC, np.int64),
         ctx_lcol=np.zeros(NC, np.int64), ctx_cpu=np.zeros(NC, np.float64),
         ctx_step_start=np.zeros(NC, np.int64),
         pool_free=pool_free, pool_off=pool_off, pool_nfree=pool_sizes.astype(np.int64).copy(),

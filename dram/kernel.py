@@ -76,6 +76,7 @@ def _u(i):
     instructions per subscript). Every index in this module is >= 0 by construction."""
     return np.uint64(i)
 
+
 @njit(cache=True, inline="always", _nrt=False)
 def _wrap(x, n):
     """``x % n`` for 0 <= x < 2n (ring indices) without a division: a 64-bit ``div`` takes
@@ -623,7 +624,6 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
     og = H[_u(H_O_GLOB)]
     if H[_u(og + G_LOGLEN)] < H[_u(H_LOGCAP)]:
         ol = H[_u(H_O_LOG)] + 7 * H[_u(og + G_LOGLEN)]
-        nbr = params.n_bg * params.n_banks
         H[_u(ol + LOG_CLK)] = clk
         H[_u(ol + LOG_CH)] = g
         H[_u(ol + LOG_CMD)] = cmd
@@ -633,8 +633,9 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
             H[_u(ol + LOG_BANK)] = -1
             H[_u(ol + LOG_ROW)] = -1
         else:
-            H[_u(ol + LOG_BG)] = (fb % nbr) // params.n_banks
-            H[_u(ol + LOG_BANK)] = fb % params.n_banks
+            bgf = _fb_bg(params, fb)
+            H[_u(ol + LOG_BG)] = bgf - rank * params.n_bg
+            H[_u(ol + LOG_BANK)] = fb - bgf * params.n_banks
             H[_u(ol + LOG_ROW)] = row
         H[_u(og + G_LOGLEN)] += 1
 
