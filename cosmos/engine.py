@@ -27,7 +27,8 @@ words for ``_step_end``, measured in the machine code), so the per-step handler 
 Event order within one cycle ``t``: admit queries, handle every event due at ``<= t`` in
 (time, kind, id) order (kinds: request reaches the controller, data reaches the requester,
 step ends), offer each channel's FIFO head(s) to the controller at ``t``, tick every channel
-at ``t + 1`` (in channel order), collect completions (in channel order).
+at ``t + 1`` (in channel order), then the reads that complete at ``t + 1`` (in the order
+their channels served them: by cycle, then channel order).
 
 What is skipped (exactly: the results equal those of doing every step in every cycle):
 
@@ -35,10 +36,14 @@ What is skipped (exactly: the results equal those of doing every step in every c
   timing; the channels of a DDR5 system are independent controllers), so a channel is ticked
   only at the cycles at which its tick can change anything (``dram.kernel.next_event`` of that
   channel, kept in ``ch_next``), not every cycle.
-- A FIFO head that the controller rejected is offered again only after its channel's state
-  changed (a tick that issued a command or completed a read): until then the offer would be
-  rejected again (its buffers are the same). A FIFO that was empty is offered to as soon as a
-  request arrives.
+- A FIFO head that the controller rejected is offered again only after its channel issued a
+  command: until then the offer would be rejected again (its buffers are the same). A FIFO
+  that was empty is offered to as soon as a request arrives.
+- The controllers hand over a served read at once, with its completion cycle (the issue cycle
+  plus the read latency; ``dram.kernel.new_state(direct_reads=True)``), and the engine keeps
+  it in a ring until then, in the order served, which is completion order: no channel is
+  ticked only because a read completes. The engine offers only reads, so no read is ever
+  forwarded from a write buffer.
 - When no offer is due in the next cycle, time jumps to the earliest of the next event, the
   next open-loop arrival and the cycle before the next channel tick.
 """
@@ -71,7 +76,8 @@ SC_T, SC_NEXTQ, SC_DONE, SC_HEAP, SC_REQFREE, SC_FIFO_PENDING, SC_ADMITTED = ran
 SC_REQS_DONE, SC_EVENTS = 7, 8
 SC_DMIN = 9      # min(ch_next): no channel tick can change anything before this cycle
 SC_NOFFER = 10   # channels in offer_ch
-N_SC = 11
+SC_DHEAD, SC_DLEN = 11, 12   # the ring of served reads waiting for their completion cycle
+N_SC = 13
 INF = dk.INF
 
 # float config slots
@@ -136,6 +142,8 @@ class EngineState(NamedTuple):
     inst_local: np.ndarray      # (I,) int64 rank-local requests completed
     comp_ids: np.ndarray        # (K,) int64 scratch for dram.kernel._pop
     comp_cyc: np.ndarray        # (K,) int64
+    done_req: np.ndarray        # (NR,) int64 ring (SC_DHEAD, SC_DLEN): served reads, in
+    done_cyc: np.ndarray        # (NR,) int64 issue order, and their completion cycles
 
 
 # ----------------------------------------------------------------------------- heap
@@ -421,25 +429,50 @@ def _offer_fifo(pg, st, params1, H, g, t):
 
 @nb.njit(cache=True, _nrt=False)
 def _completions(pg, st, cf, ci, dstate):
-    """Requests completed in channel state ``dstate``: their data goes back to the requester.
-    Returns how many."""
+    """Reads served in channel state ``dstate`` (a ``direct_reads`` state: each comes with
+    its future completion cycle) join the ring of reads waiting for that cycle. Completion
+    cycles are issue cycles plus the same read latency, and channels are ticked in time
+    order, so the ring stays in completion order. Returns how many."""
     total = 0
+    NR = st.done_req.shape[0]
     while dk.completions_pending(dstate) > 0:
         n = dk._pop(dstate.heap, st.comp_ids, st.comp_cyc)
         total += n
         for i in range(n):
-            req = st.comp_ids[i]
-            c = st.comp_cyc[i]
-            s = st.req_step[req]
-            inst = st.req_inst[req]
-            st.inst_reqs[inst] += 1
-            st.scal[SC_REQS_DONE] += 1
-            if pg.step_rank_local[s] != 0:
-                st.inst_local[inst] += 1
-            if pg.step_link[s] != 0:
-                c = _link_send(st, cf, ci, inst, 1, cf[CF_DATA_WIRE], c)
-            _event(st, c + pg.step_lat[s], EV_RESP, req)
+            k = st.scal[SC_DHEAD] + st.scal[SC_DLEN]
+            if k >= NR:
+                k -= NR
+            st.done_req[k] = st.comp_ids[i]
+            st.done_cyc[k] = st.comp_cyc[i]
+            st.scal[SC_DLEN] += 1
     return total
+
+
+@nb.njit(cache=True, _nrt=False)
+def _deliver(pg, st, cf, ci, clk):
+    """Reads that complete at ``clk`` (in the order their channels served them): their data
+    goes back to the requester."""
+    NR = st.done_req.shape[0]
+    while st.scal[SC_DLEN] > 0:
+        h = st.scal[SC_DHEAD]
+        c = st.done_cyc[h]
+        if c > clk:
+            break
+        req = st.done_req[h]
+        h += 1
+        if h == NR:
+            h = 0
+        st.scal[SC_DHEAD] = h
+        st.scal[SC_DLEN] -= 1
+        s = st.req_step[req]
+        inst = st.req_inst[req]
+        st.inst_reqs[inst] += 1
+        st.scal[SC_REQS_DONE] += 1
+        if pg.step_rank_local[s] != 0:
+            st.inst_local[inst] += 1
+        if pg.step_link[s] != 0:
+            c = _link_send(st, cf, ci, inst, 1, cf[CF_DATA_WIRE], c)
+        _event(st, c + pg.step_lat[s], EV_RESP, req)
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -552,13 +585,17 @@ def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_
                     st.scal[SC_DMIN] = d
         st.scal[SC_NOFFER] = 0
         # 4. one controller cycle (clock t + 1) of each channel in which it can change
-        # anything (dram.kernel.next_event), 5. then its completions
+        # anything (dram.kernel.next_event), 5. then the reads that complete at t + 1
         if st.scal[SC_DMIN] <= t + 1:
             _tick_due(pg, st, cf, ci, params1, HH, t + 1)
+        if st.scal[SC_DLEN] > 0 and st.done_cyc[st.scal[SC_DHEAD]] <= t + 1:
+            _deliver(pg, st, cf, ci, t + 1)
         # 6. next cycle: offer again next cycle, or jump to the next event
         nt = t + 1
         if st.scal[SC_NOFFER] == 0:
             best = st.scal[SC_DMIN] - 1
+            if st.scal[SC_DLEN] > 0 and st.done_cyc[st.scal[SC_DHEAD]] - 1 < best:
+                best = st.done_cyc[st.scal[SC_DHEAD]] - 1
             if st.scal[SC_HEAP] > 0:
                 te = st.heap[0] >> _T_SHIFT
                 if te < best:
@@ -630,6 +667,7 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
         inst_reqs=np.zeros(num_instances, np.int64), inst_local=np.zeros(num_instances, np.int64),
         comp_ids=np.zeros(completion_capacity, np.int64),
         comp_cyc=np.zeros(completion_capacity, np.int64),
+        done_req=np.zeros(NR, np.int64), done_cyc=np.zeros(NR, np.int64),
     )
 
 

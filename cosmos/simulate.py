@@ -182,8 +182,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     params1 = dataclasses.replace(dcfg, channels=1).resolve()
     comp_cap = 64
     st = new_engine_state(pg, psizes, n_inst, params.n_channels, D, comp_cap)
-    HH = np.stack([dk.new_state(params1, instances=1, completion_capacity=comp_cap).heap
-                   for _ in range(G)])
+    HH = np.stack([dk.new_state(params1, instances=1, completion_capacity=comp_cap,
+                                direct_reads=True).heap for _ in range(G)])
     dstate = tuple(dk.State(HH[g]) for g in range(G))
     link = cfg.link
     cf = np.array([bytes_per_cycle(cfg.switch.upstream_bandwidth_GBps),

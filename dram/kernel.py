@@ -93,6 +93,7 @@ def _fb_bg(params, fb):
 
 # ---- heap header slots
 H_G, H_S, H_NN, H_NC, H_HM, H_PQ, H_PD, H_CAP, H_LOGCAP, H_NB, H_R, H_NSTAT = range(12)
+H_DIRECT = 12   # 1: read completions go to the ring at issue (new_state's direct_reads)
 H_O_SLOT, H_O_Q, H_O_CH, H_O_PRIO, H_O_PEND, H_O_BANK, H_O_READY, H_O_HIST = range(16, 24)
 H_O_COMP, H_O_GLOB, H_O_STATS, H_O_RBUSY, H_O_LOG, H_O_BGL = range(24, 30)
 HEADER = 32
@@ -155,7 +156,8 @@ class State(NamedTuple):
     heap: np.ndarray
 
 
-def new_state(params, instances=1, completion_capacity=4096, log_capacity=0):
+def new_state(params, instances=1, completion_capacity=4096, log_capacity=0,
+              direct_reads=False):
     """Allocate the state of ``instances`` independent copies of the memory system.
 
     Parameters
@@ -170,6 +172,15 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0):
         and must stay 0).
     log_capacity : int
         Rows of the command log (0 = no log).
+    direct_reads : bool
+        For a driver that offers only reads (then no read is ever forwarded from the write
+        buffer): a served read's completion is put in the completion ring when its column
+        command issues, with its completion cycle ``clk + read_latency``, instead of waiting
+        in the pending-read queue for a tick at that cycle. The completion cycles are the
+        same; the driver receives them ``read_latency`` cycles early, in issue order (which,
+        all reads having the same latency, is completion order), and must hold them until
+        their cycle. The closed-loop engine (cosmos.engine) uses it: a channel then need
+        not be ticked at a cycle where a read only completes.
 
     Returns
     -------
@@ -194,6 +205,7 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0):
     H[H_G], H[H_S], H[H_NN], H[H_NC], H[H_HM] = G, S, NN, NC, HM
     H[H_PQ], H[H_PD], H[H_CAP], H[H_LOGCAP] = params.prio_q, params.pend_q, cap, logcap
     H[H_NB], H[H_R], H[H_NSTAT] = params.nb_ch, params.n_ranks, N_STATS
+    H[H_DIRECT] = int(bool(direct_reads))
     for h, name in ((H_O_SLOT, "slot"), (H_O_Q, "q"), (H_O_CH, "ch"), (H_O_PRIO, "prio"),
                     (H_O_PEND, "pend"), (H_O_BANK, "bank"), (H_O_READY, "ready"),
                     (H_O_HIST, "hist"), (H_O_COMP, "comp"), (H_O_GLOB, "glob"),
@@ -1014,11 +1026,15 @@ def _serve(params, H, g, qi, pos, cmd, clk):
             H[_u(c + _na_index(final))] -= 1
         _remove_at(H, g, qi, pos)
         if H[_u(o + SL_TYPE)] == T_READ:
-            PD = H[_u(H_PD)]
-            op = H[_u(H_O_PEND)] + (g * PD + _wrap(H[_u(c + C_PDH)] + H[_u(c + C_PDL)], PD)) * 2
-            H[_u(op)] = H[_u(o + SL_ID)]
-            H[_u(op + 1)] = clk + params.read_latency
-            H[_u(c + C_PDL)] += 1
+            if H[_u(H_DIRECT)] != 0:
+                _push_completion(H, H[_u(o + SL_ID)], clk + params.read_latency)
+            else:
+                PD = H[_u(H_PD)]
+                op = H[_u(H_O_PEND)] + (g * PD + _wrap(H[_u(c + C_PDH)] + H[_u(c + C_PDL)],
+                                                       PD)) * 2
+                H[_u(op)] = H[_u(o + SL_ID)]
+                H[_u(op + 1)] = clk + params.read_latency
+                H[_u(c + C_PDL)] += 1
             H[_u(os_ + S_READS)] += 1
         else:
             _push_completion(H, H[_u(o + SL_ID)], clk)
