@@ -432,12 +432,10 @@ def _completions(pg, st, cf, ci, dstate):
     """Reads served in channel state ``dstate`` (a ``direct_reads`` state: each comes with
     its future completion cycle) join the ring of reads waiting for that cycle. Completion
     cycles are issue cycles plus the same read latency, and channels are ticked in time
-    order, so the ring stays in completion order. Returns how many."""
-    total = 0
+    order, so the ring stays in completion order."""
     NR = st.done_req.shape[0]
     while dk.completions_pending(dstate) > 0:
         n = dk._pop(dstate.heap, st.comp_ids, st.comp_cyc)
-        total += n
         for i in range(n):
             k = st.scal[SC_DHEAD] + st.scal[SC_DLEN]
             if k >= NR:
@@ -445,7 +443,14 @@ def _completions(pg, st, cf, ci, dstate):
             st.done_req[k] = st.comp_ids[i]
             st.done_cyc[k] = st.comp_cyc[i]
             st.scal[SC_DLEN] += 1
-    return total
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _next_done(st):
+    """Completion cycle of the oldest served read waiting in the ring (INF if none)."""
+    if st.scal[SC_DLEN] == 0:
+        return INF
+    return st.done_cyc[st.scal[SC_DHEAD]]
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -478,8 +483,8 @@ def _deliver(pg, st, cf, ci, clk):
 @nb.njit(cache=True, _nrt=False)
 def _tick_due(pg, st, cf, ci, params1, HH, clk):
     """Tick, in channel order, every channel whose next event (``ch_next``) is due at ``clk``,
-    collect its completions, and mark it for offers in the next cycle if it changed and has
-    requests waiting; then update ``ch_next`` and ``SC_DMIN``."""
+    collect the reads it served, and mark it for offers in the next cycle if it issued a
+    command and has requests waiting; then update ``ch_next`` and ``SC_DMIN``."""
     dne = st.ch_next
     due = st.due_ch
     G = dne.shape[0]
@@ -493,11 +498,10 @@ def _tick_due(pg, st, cf, ci, params1, HH, clk):
         ds = dk.State(H)
         ch0 = dk.changes(ds)
         dk._tick(params1, H, clk)
-        changed = dk.changes(ds) != ch0
+        # (a served read comes with the command that served it, which moved the count)
         if dk.completions_pending(ds) > 0:
             _completions(pg, st, cf, ci, ds)
-            changed = True
-        if changed and st.fifo_len[g] > 0:
+        if dk.changes(ds) != ch0 and st.fifo_len[g] > 0:
             st.offer_ch[st.scal[SC_NOFFER]] = g
             st.scal[SC_NOFFER] += 1
         dne[g] = dk._next_event(params1, H, clk + 1)
@@ -588,14 +592,12 @@ def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_
         # anything (dram.kernel.next_event), 5. then the reads that complete at t + 1
         if st.scal[SC_DMIN] <= t + 1:
             _tick_due(pg, st, cf, ci, params1, HH, t + 1)
-        if st.scal[SC_DLEN] > 0 and st.done_cyc[st.scal[SC_DHEAD]] <= t + 1:
+        if _next_done(st) <= t + 1:
             _deliver(pg, st, cf, ci, t + 1)
         # 6. next cycle: offer again next cycle, or jump to the next event
         nt = t + 1
         if st.scal[SC_NOFFER] == 0:
-            best = st.scal[SC_DMIN] - 1
-            if st.scal[SC_DLEN] > 0 and st.done_cyc[st.scal[SC_DHEAD]] - 1 < best:
-                best = st.done_cyc[st.scal[SC_DHEAD]] - 1
+            best = min(st.scal[SC_DMIN], _next_done(st)) - 1
             if st.scal[SC_HEAP] > 0:
                 te = st.heap[0] >> _T_SHIFT
                 if te < best:
