@@ -24,8 +24,12 @@ The functions are those LLVM left as calls: a function it inlined counts in its 
 Counts are of the Haswell build; the host's AVX-512 build runs somewhat fewer vector
 instructions in the constraint update (``dram.kernel._dense_max``).
 
-Needs valgrind on PATH (Debian/Ubuntu: ``apt install valgrind``). Run time: a minute or two to
-compile, then about 50x the native run time (60 default ``cosmos`` queries: ~2 minutes).
+Needs valgrind on PATH (Debian/Ubuntu: ``apt install valgrind``). Run time: about a minute to
+compile, then about 50x the native run time (measured here: 60 default ``cosmos`` queries
+3 min 10 s in all, one replay of a set A trace 1 min 50 s). The counts are exact and repeat
+to the instruction from run to run, so two versions of the code compare without the noise of
+timing on a shared machine -- but fewer instructions need not mean less time (the cache misses
+and mispredictions they cause are not counted).
 ``--out FILE.json`` keeps the counts per function.
 """
 
