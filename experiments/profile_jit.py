@@ -20,6 +20,10 @@ instruction by address, and names the addresses itself:
    instructions per simulated DRAM request (the whole run's counts over its requests, so the
    few thousand instructions of Python-side setup per call do not show).
 
+With ``--sims`` valgrind also runs its cache and branch-predictor models (their caches and
+predictor, not this CPU's), and the table adds L1 data misses and mispredicted branches per
+function and request.
+
 The functions are those LLVM left as calls: a function it inlined counts in its caller.
 Counts are of the Haswell build; the host's AVX-512 build runs somewhat fewer vector
 instructions in the constraint update (``dram.kernel._dense_max``).
@@ -61,18 +65,20 @@ MODULES = ("dram.kernel", "dram.openloop", "cosmos.engine", "cosmos.program")
 
 
 # ----------------------------------------------------------------------------- parsing
-def parse_callgrind(path) -> Counter:
-    """Instruction counts (event ``Ir``) per instruction address of a callgrind output file
-    written with ``--dump-instr=yes``.
+def parse_callgrind(path) -> dict:
+    """Counts per instruction address of a callgrind output file written with
+    ``--dump-instr=yes``: {event name (``Ir``, and with the simulators ``D1mr``, ``Bcm``...):
+    Counter}.
 
     Cost lines start with a position per entry of the ``positions:`` header (``instr`` or
     ``instr line``), each absolute (``0x..`` or decimal), relative to the previous one of its
-    kind (``+n``, ``-n``) or the same (``*``), then the event counts. The cost line after a
-    ``calls=`` line is the call's inclusive cost; it is skipped (the callee's own lines count).
+    kind (``+n``, ``-n``) or the same (``*``), then the event counts (trailing zeros may be left
+    out). The cost line after a ``calls=`` line is the call's inclusive cost; it is skipped (the
+    callee's own lines count).
     """
-    per_ip: Counter = Counter()
+    events: list = []
+    per_ev: dict = {}
     npos = 1
-    ir_col = 0
     last = [0, 0]
     skip = False
     with open(path) as f:
@@ -82,16 +88,17 @@ def parse_callgrind(path) -> Counter:
                     npos = len(ln.split()[1:])
                     last = [0] * npos
                 elif ln.startswith("events:"):
-                    ev = ln.split()[1:]
-                    if "Ir" not in ev:
+                    events = ln.split()[1:]
+                    if "Ir" not in events:
                         raise ValueError(f"{path}:{lineno}: no Ir event in {ln.strip()!r}")
-                    ir_col = ev.index("Ir")
+                    per_ev = {e: Counter() for e in events}
                 elif ln.startswith("calls="):
                     skip = True
                 continue
             p = ln.split()
-            if len(p) < npos:
-                raise ValueError(f"{path}:{lineno}: expected {npos} positions, got {ln.strip()!r}")
+            if len(p) < npos or len(p) > npos + len(events):
+                raise ValueError(f"{path}:{lineno}: expected {npos} positions and at most "
+                                 f"{len(events)} counts, got {ln.strip()!r}")
             for k in range(npos):
                 tok = p[k]
                 if tok == "*":
@@ -103,9 +110,12 @@ def parse_callgrind(path) -> Counter:
             if skip:
                 skip = False
                 continue
-            if len(p) > npos + ir_col:
-                per_ip[last[0]] += int(p[npos + ir_col])
-    return per_ip
+            for e, v in zip(events, p[npos:]):
+                if v != "0":
+                    per_ev[e][last[0]] += int(v)
+    if not per_ev:
+        raise ValueError(f"{path}: no 'events:' line (not a callgrind output file?)")
+    return per_ev
 
 
 def elf_functions(obj: bytes) -> list:
@@ -264,6 +274,9 @@ def main(argv=None) -> int:
                     "set A trace (refresh on) instead of the system model")
     ap.add_argument("--repeat", type=int, default=1, help="replays of --dram-trace")
     ap.add_argument("--top", type=int, default=25, help="functions to print")
+    ap.add_argument("--sims", action="store_true", help="also simulate the caches and branch "
+                    "predictor (valgrind's models, not this CPU's): L1 data misses and "
+                    "mispredicted branches per function (about 2x slower)")
     ap.add_argument("--out", default="", help="write the counts per function to this JSON file")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -286,6 +299,7 @@ def main(argv=None) -> int:
     args = [f"--system={a.system}", f"--workload={a.workload}",
             f"--num-queries={a.num_queries}", f"--dram-trace={a.dram_trace}",
             f"--repeat={a.repeat}"]
+    sims = ["--cache-sim=yes", "--branch-sim=yes"] if a.sims else []
     with tempfile.TemporaryDirectory(prefix="profile_jit_") as tmp:
         env = {**os.environ, "NUMBA_CACHE_DIR": os.path.join(tmp, "numba"),
                "NUMBA_CPU_NAME": CPU_NAME, "NUMBA_CPU_FEATURES": CPU_FEATURES}
@@ -298,8 +312,8 @@ def main(argv=None) -> int:
         out = os.path.join(tmp, "callgrind.out")
         ranges = os.path.join(tmp, "ranges.json")
         print("2/3 running under callgrind (about 50x slower) ...", flush=True)
-        r = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes",
-                            f"--callgrind-out-file={out}"] + me + args + [f"--child={ranges}"],
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes"] + sims +
+                           [f"--callgrind-out-file={out}"] + me + args + [f"--child={ranges}"],
                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if r.returncode or not os.path.exists(ranges):
             print(f"profile_jit: the run under valgrind failed:\n{r.stderr[-3000:]}",
@@ -308,22 +322,38 @@ def main(argv=None) -> int:
         print("3/3 attributing the counts ...", flush=True)
         with open(ranges) as f:
             child = json.load(f)
-        per_ip = parse_callgrind(out)
-    n = child["requests"]
-    fn = attribute(per_ip, [tuple(r) for r in child["ranges"]])
-    total = sum(fn.values())
+        per_ev = parse_callgrind(out)
+    n = max(child["requests"], 1)
+    rng = [tuple(r) for r in child["ranges"]]
+    cols = {"instructions": ["Ir"]}
+    if a.sims:
+        cols["L1d misses"] = ["D1mr", "D1mw"]
+        cols["mispredicts"] = ["Bcm", "Bim"]
+    fn = {}
+    for col, evs in cols.items():
+        c: Counter = Counter()
+        for e in evs:
+            c.update(attribute(per_ev.get(e, Counter()), rng))
+        fn[col] = c
+    ir = fn["instructions"]
+    total = sum(ir.values())
     what = (f"replay of {a.dram_trace} x{a.repeat}" if a.dram_trace else
             f"{a.num_queries} {a.workload} queries on {a.system}")
-    print(f"\n{what}: {n:,} DRAM requests; jitted code {total:,} instructions = "
-          f"{total / max(n, 1):,.0f} per request (all code: {sum(per_ip.values()):,})")
-    print(f"{'per request':>12} {'share':>6}  function")
-    for name, c in fn.most_common(a.top):
-        print(f"{c / max(n, 1):12.1f} {100 * c / max(total, 1):5.1f}%  {short_name(name)}")
+    print(f"\n{what}: {child['requests']:,} DRAM requests; jitted code {total:,} instructions = "
+          f"{total / n:,.0f} per request (all code: {sum(per_ev['Ir'].values()):,})")
+    if a.sims:
+        print("jitted code per request: " + ", ".join(
+            f"{col} {sum(fn[col].values()) / n:,.1f}" for col in cols if col != "instructions"))
+    print("per request: " + "  ".join(f"{col:>12}" for col in cols) + "  share  function")
+    for name, c in ir.most_common(a.top):
+        vals = "  ".join(f"{fn[col][name] / n:12.1f}" for col in cols)
+        print(f"             {vals}  {100 * c / max(total, 1):4.1f}%  {short_name(name)}")
     if a.out:
         tmp_out = a.out + ".tmp"
         with open(tmp_out, "w") as f:
-            json.dump({"workload": what, "requests": n, "instructions_jit": total,
-                       "per_function": {k: v for k, v in fn.most_common()}}, f, indent=1)
+            json.dump({"workload": what, "requests": child["requests"],
+                       "per_function": {col: dict(c.most_common()) for col, c in fn.items()}},
+                      f, indent=1)
         os.replace(tmp_out, a.out)
         print(f"wrote {a.out}")
     return 0

@@ -25,23 +25,28 @@ calls=1 0x2000 0
 -1 0 2 0
 fn=(2) 0x2000
 0x2000 0 11 0
-0x1009 0 1 0
+0x1009 0 1
 """
 
 
 def test_parse_callgrind_positions_and_calls(tmp_path):
     p = tmp_path / "cg.out"
     p.write_text(CALLGRIND)
-    ips = parse_callgrind(p)
+    ev = parse_callgrind(p)
+    ips = ev["Ir"]
     # 0x1000: 5; +4 -> 0x1004: 3; +2 -> 0x1006: 7; the call's inclusive line at +3 (0x1009)
     # is skipped; -1 -> 0x1008: 2; 0x2000: 11; 0x1009 (its own line): 1
     assert ips == Counter({0x1000: 5, 0x1004: 3, 0x1006: 7, 0x1008: 2, 0x2000: 11, 0x1009: 1})
+    assert ev["Dr"] == Counter({0x1000: 1, 0x1006: 2})        # trailing zeros left out too
 
 
 def test_parse_callgrind_instr_only_and_errors(tmp_path):
     p = tmp_path / "cg.out"
     p.write_text("positions: instr\nevents: Ir\n0x10 4\n+1 6\n* 1\n")
-    assert parse_callgrind(p) == Counter({0x10: 4, 0x11: 7})
+    assert parse_callgrind(p)["Ir"] == Counter({0x10: 4, 0x11: 7})
+    p.write_text("positions: instr\nevents: Ir\n0x10 4 5\n")
+    with pytest.raises(ValueError, match="at most 1 counts"):
+        parse_callgrind(p)
     p.write_text("positions: instr\nevents: Dr\n0x10 4\n")
     with pytest.raises(ValueError, match="no Ir event"):
         parse_callgrind(p)
