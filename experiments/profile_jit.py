@@ -13,9 +13,9 @@ instruction by address, and names the addresses itself:
    valgrind would stop at the first such instruction).
 2. The workload runs under ``valgrind --tool=callgrind --dump-instr=yes`` from that cache. At
    the end the child reads, for every cached kernel of ``dram.kernel``, ``dram.openloop``,
-   ``cosmos.engine`` and ``cosmos.program``, the object code numba stored (its ELF symbol table: each function's
-   offset and size) and where the JIT loaded it (the address of one global symbol), and writes
-   every function's address range.
+   ``cosmos.engine`` and ``cosmos.program``, the object code numba stored (its ELF symbol
+   table: each function's offset and size) and where the JIT loaded it (the address of the
+   kernel's own entry point), and writes every function's address range.
 3. Each instruction's count goes to the function whose range holds it; the table gives
    instructions per simulated DRAM request (the whole run's counts over its requests, so the
    few thousand instructions of Python-side setup per call do not show).
@@ -32,8 +32,8 @@ Needs valgrind on PATH (Debian/Ubuntu: ``apt install valgrind``). Run time: abou
 compile, then about 50x the native run time (measured here: 60 default ``cosmos`` queries
 3 min 10 s in all, one replay of a set A trace 1 min 50 s). The counts are exact and repeat
 to the instruction from run to run, so two versions of the code compare without the noise of
-timing on a shared machine -- but fewer instructions need not mean less time (the cache misses
-and mispredictions they cause are not counted).
+timing on a shared machine -- but fewer instructions need not mean less time (cache misses
+and mispredictions are counted only with ``--sims``, and then in valgrind's models).
 ``--out FILE.json`` keeps the counts per function.
 """
 
