@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # Modules that contribute subcommands, in the order they appear in ``cosmos --help``.
@@ -54,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, ValueError, FileNotFoundError, FileExistsError) as exc:
         print(f"cosmos {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # stdout was closed early (e.g. `cosmos dram replay T | head`): not an error of ours;
+        # point stdout at /dev/null so the interpreter's final flush does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         note = ""
         if args.command in ("reproduce", "run") and not getattr(args, "no_sim_cache", True):

@@ -68,14 +68,16 @@ def register(subparsers) -> None:
     g.add_argument("--timing", action="append", default=[], metavar="NAME=CYCLES",
                    help="override one timing parameter, e.g. --timing nCL=36 (repeatable)")
     g.add_argument("--config", metavar="FILE", type=Path,
-                   help="start from the memory system of an earlier run's config.json")
+                   help="repeat an earlier run: start from its config.json (memory system and "
+                        "the trace options --format, --wrap, --strict-align)")
     t = rp.add_argument_group("trace")
-    t.add_argument("--format", default="auto",
+    t.add_argument("--format", default=None,
                    choices=("auto", "dramsim3", "ramulator", "dramsys"),
                    help="trace format (default: detected from the first request line)")
-    t.add_argument("--wrap", action="store_true",
-                   help="take addresses modulo the memory capacity instead of rejecting them")
-    t.add_argument("--strict-align", action="store_true",
+    t.add_argument("--wrap", action=argparse.BooleanOptionalAction, default=None,
+                   help="take addresses modulo the memory capacity instead of rejecting them "
+                        "(default: no)")
+    t.add_argument("--strict-align", action=argparse.BooleanOptionalAction, default=None,
                    help="reject addresses that are not multiples of 64 (default: align down)")
     o = rp.add_argument_group("output")
     o.add_argument("--out", metavar="DIR", type=Path,
@@ -177,19 +179,56 @@ def config_from_dict(d: dict):
     return DRAMConfig(**d)
 
 
-def _load_config_file(path: Path):
+def _read_config_json(path: Path):
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such config file")
     try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
+
+
+def _load_config_file(path: Path):
+    data = _read_config_json(path)
     if isinstance(data, dict) and "dram_config" in data:
         data = data["dram_config"]
     try:
         return config_from_dict(data)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+#: Trace options of a replay and their values when neither the command line nor --config
+#: sets them.
+_REPLAY_DEFAULTS = {"format": "auto", "wrap": False, "unaligned": "align"}
+
+
+def replay_options(args: argparse.Namespace) -> dict:
+    """The trace options of a replay (``format``, ``wrap``, ``unaligned``): those given on the
+    command line, else those of ``--config``'s ``replay`` part (an earlier run's), else the
+    defaults."""
+    opts = dict(_REPLAY_DEFAULTS)
+    if args.config is not None:
+        data = _read_config_json(args.config)
+        saved = data.get("replay", {}) if isinstance(data, dict) else {}
+        if not isinstance(saved, dict):
+            raise ValueError(f"{args.config}: field 'replay' must be an object, "
+                             f"got {type(saved).__name__}")
+        checks = {"format": ("auto", "dramsim3", "ramulator", "dramsys"),
+                  "wrap": (True, False), "unaligned": ("align", "error")}
+        for key, valid in checks.items():
+            if key in saved:
+                if saved[key] not in valid or isinstance(saved[key], bool) != (key == "wrap"):
+                    raise ValueError(f"{args.config}: field 'replay.{key}' is {saved[key]!r}; "
+                                     f"expected one of {', '.join(map(repr, valid))}")
+                opts[key] = saved[key]
+    if args.format is not None:
+        opts["format"] = args.format
+    if args.wrap is not None:
+        opts["wrap"] = bool(args.wrap)
+    if args.strict_align is not None:
+        opts["unaligned"] = "error" if args.strict_align else "align"
+    return opts
 
 
 def build_config(args: argparse.Namespace):
@@ -235,10 +274,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from dram.traces import read_trace
 
     config = build_config(args)
+    opts = replay_options(args)
     trace_path = Path(args.trace)
-    unaligned = "error" if args.strict_align else "align"
     t0 = time.perf_counter()
-    trace = read_trace(trace_path, args.format, config=config, wrap=args.wrap, unaligned=unaligned)
+    trace = read_trace(trace_path, opts["format"], config=config, wrap=opts["wrap"],
+                       unaligned=opts["unaligned"])
     read_s = time.perf_counter() - t0
     replay = _replay_function()
     progress, close = _progress_bar(len(trace), disable=args.no_progress)
@@ -266,8 +306,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                 "sha256": file_sha256(trace_path),
                 "n_requests": len(trace),
             },
-            "replay": {"format": args.format, "wrap": bool(args.wrap), "unaligned": unaligned},
-            "rerun": _rerun_command(trace_path, folder / "config.json", args),
+            "replay": opts,
+            "command": shlex.join(sys.argv),     # as typed, in the folder "cwd"
+            "cwd": str(Path.cwd()),
+            "rerun": _rerun_command(trace_path, folder / "config.json", opts),
             "versions": _versions(),
         }
         write_run(folder, trace=trace, result=result, stats=stats, config=run_config,
@@ -276,14 +318,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rerun_command(trace_path: Path, config_json: Path, args: argparse.Namespace) -> str:
-    """A command that repeats this run: the same trace, memory system and replay options."""
+def _rerun_command(trace_path: Path, config_json: Path, opts: dict) -> str:
+    """A command that repeats this run: the same trace, memory system and replay options
+    (written out, although ``--config`` alone restores them)."""
     parts = ["cosmos", "dram", "replay", str(trace_path.resolve()), "--config",
-             str(config_json.resolve()), "--format", args.format]
-    if args.wrap:
-        parts.append("--wrap")
-    if args.strict_align:
-        parts.append("--strict-align")
+             str(config_json.resolve()), "--format", opts["format"],
+             "--wrap" if opts["wrap"] else "--no-wrap",
+             "--strict-align" if opts["unaligned"] == "error" else "--no-strict-align"]
     return " ".join(shlex.quote(p) for p in parts)
 
 

@@ -116,13 +116,18 @@ def write_csv(path: str | os.PathLike, frame, *, overwrite: bool = False) -> Pat
 
 def save_figure(fig, folder: str | os.PathLike, stem: str,
                 formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
-    """Save a matplotlib figure as ``folder/stem.<fmt>`` for each format, atomically."""
+    """Save a matplotlib figure as ``folder/stem.<fmt>`` for each format, atomically.
+
+    The files are the same, byte for byte, for the same figure: the PDF's creation date
+    (which matplotlib would stamp) is left out."""
     out = []
     for fmt in formats:
+        meta = {"CreationDate": None} if fmt == "pdf" else None
         out.append(
             _atomic_replace(
                 Path(folder) / f"{stem}.{fmt}",
-                lambda p, fmt=fmt: fig.savefig(p, format=fmt, dpi=150, bbox_inches="tight"),
+                lambda p, fmt=fmt, meta=meta: fig.savefig(p, format=fmt, dpi=150,
+                                                          bbox_inches="tight", metadata=meta),
                 overwrite=False,
             )
         )

@@ -53,3 +53,18 @@ def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, argv, messag
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_closed_stdout_ends_quietly():
+    # `cosmos ... | head` closes the pipe early: exit 141 (SIGPIPE's code), no traceback
+    import subprocess
+    import sys
+
+    code = ("import dram.cli as d\n"
+            "def boom(reg):\n"
+            "    raise BrokenPipeError(32, 'Broken pipe')\n"
+            "d.format_presets = boom\n"
+            "from cosmos.cli import main\n"
+            "raise SystemExit(main(['dram', 'presets']))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 141 and "Traceback" not in p.stderr, p.stderr

@@ -226,6 +226,29 @@ def test_options_reach_the_model_wrap_and_untimed_traces(capsys, tmp_path):
     assert 0 < stats["achieved_bw_GBps"] <= 64 / (8 * 416e-12) / 1e9
 
 
+def test_config_repeats_the_trace_options_too(capsys, tmp_path):
+    # a run that needed --wrap is repeated by --config alone; the command line still wins
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--channels", "1", "--wrap",
+                       "--no-progress", "--out", str(tmp_path / "a"))
+    assert code == 0, err
+    cfg = json.loads((tmp_path / "a" / "config.json").read_text())
+    assert cfg["replay"] == {"format": "auto", "wrap": True, "unaligned": "align"}
+    assert "--wrap" in cfg["rerun"] and "--config" in cfg["rerun"] and cfg["command"]
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--config",
+                       str(tmp_path / "a" / "config.json"), "--no-progress",
+                       "--out", str(tmp_path / "b"))
+    assert code == 0, err
+    assert ((tmp_path / "b" / "requests.csv").read_bytes()
+            == (tmp_path / "a" / "requests.csv").read_bytes())
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--config",
+                       str(tmp_path / "a" / "config.json"), "--no-wrap")
+    assert code == 2 and "beyond the memory's capacity of 32 GiB" in err
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"dram_config": cfg["dram_config"], "replay": {"wrap": "yes"}}))
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--config", str(bad))
+    assert code == 2 and f"{bad}: field 'replay.wrap' is 'yes'; expected one of True, False" in err
+
+
 def test_read_only_trace_has_no_write_latency(capsys, tmp_path):
     trace = tmp_path / "reads.stl"
     trace.write_text("".join(f"{10 * i}: read 0x{(i * 4096 + 64 * (i % 3)):x}\n" for i in range(50)))

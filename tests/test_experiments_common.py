@@ -83,3 +83,25 @@ def test_scheduler_address_runs_a_real_sweep_identically(tmp_path):
     assert (_without_wall_clock(dask_rows) == _without_wall_clock(local)
             == _without_wall_clock(serial))
     assert len({r["qps"] for r in dask_rows}) == 4  # four different systems, not one row repeated
+
+
+def test_saved_figures_are_the_same_bytes_each_time(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from experiments.common import save_figure
+
+    files = {}
+    for name in ("a", "b"):
+        fig, ax = plt.subplots()
+        ax.plot([1, 2, 3], [3, 1, 2])
+        (tmp_path / name).mkdir()
+        files[name] = save_figure(fig, tmp_path / name, "plot")
+        plt.close(fig)
+    assert [p.name for p in files["a"]] == ["plot.png", "plot.pdf"]
+    for pa, pb in zip(files["a"], files["b"]):
+        assert pa.read_bytes() == pb.read_bytes(), pa.name
+    # (two saves within one second would also agree with a date: check it is left out)
+    assert b"/CreationDate" not in files["a"][1].read_bytes()
