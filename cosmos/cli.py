@@ -61,6 +61,17 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    except MemoryError as exc:
+        print(f"cosmos {args.command}: error: out of memory ({exc or 'allocation failed'}); "
+              f"try a smaller configuration", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        # permissions, a folder where a file is expected (or the reverse), a full disk, an
+        # unreachable Dask scheduler: one line naming the path when there is one
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        what = exc.strerror or str(exc) or type(exc).__name__
+        print(f"cosmos {args.command}: error: {where}{what}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         note = ""
         if args.command in ("reproduce", "run") and not getattr(args, "no_sim_cache", True):

@@ -175,7 +175,12 @@ def config_from_dict(d: dict):
         raise ValueError(f"unknown DRAMConfig field(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
     d = dict(d)
     if "timing_overrides" in d:
-        d["timing_overrides"] = tuple(tuple(x) for x in d["timing_overrides"])
+        t = d["timing_overrides"]
+        if not isinstance(t, (list, tuple)) or not all(
+                isinstance(x, (list, tuple)) and len(x) == 2 for x in t):
+            raise ValueError(f"field 'timing_overrides' is {t!r}; expected a list of "
+                             f"[name, cycles] pairs, e.g. [[\"nCL\", 36]]")
+        d["timing_overrides"] = tuple(tuple(x) for x in t)
     return DRAMConfig(**d)
 
 
@@ -273,6 +278,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from dram.output import _json_text, file_sha256, new_run_dir, summary_table, write_run
     from dram.traces import read_trace
 
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise FileExistsError(f"--out {args.out} is a file; expected a results folder")
     config = build_config(args)
     opts = replay_options(args)
     trace_path = Path(args.trace)

@@ -41,7 +41,7 @@ class DRAMConfig:
     org: str = field(default="16Gb_x4", metadata={
         "help": "device organization preset <density>_<width>, e.g. 16Gb_x4"})
     channels: int = field(default=4, metadata={
-        "help": "number of channels (DDR5 32-bit sub-channels), any positive integer"})
+        "help": "number of channels (DDR5 32-bit sub-channels), 1 to 4096"})
     ranks: int = field(default=2, metadata={"help": "ranks per channel, any positive integer"})
     mapping: str = field(default="RoBaRaCoCh", metadata={
         "help": "address mapping, fields MSB first (Ro row, Ba bank+bank group, Ra rank, "
@@ -122,6 +122,11 @@ class DRAMConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"DRAMConfig.{name}={v!r}: expected a positive integer")
+            if name.endswith("queue_depth") and v > MAX_QUEUE_DEPTH:
+                raise ValueError(f"DRAMConfig.{name}={v}: at most {MAX_QUEUE_DEPTH} entries "
+                                 f"(the controller state grows with the depth)")
+        if self.channels > 4096:
+            raise ValueError(f"DRAMConfig.channels={self.channels}: at most 4096 channels")
         if self.ranks > 16:
             raise ValueError(f"DRAMConfig.ranks={self.ranks}: at most 16 ranks per channel")
         if not isinstance(self.refresh, (bool, np.bool_)):
@@ -172,6 +177,11 @@ def parse_mapping(mapping: str):
         fields.extend(_TOKENS[tok])          # bank group below bank
     return fields
 
+
+#: Largest buffer depth a configuration may ask for. Controllers have tens of entries per
+#: buffer (Ramulator 2.1's default 32); the limit only keeps a typing slip (an extra zero or
+#: three) from allocating gigabytes per channel.
+MAX_QUEUE_DEPTH = 65536
 
 #: Integer fields of :data:`Params`, in record order (``tab`` follows them).
 PARAM_FIELDS = (

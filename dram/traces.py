@@ -15,7 +15,7 @@ dramsys     ``<cycle>: read|write 0x<addr>``      timed (DRAMSys ``.stl``); an o
                                                   field after the address is ignored.
 ==========  ====================================  ===========================================
 
-Keywords are case-insensitive. Cycles are DRAM clock cycles, non-negative, and must not
+Keywords are case-insensitive. Cycles are DRAM clock cycles, from 0 to 2**48, and must not
 decrease from one request to the next (ties keep file order). Files may be gzip-compressed
 (recognised by their first two bytes, whatever the name). The format is detected from the first
 request line unless given.
@@ -120,6 +120,10 @@ class MemTrace:
             if n and arrival.min() < 0:
                 i = int(np.flatnonzero(arrival < 0)[0])
                 raise ValueError(f"{self._where(i)}arrival cycle {int(arrival[i])} is negative")
+            if n and arrival.max() > MAX_ARRIVAL_CYCLE:
+                i = int(np.flatnonzero(arrival > MAX_ARRIVAL_CYCLE)[0])
+                raise ValueError(f"{self._where(i)}arrival cycle {int(arrival[i])} is beyond "
+                                 f"the largest the model takes, 2**48 = {MAX_ARRIVAL_CYCLE}")
             if n > 1:
                 bad = np.flatnonzero(arrival[1:] < arrival[:-1])
                 if bad.size:
@@ -343,6 +347,10 @@ for _c in range(6):
 _UPPER = np.arange(256, dtype=np.uint8)
 _UPPER[ord("a"): ord("z") + 1] -= 32
 _MAX_HEX_DIGITS = 16  # 64-bit addresses
+#: Largest arrival cycle of a trace: 2**48 cycles are 32 hours of simulated time at
+#: DDR5-4800's 416 ps, and keep every cycle sum of the kernels far from int64 overflow (the
+#: kernels' "never" is 2**62).
+MAX_ARRIVAL_CYCLE = 1 << 48
 _MAX_DEC_DIGITS = 19  # fits int64 (cycles) and uint64 (addresses)
 
 
@@ -790,6 +798,9 @@ def atomic_write(path: Path, write: Callable[[Path], None], *, overwrite: bool =
     os.close(fd)
     tmp_path = Path(tmp)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600; results are ordinary files
         write(tmp_path)
         if overwrite:
             os.replace(tmp_path, path)

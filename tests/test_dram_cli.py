@@ -249,6 +249,27 @@ def test_config_repeats_the_trace_options_too(capsys, tmp_path):
     assert code == 2 and f"{bad}: field 'replay.wrap' is 'yes'; expected one of True, False" in err
 
 
+def test_system_errors_and_absurd_values_are_one_line(capsys, tmp_path):
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--config", str(tmp_path))
+    assert code == 2 and f"{tmp_path}: Is a directory" in err and "Traceback" not in err
+    (tmp_path / "f").write_text("")
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--out", str(tmp_path / "f"))
+    assert code == 2 and "is a file; expected a results folder" in err
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--queue-depth", "100000000")
+    assert code == 2 and "read_queue_depth=100000000: at most 65536" in err
+    huge = tmp_path / "huge.trace"
+    huge.write_text("0x40 READ 0\n0x80 READ 9223372036854775807\n")
+    code, _, err = run(capsys, "dram", "replay", str(huge))
+    assert code == 2 and f"{huge}, line 2: arrival cycle 9223372036854775807 is beyond" in err
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"dram_config": {"timing_overrides": 5}}))
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--config", str(cfg))
+    assert code == 2 and "field 'timing_overrides' is 5; expected a list of [name, cycles]" in err
+    cfg.write_bytes(b"\xff\xfe{")
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--config", str(cfg))
+    assert code == 2 and f"{cfg}: not valid JSON" in err
+
+
 def test_read_only_trace_has_no_write_latency(capsys, tmp_path):
     trace = tmp_path / "reads.stl"
     trace.write_text("".join(f"{10 * i}: read 0x{(i * 4096 + 64 * (i % 3)):x}\n" for i in range(50)))
