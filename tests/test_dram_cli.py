@@ -233,6 +233,10 @@ def test_config_repeats_the_trace_options_too(capsys, tmp_path):
     assert code == 0, err
     cfg = json.loads((tmp_path / "a" / "config.json").read_text())
     assert cfg["replay"] == {"format": "auto", "wrap": True, "unaligned": "align"}
+    import os
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "a" / "requests.csv").stat().st_mode & 0o777 == 0o666 & ~umask
     assert "--wrap" in cfg["rerun"] and "--config" in cfg["rerun"] and cfg["command"]
     code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--config",
                        str(tmp_path / "a" / "config.json"), "--no-progress",
