@@ -273,12 +273,15 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 def check_args(args) -> dict | None:
     """Reject bad common options before anything is written; returns the user dataset files.
 
-    The user's files are checked down to their headers (format, sizes, dimensions), so a bad
-    file fails here and not after an hour of index building.
+    The user's files are checked down to their headers (format, sizes, dimensions), the
+    vectors used for being finite, and the ground truth for its neighbors per query (at least
+    the k of recall@k), so a bad file fails here and not after an hour of index building.
     """
     if (args.queries or args.groundtruth or args.metric) and not args.dataset:
         raise ValueError("--queries/--groundtruth/--metric need --dataset "
                          "(the synthetic sets have their own metric)")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
     ds = None
     if args.dataset:
         for opt in ("dataset", "queries", "groundtruth"):
@@ -287,10 +290,56 @@ def check_args(args) -> dict | None:
                 raise FileNotFoundError(f"--{opt} {path}: no such file")
         ds = {"dataset": args.dataset, "queries": args.queries, "groundtruth": args.groundtruth,
               "metric": args.metric or "l2"}
-        user_dataset_plan(scale=args.scale, **ds)
+        _check_user_files(user_dataset_plan(scale=args.scale, **ds))
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     return ds
+
+
+#: user files already checked by this process (check_args runs once per experiment)
+_CHECKED: set = set()
+
+
+def _check_user_files(plan: dict) -> None:
+    """The parts of the user's files a run reads: float vectors finite, ground truth wide and
+    long enough and within the base (ValueError naming the option, file and row)."""
+    from graphs.io import check_finite, groundtruth_shape, read_groundtruth, read_vectors
+    from graphs.workload import DEFAULTS
+
+    def ident(path):
+        if path is None:
+            return None
+        st = os.stat(path)
+        return (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+    key = (tuple(sorted(plan.items())), ident(plan["dataset"]), ident(plan["queries"]),
+           ident(plan["groundtruth"]))
+    if key in _CHECKED:
+        return
+    path, total = plan["dataset"], plan["vectors_in_file"]
+    n, nq = plan["base_vectors_used"], plan["queries_used"]
+    check_finite(read_vectors(path, n=n), f"--dataset {path}")
+    if plan["queries_held_out"]:
+        check_finite(read_vectors(path)[total - nq:], f"--dataset {path}", row_offset=total - nq)
+    else:
+        check_finite(read_vectors(plan["queries"], n=nq), f"--queries {plan['queries']}")
+    gt = plan["groundtruth"]
+    if gt is not None:
+        k = DEFAULTS["k"]  # the experiments' recall@k
+        rows, width = groundtruth_shape(gt)
+        if width < k:
+            raise ValueError(f"--groundtruth {gt}: has {width} neighbors per query, but "
+                             f"recall@{k} needs at least {k}")
+        if plan["groundtruth_source"] == "file":
+            if rows < nq:
+                raise ValueError(f"--groundtruth {gt}: {rows} rows for the {nq} queries used "
+                                 "(one row per query needed)")
+            ids, _ = read_groundtruth(gt, n=nq, k=k)
+            if ids.size and (ids.min() < 0 or ids.max() >= n):
+                raise ValueError(f"--groundtruth {gt}: ids span [{int(ids.min())}, "
+                                 f"{int(ids.max())}], outside the {n} base vectors of --dataset "
+                                 f"{path} (expected 0..{n - 1})")
+    _CHECKED.add(key)
 
 
 def dataset_note(args) -> str | None:

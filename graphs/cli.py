@@ -24,7 +24,8 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-clusters", type=int, default=_DEFAULTS["num_clusters"], help="k-means clusters (1 = single graph)")
     p.add_argument("--M", type=int, default=_DEFAULTS["M"], help="hnswlib M (level-0 max degree 2M)")
     p.add_argument("--ef-construction", type=int, default=_DEFAULTS["ef_construction"], help="hnswlib build beam width")
-    p.add_argument("--threads", type=int, default=None, help="clusters built concurrently (result does not depend on it)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="clusters built concurrently, >= 1 (default: the CPU count; the result does not depend on it)")
     p.add_argument("--clusters-out", type=Path, default=None,
                    help="write the cluster metadata (clusters.npz: sizes, centroids, cluster_adjacency) here")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
@@ -44,7 +45,8 @@ def register(subparsers) -> None:
     t.add_argument("--entry", choices=("medoid", "hnsw"), default="medoid", help="entry point of each cluster search")
     t.add_argument("--out", type=Path, required=True, help="trace file to write (.npz)")
     t.add_argument("--per-query", action="store_true", help="print one line of statistics per query")
-    t.add_argument("--node-bytes", type=int, default=None, help="bytes per node read (default 4 + 4*max_degree)")
+    t.add_argument("--node-bytes", type=int, default=None,
+                   help="bytes per node read, >= 1 (default 4 + 4*max_degree)")
     t.set_defaults(func=_trace)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
@@ -68,6 +70,17 @@ def _load(args):
     return get_dataset(args.dataset, args.n, args.num_queries, args.seed, args.cache_dir, progress=True)
 
 
+def _check_options(args) -> None:
+    """Reject bad numeric options before anything is read or built."""
+    if args.seed < 0:
+        raise ValueError(f"--seed={args.seed} must be >= 0")
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads={args.threads} must be >= 1 (default: the CPU count)")
+    node_bytes = getattr(args, "node_bytes", None)
+    if node_bytes is not None and node_bytes < 1:
+        raise ValueError(f"--node-bytes={node_bytes} must be >= 1 (bytes read per node)")
+
+
 def _check_out(path, force):
     from cosmos.cli import UserError
 
@@ -88,6 +101,7 @@ def _index(args, ds):
 def _build(args) -> int:
     from graphs.workload import export_clusters
 
+    _check_options(args)
     _check_out(args.clusters_out, args.force)
     ds = _load(args)
     idx, path, dt = _index(args, ds)
@@ -108,8 +122,9 @@ def _trace(args) -> int:
 
     from graphs.search import validate_search
     from graphs.trace import save_trace
-    from graphs.workload import export_clusters, trace_index
+    from graphs.workload import check_groundtruth_k, export_clusters, trace_index
 
+    _check_options(args)
     _check_out(args.out, args.force)
     _check_out(args.clusters_out, args.force)
     ds = _load(args)
@@ -122,6 +137,7 @@ def _trace(args) -> int:
         raise ValueError(f"--num-probes={args.num_probes} must be in 1..--num-clusters={args.num_clusters}")
     if not 1 <= args.k <= args.cand_list_len:
         raise ValueError(f"-k={args.k} must be in 1..--cand-list-len={args.cand_list_len}")
+    check_groundtruth_k(ds, args.k, None if args.groundtruth is None else f"--groundtruth {args.groundtruth}")
     idx, path, _ = _index(args, ds)
     validate_search(idx, ds.queries, args.num_probes, args.cand_list_len, args.k, args.entry)
     t0 = time.perf_counter()

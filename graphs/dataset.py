@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .io import read_groundtruth, read_vectors
+from .io import check_finite, read_groundtruth, read_vectors
 
 __all__ = ["Dataset", "METRICS", "load_dataset", "real_dataset"]
 
@@ -26,7 +26,8 @@ class Dataset:
     name : str
         Short name (used in cache keys and trace metadata).
     base : numpy.ndarray, shape (n, dim), uint8 / int8 / float32
-        Database vectors; may be a read-only memory map.
+        Database vectors; may be a read-only memory map. Float vectors must be finite
+        (NaN or infinity: ValueError naming the array and the first bad row).
     queries : numpy.ndarray, shape (q, dim), same dtype family, or None
     groundtruth : numpy.ndarray, shape (q, K), int64, or None
         Ids of the exact nearest base vectors of each query, nearest first.
@@ -49,6 +50,7 @@ class Dataset:
             raise ValueError(f"dataset {self.name}: base must be a non-empty (n, dim) array, got shape {b.shape}")
         if str(b.dtype) not in _DTYPES:
             raise ValueError(f"dataset {self.name}: base dtype {b.dtype} unsupported; expected one of {_DTYPES}")
+        check_finite(b, f"dataset {self.name}: base vectors")
         if self.queries is not None:
             q = self.queries
             if q.ndim != 2 or q.shape[1] != b.shape[1]:
@@ -56,6 +58,7 @@ class Dataset:
                     f"dataset {self.name}: queries have dimension {q.shape[1] if q.ndim == 2 else q.shape}"
                     f" but base vectors have dimension {b.shape[1]}"
                 )
+            check_finite(q, f"dataset {self.name}: queries")
         if self.groundtruth is not None:
             g = self.groundtruth
             if self.queries is None:
@@ -142,7 +145,10 @@ def load_dataset(
     recomputed exactly instead (with a note in the name).
     """
     b = read_vectors(base, n=n)
+    check_finite(b, str(base))
     q = read_vectors(queries) if queries is not None else None
+    if q is not None:
+        check_finite(q, str(queries))
     if q is not None and q.shape[1] != b.shape[1]:
         raise ValueError(f"{queries}: queries have dimension {q.shape[1]} but {base} has dimension {b.shape[1]}")
     gt = None

@@ -35,6 +35,8 @@ __all__ = [
     "read_groundtruth",
     "write_groundtruth",
     "atomic_write_bytes",
+    "check_finite",
+    "groundtruth_shape",
 ]
 
 # format name -> (dtype of the values, layout) ; layout "vecs" = per-row int32 dim prefix,
@@ -120,8 +122,12 @@ def read_vectors(
             raise FormatError(f"{path}: {size} bytes, too short for the 8-byte (n, d) header of {fmt}")
         hdr = np.fromfile(path, dtype="<u4", count=2)
         total, d = int(hdr[0]), int(hdr[1])
+        if d == 0:
+            raise FormatError(
+                f"{path}: header says n={total}, d=0 ({fmt}); the dimension d must be >= 1"
+            )
         expected = 8 + total * d * dtype.itemsize
-        if d <= 0 or size != expected:
+        if size != expected:
             raise FormatError(
                 f"{path}: header says n={total}, d={d} ({fmt}, {dtype.itemsize} B per value), "
                 f"so the file should be {expected} bytes, but it is {size} bytes"
@@ -163,6 +169,41 @@ def read_vectors(
         words = np.memmap(path, dtype=dtype, mode="r", shape=(n, d + 1))
         arr = words[:, 1:]
     return np.ascontiguousarray(arr) if copy else arr
+
+
+def check_finite(x: np.ndarray, what: str, row_offset: int = 0, chunk_rows: int = 1 << 15) -> None:
+    """Raise ValueError if a float array holds NaN or infinite values (integer arrays pass).
+
+    One vectorized pass per block of ``chunk_rows`` rows (about 0.07 s for 1M x 128 float32),
+    so a memory-mapped file is read once, block by block. The message names ``what`` (a file
+    or "dataset NAME: queries") and the first bad row (``row_offset`` + its index) and column.
+    """
+    x = np.asarray(x) if not isinstance(x, np.ndarray) else x
+    if x.dtype.kind not in "fc" or x.size == 0:
+        return
+    rows = x.reshape(len(x), -1) if x.ndim != 2 else x
+    for s in range(0, len(rows), chunk_rows):
+        ok = np.isfinite(rows[s : s + chunk_rows])
+        if not ok.all():
+            r, c = np.argwhere(~ok)[0]
+            v = rows[s + r, c]
+            raise ValueError(
+                f"{what}: row {row_offset + s + int(r)} holds {v} at column {int(c)}; "
+                "vectors must be finite numbers (no NaN or infinity)"
+            )
+
+
+def groundtruth_shape(path: str | os.PathLike) -> tuple[int, int]:
+    """``(rows, neighbors per row)`` of a ground-truth file, from its header (and, for
+    ``.ivecs``, the record dimensions) without reading the ids. Same checks as
+    :func:`read_groundtruth`."""
+    path = Path(path)
+    ext = path.suffix.lower().lstrip(".")
+    if ext in ("ivecs", "ibin"):
+        return tuple(read_vectors(path, fmt=ext).shape)
+    ids, _ = read_groundtruth(path, n=0)
+    total = int(np.fromfile(path, dtype="<u4", count=1)[0])
+    return total, int(ids.shape[1])
 
 
 def atomic_write_bytes(path: str | os.PathLike, writer, overwrite: bool = False) -> Path:
@@ -256,10 +297,13 @@ def read_groundtruth(
                 f"be {expected} bytes (ids uint32 + distances float32), but it is {size} bytes"
             )
         n = _check_n(path, n, total)
-        ids = np.array(np.memmap(path, dtype="<u4", mode="r", offset=8, shape=(n, kk)), dtype=np.int64)
-        dists = np.array(
-            np.memmap(path, dtype="<f4", mode="r", offset=8 + total * kk * 4, shape=(n, kk))
-        )
+        if n == 0 or kk == 0:  # nothing to map (numpy cannot map zero bytes)
+            ids, dists = np.empty((n, kk), dtype=np.int64), np.empty((n, kk), dtype=np.float32)
+        else:
+            ids = np.array(np.memmap(path, dtype="<u4", mode="r", offset=8, shape=(n, kk)), dtype=np.int64)
+            dists = np.array(
+                np.memmap(path, dtype="<f4", mode="r", offset=8 + total * kk * 4, shape=(n, kk))
+            )
     if k is not None:
         if k > ids.shape[1]:
             raise FormatError(f"{path}: asked for k={k} neighbors but the file holds {ids.shape[1]}")

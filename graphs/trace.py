@@ -143,9 +143,14 @@ class LogicalTrace:
         - ``distances``: searches (entry vector) + vectors read at the hops
         - ``cand_inserts``: candidate-list insertions
         - ``bytes``: hops x node_bytes + distances x vector_bytes
+
+        ``node_bytes`` and ``vector_bytes`` must be >= 1 (ValueError otherwise).
         """
         node_bytes = self.node_bytes_default() if node_bytes is None else int(node_bytes)
         vector_bytes = int(self.meta["vector_bytes"]) if vector_bytes is None else int(vector_bytes)
+        for name, v in (("node_bytes", node_bytes), ("vector_bytes", vector_bytes)):
+            if v < 1:
+                raise ValueError(f"{name}={v} must be >= 1 (bytes read per node / per vector)")
         qp = self.query_ptr
         sp = self.search_hop_ptr
         searches = np.diff(qp)

@@ -36,7 +36,7 @@ from .search import search, validate_search
 from .synthetic import SPECS, generate
 from .trace import TRACE_FORMAT_VERSION, LogicalTrace, load_trace, save_clusters, save_trace
 
-__all__ = ["make_workload", "get_dataset", "trace_index", "export_clusters", "DEFAULTS"]
+__all__ = ["make_workload", "get_dataset", "trace_index", "export_clusters", "check_groundtruth_k", "DEFAULTS"]
 
 DEFAULTS = dict(
     num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef_construction=100, seed=0, entry="medoid"
@@ -158,9 +158,10 @@ def trace_index(
     """Search every query of ``dataset`` on ``index`` and return the logical trace."""
     if dataset.queries is None:
         raise ValueError(f"dataset {dataset.name}: no queries to trace")
+    check_groundtruth_k(dataset, k)
     out = search(index, dataset.base, dataset.queries, num_probes, cand_list_len, k, entry, progress=progress)
-    if dataset.groundtruth is not None and dataset.groundtruth.shape[1] >= k:
-        qr64 = recall_at_k(out.result_ids, dataset.groundtruth, k)
+    if dataset.groundtruth is not None:
+        qr64 = recall_at_k(out.result_ids, dataset.groundtruth[: len(dataset.queries)], k)
         recall = float(np.mean(qr64)) if len(qr64) else None
         qr = qr64.astype(np.float32)
     else:
@@ -211,6 +212,24 @@ def trace_index(
     )
 
 
+def check_groundtruth_k(dataset: Dataset, k: int, source: str | None = None) -> None:
+    """Raise ValueError if ``dataset``'s ground truth has fewer than ``k`` neighbors per query
+    (recall@k could not be computed). ``source`` names the ground-truth file in the message."""
+    g = dataset.groundtruth
+    if g is not None and g.shape[1] < k:
+        what = source or f"dataset {dataset.name}"
+        raise ValueError(f"{what}: the ground truth has {g.shape[1]} neighbors per query, but "
+                         f"k={k} needs at least {k}")
+
+
+def _fill_recall(tr: LogicalTrace, ds: Dataset, k: int) -> LogicalTrace:
+    """Set the recall of a trace made without ground truth from its result ids."""
+    qr = recall_at_k(tr.result_ids, ds.groundtruth[: len(tr.result_ids)], k)
+    tr.meta["recall"] = float(np.mean(qr)) if len(qr) else None
+    tr.query_recall = np.asarray(qr, dtype=np.float32)
+    return tr
+
+
 def export_clusters(path: str | os.PathLike, index: ClusteredIndex, overwrite: bool = False) -> Path:
     """Write ``clusters.npz`` (contract section 2; sizes in vectors) for ``cosmos place``."""
     return save_clusters(path, index.cluster_sizes, index.centroids, index.cluster_adjacency(), overwrite=overwrite)
@@ -259,11 +278,14 @@ def cached_trace(
     entry: str = DEFAULTS["entry"],
 ) -> LogicalTrace | None:
     """The trace :func:`make_workload` has cached for these arguments, or None; computes
-    nothing (e.g. to skip a ground truth that only a new trace would need)."""
+    nothing (e.g. to skip a ground truth that only a new trace would need). A cached trace
+    without recall (made without ground truth) is not returned: :func:`make_workload` with the
+    ground truth fills it in."""
     params = IndexParams(num_clusters=num_clusters, M=M, ef_construction=ef_construction, seed=seed)
     spar = {"num_probes": num_probes, "cand_list_len": cand_list_len, "k": k, "entry": entry}
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return _cached_trace(dataset, params, spar, cache, warn=False)[0]
+    tr = _cached_trace(dataset, params, spar, cache, warn=False)[0]
+    return None if tr is None or tr.meta.get("recall") is None else tr
 
 
 def make_workload(
@@ -313,10 +335,17 @@ def make_workload(
         raise ValueError(f"num_probes={num_probes} must be in 1..num_clusters={num_clusters}")
     if not 1 <= k <= cand_list_len:
         raise ValueError(f"k={k} must be in 1..cand_list_len={cand_list_len}")
+    check_groundtruth_k(ds, k)
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads={threads} must be >= 1 (None: the CPU count)")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     spar = {"num_probes": num_probes, "cand_list_len": cand_list_len, "k": k, "entry": entry}
     tr, path = _cached_trace(ds, params, spar, cache, warn=True)
     if tr is not None:
+        if tr.meta.get("recall") is None and ds.groundtruth is not None and len(ds.queries):
+            # cached before the ground truth was known: add the recall, keep the search
+            tr = _fill_recall(tr, ds, k)
+            save_trace(path, tr, overwrite=True)
         return tr
     index, _ = get_index(ds, params, cache, threads=threads, progress=progress)
     validate_search(index, ds.queries, num_probes, cand_list_len, k, entry)

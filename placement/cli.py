@@ -23,6 +23,9 @@ def _capacities(text: str | None):
         vals = [int(p) for p in parts]
     except ValueError:
         raise ValueError(f"--capacity: {text!r} is not a whole number or a comma-separated list of them") from None
+    for v in vals:
+        if not 0 <= v <= 2**63 - 1:
+            raise ValueError(f"--capacity: {v} is outside 0..2**63-1 (capacities are non-negative int64)")
     return vals[0] if len(vals) == 1 else vals
 
 
@@ -48,7 +51,7 @@ def register(subparsers) -> None:
                    help="device capacity in the sizes' unit: one value for all devices or one per "
                         "device (default: unconstrained)")
     p.add_argument("--neighbors", type=int, default=None, metavar="A",
-                   help="neighbors per cluster when deriving the adjacency from centroids "
+                   help="neighbors per cluster (>= 1) when deriving the adjacency from centroids "
                         "(default min(C-1, D): Algorithm 1 weighs only the first D)")
     p.add_argument("--metric", default="l2", choices=["l2", "ip", "cosine"],
                    help="centroid distance used to derive the adjacency (default l2)")
@@ -58,13 +61,27 @@ def register(subparsers) -> None:
     p.add_argument("--work", default="searches", choices=list(WORK_KINDS),
                    help="load of one cluster search: 1 (searches), its hops, or its distance computations")
     p.add_argument("--batch", type=int, default=None, metavar="Q",
-                   help="also report the LIR of batches of Q consecutive queries")
+                   help="with --trace: also report the LIR of batches of Q >= 1 consecutive queries")
     p.add_argument("--out", default=None, metavar="FILE",
                    help="write the placement as CSV cluster,device,size (never overwrites)")
     p.set_defaults(func=run)
 
 
+def _check_options(args) -> None:
+    """Reject bad numeric options before any file is read."""
+    if args.devices < 1:
+        raise ValueError(f"--devices must be >= 1, got {args.devices}")
+    if args.neighbors is not None and args.neighbors < 1:
+        raise ValueError(f"--neighbors must be >= 1 (neighbors per cluster), got {args.neighbors}")
+    if args.batch is not None:
+        if args.batch < 1:
+            raise ValueError(f"--batch must be >= 1 (queries per batch), got {args.batch}")
+        if args.trace is None:
+            raise ValueError("--batch needs --trace (the batches are of the trace's queries)")
+
+
 def run(args) -> int:
+    _check_options(args)
     if args.out and Path(args.out).exists():
         raise FileExistsError(f"{args.out} exists; refusing to overwrite it (choose another --out)")
     meta = load_clusters(args.clusters)
@@ -93,7 +110,7 @@ def run(args) -> int:
     count = np.bincount(device, minlength=D)
     loads = None
     if args.trace is not None:
-        probes = load_probes(args.trace, args.work, num_clusters=C)
+        probes = load_probes(args.trace, args.work, num_clusters=C, clusters_file=args.clusters)
         loads = device_loads(device, probes.query_ptr, probes.search_cluster, D, probes.weights)
 
     print(f"{C} clusters from {args.clusters} (sizes: {meta.unit}) on {D} devices, policy {args.policy}")

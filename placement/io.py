@@ -10,6 +10,7 @@ Every error names the file (and the line, for CSV) and what was expected.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import tempfile
@@ -20,6 +21,9 @@ from typing import NamedTuple
 import numpy as np
 
 from placement.load import WORK_KINDS, search_work, validate_probes
+from placement.policies import SIZE_TOTAL_LIMIT, _exact_sum
+
+_INT64_MAX = 2**63 - 1
 
 __all__ = ["ClusterMetadata", "Probes", "load_clusters", "load_probes", "save_placement"]
 
@@ -106,6 +110,10 @@ def _load_clusters_npz(path: Path) -> ClusterMetadata:
             raise ValueError(
                 f"{path}: no 'sizes' (clusters.npz) or 'cluster_ptr' (logical trace) key; found {sorted(files)}"
             )
+        if sizes.dtype == np.uint64 and sizes.size and sizes.max() > _INT64_MAX:
+            c = int(np.argmax(sizes))
+            raise ValueError(f"{path}: sizes[{c}] = {int(sizes[c])} does not fit in int64 "
+                             f"(at most 2**63 - 1)")
         C = sizes.shape[0]
         centroids = np.asarray(z["centroids"]) if "centroids" in files else None
         adjacency = np.asarray(z["cluster_adjacency"]) if "cluster_adjacency" in files else None
@@ -118,13 +126,39 @@ def _load_clusters_npz(path: Path) -> ClusterMetadata:
     if sizes.size and sizes.min() < 0:
         c = int(np.argmin(sizes))
         raise ValueError(f"{path}: sizes[{c}] = {int(sizes[c])} is negative")
-    return ClusterMetadata(sizes.astype(np.int64), centroids, adjacency, unit, str(path))
+    sizes = sizes.astype(np.int64)
+    _check_total(path, sizes)
+    return ClusterMetadata(sizes, centroids, adjacency, unit, str(path))
+
+
+def _check_total(path: Path, sizes: np.ndarray) -> None:
+    total = _exact_sum(sizes)
+    if total >= SIZE_TOTAL_LIMIT:
+        raise ValueError(f"{path}: sizes add up to {total}, but their total must be below "
+                         f"2**62 = {SIZE_TOTAL_LIMIT} (per-device sums are int64)")
+
+
+def _read_text(path: Path) -> str:
+    """The file as text: UTF-8 (a byte-order mark is allowed); else ValueError naming the
+    line of the first undecodable byte."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if not path.is_file():
+        raise ValueError(f"{path}: not a file; expected a CSV with the header cluster,size[,c0,c1,...]")
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ValueError(
+            f"{path}, line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text; expected a CSV "
+            "with the header cluster,size[,c0,c1,...]"
+        ) from None
 
 
 def _load_clusters_csv(path: Path) -> ClusterMetadata:
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    with open(path, newline="") as fh:
+    text = _read_text(path)
+    with io.StringIO(text, newline="") as fh:
         reader = csv.reader(fh)
         try:
             header = [h.strip() for h in next(reader)]
@@ -145,15 +179,22 @@ def _load_clusters_csv(path: Path) -> ClusterMetadata:
             if len(rec) != len(header):
                 raise ValueError(f"{path}, line {line_no}: expected {len(header)} fields, got {len(rec)}")
             try:
-                ids.append(int(rec[0]))
+                cid = int(rec[0])
             except ValueError:
                 raise ValueError(f"{path}, line {line_no}: cluster {rec[0]!r} is not an integer id") from None
+            if abs(cid) > _INT64_MAX:
+                raise ValueError(f"{path}, line {line_no}: cluster id {cid} is out of range "
+                                 "(ids are 0..clusters-1)")
+            ids.append(cid)
             try:
                 size = int(rec[1])
             except ValueError:
                 raise ValueError(f"{path}, line {line_no}: size {rec[1]!r} is not an integer") from None
             if size < 0:
                 raise ValueError(f"{path}, line {line_no}: size {size} is negative")
+            if size > _INT64_MAX:
+                raise ValueError(f"{path}, line {line_no}: size {size} does not fit in int64 "
+                                 "(at most 2**63 - 1)")
             sizes.append(size)
             if dims:
                 try:
@@ -169,14 +210,19 @@ def _load_clusters_csv(path: Path) -> ClusterMetadata:
     centroids = np.array(rows, dtype=np.float64)[order] if dims else None
     if centroids is not None and not np.all(np.isfinite(centroids)):
         raise ValueError(f"{path}: centroid coordinates must be finite")
+    _check_total(path, sizes_a)
     return ClusterMetadata(sizes_a, centroids, None, "as given", str(path))
 
 
-def load_probes(path, work: str = "searches", num_clusters: int | None = None) -> Probes:
+def load_probes(path, work: str = "searches", num_clusters: int | None = None,
+                clusters_file=None) -> Probes:
     """Read the probes (and optional per-search work) of a logical trace ``.npz``.
 
     ``work`` is one of ``searches`` (1 per search), ``hops`` or ``distances`` (see
-    :func:`placement.search_work`).
+    :func:`placement.search_work`). With ``num_clusters``, the trace must be of an index with
+    that many clusters (its ``cluster_ptr``, else its meta ``num_clusters``, when it has one)
+    and probe only those; ``clusters_file`` names where ``num_clusters`` came from in the
+    message.
     """
     path = Path(path)
     if work not in WORK_KINDS:
@@ -194,7 +240,26 @@ def load_probes(path, work: str = "searches", num_clusters: int | None = None) -
             weights = search_work(arrays, work)
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
+        if num_clusters is not None:  # probes in range, but of an index with other clusters?
+            _check_cluster_count(z, meta, path, int(num_clusters), clusters_file)
     return Probes(qp, sc, weights, work, meta)
+
+
+def _check_cluster_count(z, meta: dict, path: Path, num_clusters: int, clusters_file) -> None:
+    """The trace's own cluster count must be ``num_clusters`` (when the trace states one)."""
+    own, where = None, None
+    if "cluster_ptr" in z.files:
+        ptr = np.asarray(z["cluster_ptr"])
+        if ptr.ndim == 1 and ptr.size >= 1:
+            own, where = int(ptr.size) - 1, "cluster_ptr"
+    elif isinstance(meta.get("num_clusters"), int) and not isinstance(meta["num_clusters"], bool):
+        own, where = int(meta["num_clusters"]), "meta num_clusters"
+    if own is not None and own != num_clusters:
+        other = f"{clusters_file} has {num_clusters}" if clusters_file else f"{num_clusters} were expected"
+        raise ValueError(
+            f"{path}: the trace is of an index with {own} clusters ({where}), but {other}; "
+            "give the clusters file and the trace of the same index"
+        )
 
 
 def save_placement(path, device, sizes=None, *, overwrite: bool = False) -> Path:

@@ -50,6 +50,7 @@ __all__ = [
     "place",
     "validate_sizes",
     "resolve_capacities",
+    "SIZE_TOTAL_LIMIT",
     "check_placement",
     "size_order",
     "adjacency_aware",
@@ -134,10 +135,34 @@ def get_policy(name: str) -> PolicySpec:
 # Validation
 
 
+#: Sizes must add up to less than this (and each capacity be at most int64's maximum), so
+#: that every per-device sum the policies form (a device's load plus one more cluster) fits
+#: in int64.
+SIZE_TOTAL_LIMIT = 2**62
+_INT64_MAX = 2**63 - 1
+
+
 def _as_int_array(values, name: str) -> np.ndarray:
     a = np.asarray(values)
+    if not isinstance(values, np.ndarray) and a.dtype != object:
+        obj = np.asarray(values, dtype=object)  # Python ints exactly (numpy may make them floats)
+        if obj.size and all(isinstance(v, int) and not isinstance(v, bool) for v in obj.ravel()):
+            a = obj
+    if a.dtype == object and a.size and all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in a.ravel()
+    ):
+        flat = [int(v) for v in a.ravel()]  # Python ints beyond int64: name the first one
+        big = [i for i, v in enumerate(flat) if not -_INT64_MAX - 1 <= v <= _INT64_MAX]
+        if big:
+            raise ValueError(f"{name}[{big[0]}] = {flat[big[0]]} does not fit in int64 "
+                             f"(at most 2**63 - 1 = {_INT64_MAX})")
+        a = np.array(flat, dtype=np.int64).reshape(a.shape)
     if a.dtype == object or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
         raise ValueError(f"{name} must be numbers, got dtype {a.dtype}")
+    if a.dtype == np.uint64 and a.size and a.max() > _INT64_MAX:
+        i = int(np.argmax(a.ravel()))
+        raise ValueError(f"{name}[{i}] = {int(a.ravel()[i])} does not fit in int64 "
+                         f"(at most 2**63 - 1 = {_INT64_MAX})")
     if np.issubdtype(a.dtype, np.floating):
         if not np.all(np.isfinite(a)):
             i = int(np.flatnonzero(~np.isfinite(a.ravel()))[0])
@@ -147,18 +172,35 @@ def _as_int_array(values, name: str) -> np.ndarray:
             i = int(np.flatnonzero(frac.ravel())[0])
             raise ValueError(f"{name}[{i}] = {a.ravel()[i]} is not a whole number (sizes and capacities are integers)")
         if np.any(np.abs(a) >= 2.0**62):
-            raise ValueError(f"{name} has values too large for int64")
+            i = int(np.flatnonzero(np.abs(a.ravel()) >= 2.0**62)[0])
+            raise ValueError(f"{name}[{i}] = {a.ravel()[i]} is too large: float values must be "
+                             f"below 2**62 = {SIZE_TOTAL_LIMIT} (give integers for larger ones)")
     return a.astype(np.int64, copy=False)
 
 
+def _exact_sum(a: np.ndarray) -> int:
+    """Exact sum of an int64 array as a Python int (no int64 overflow)."""
+    if a.size == 0:
+        return 0
+    approx = float(np.sum(a, dtype=np.float64))
+    if abs(approx) < 2.0**52:  # every partial sum is exact in int64 and float64
+        return int(np.sum(a, dtype=np.int64))
+    return sum(int(v) for v in a.ravel().tolist())
+
+
 def validate_sizes(sizes) -> np.ndarray:
-    """Cluster sizes as a ``(C,)`` int64 array; rejects non-integers and negative sizes."""
+    """Cluster sizes as a ``(C,)`` int64 array; rejects non-integers, negative sizes and
+    sizes adding up to :data:`SIZE_TOTAL_LIMIT` (2**62) or more."""
     s = _as_int_array(sizes, "sizes")
     if s.ndim != 1:
         raise ValueError(f"sizes must be a 1-D array (one size per cluster), got shape {s.shape}")
     if s.size and s.min() < 0:
         c = int(np.argmin(s))
         raise ValueError(f"sizes[{c}] = {int(s[c])} is negative: cluster sizes must be >= 0")
+    total = _exact_sum(s)
+    if total >= SIZE_TOTAL_LIMIT:
+        raise ValueError(f"sizes add up to {total}, but their total must be below 2**62 = "
+                         f"{SIZE_TOTAL_LIMIT} (per-device sums are int64)")
     return s
 
 
@@ -173,7 +215,10 @@ def resolve_capacities(capacities, num_devices: int, sizes: np.ndarray) -> np.nd
     if num_devices < 1:
         raise ValueError(f"num_devices must be >= 1, got {num_devices}")
     if capacities is None:
-        total = int(sizes.sum()) if sizes.size else 0
+        total = _exact_sum(sizes)
+        if total > _INT64_MAX:  # only for unvalidated sizes: validate_sizes keeps it below 2**62
+            raise ValueError(f"sizes add up to {total}, more than int64 holds; their total must "
+                             f"be below 2**62 = {SIZE_TOTAL_LIMIT}")
         return np.full(num_devices, total, dtype=np.int64)
     c = _as_int_array(capacities, "capacities")
     if c.ndim == 0:
@@ -192,8 +237,8 @@ def _capacity_error(cluster: int, size: int, remaining: np.ndarray, capacities: 
     d = int(np.argmax(remaining))
     return CapacityError(
         f"{policy}: cluster {cluster} (size {size}) does not fit on any device: the largest remaining "
-        f"capacity is {int(remaining[d])} (device {d}); total capacity {int(capacities.sum())}, "
-        f"still free {int(remaining.sum())}"
+        f"capacity is {int(remaining[d])} (device {d}); total capacity "
+        f"{_exact_sum(np.asarray(capacities))}, still free {_exact_sum(np.asarray(remaining))}"
     )
 
 
@@ -281,6 +326,9 @@ def place(
         cen = np.asarray(centroids)
         if cen.ndim != 2 or cen.shape[0] != C:
             raise ValueError(f"centroids must have shape ({C}, dims) (one row per cluster), got {cen.shape}")
+        if num_neighbors is not None and int(num_neighbors) < 1:
+            raise ValueError(f"num_neighbors must be >= 1 (neighbors per cluster in the derived "
+                             f"adjacency), got {int(num_neighbors)}")
         k = min(C - 1, int(num_devices)) if num_neighbors is None else int(num_neighbors)
         adj = cluster_adjacency(cen, max(k, 0), metric=metric).astype(np.int64)
     if spec.needs_adjacency and adj is None:

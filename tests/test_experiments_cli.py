@@ -192,3 +192,53 @@ def test_user_dataset_uncut_with_its_ground_truth_and_ip_metric(tmp_path, capsys
     ip = [load_trace(p).meta for p in (cache / "traces").iterdir()]
     ip = [m for m in ip if m["metric"] == "ip"]
     assert len(ip) == 1 and ip[0]["n"] == 1100 and ip[0]["num_queries"] == 100
+
+
+# ------------------------------------------- user files checked before anything runs (fixB)
+
+
+def _bad_user_files(tmp_path):
+    from graphs.groundtruth import exact_knn
+    from graphs.io import write_groundtruth, write_vectors
+
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(1200, 8)).astype(np.float32)
+    q = rng.normal(size=(20, 8)).astype(np.float32)
+    write_vectors(tmp_path / "base.fbin", base)
+    write_vectors(tmp_path / "q.fbin", q)
+    write_vectors(tmp_path / "qnan.fbin", np.full_like(q, np.nan))
+    tail = base.copy()
+    tail[-3, 5] = np.inf  # in the queries held out of the base (its last 100 vectors)
+    write_vectors(tmp_path / "tailinf.fbin", tail)
+    write_groundtruth(tmp_path / "gt_k3.ivecs", exact_knn(base, q, 3, "l2")[0])
+    write_groundtruth(tmp_path / "gt_few.ivecs", exact_knn(base, q[:5], 10, "l2")[0])
+    bad_ids = exact_knn(base, q, 10, "l2")[0]
+    bad_ids[2, 0] = 5000
+    write_groundtruth(tmp_path / "gt_ids.ivecs", bad_ids)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--queries", "q.fbin", "--groundtruth", "gt_k3.ivecs"],
+     "gt_k3.ivecs: has 3 neighbors per query, but recall@10 needs at least 10"),
+    (["--queries", "qnan.fbin"], "qnan.fbin: row 0 holds nan at column 0"),
+    (["--dataset", "tailinf.fbin"], "tailinf.fbin: row 1197 holds inf at column 5"),
+    (["--queries", "q.fbin", "--groundtruth", "gt_few.ivecs"], "gt_few.ivecs: 5 rows for the 20 queries"),
+    (["--queries", "q.fbin", "--groundtruth", "gt_ids.ivecs"],
+     ", 5000], outside the 1200 base vectors of --dataset"),
+    (["--seed", "-1"], "--seed must be >= 0, got -1"),
+])
+def test_run_rejects_bad_user_files_and_seed_in_one_line(tmp_path, capsys, monkeypatch, args,
+                                                         message):
+    """Bad ground truth, non-finite vectors and a negative seed fail before anything is built
+    or written, in one line naming the option and the file (no traceback)."""
+    _bad_user_files(tmp_path)
+    monkeypatch.setenv("COSMOS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    if "--dataset" not in args:
+        args = ["--dataset", "base.fbin", *args]
+    rc = main(["run", "fig5a_lir", "--scale", "tiny", *args, "--out-root", str(tmp_path / "r"),
+               "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists() and not (tmp_path / "cache").exists()

@@ -115,3 +115,56 @@ def test_exact_knn_subset_cut_recomputes_gt():
     assert sub.groundtruth.max() < 2000
     ids, _ = exact_knn(sub.base, sub.queries, sub.groundtruth.shape[1])
     assert np.array_equal(ids, sub.groundtruth)
+
+
+# ---------------------------------------------------------------- input validation (audit fixes)
+
+
+def test_bin_header_with_zero_dimension_says_so(tmp_path):
+    p = tmp_path / "d0.fbin"
+    p.write_bytes(np.array([5, 0], dtype="<u4").tobytes())
+    with pytest.raises(FormatError, match=r"d0\.fbin: header says n=5, d=0 .*dimension d must be >= 1"):
+        read_vectors(p)
+
+
+def test_non_finite_vectors_are_rejected_naming_file_array_and_row(tmp_path):
+    from graphs.io import check_finite
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(50, 4)).astype(np.float32)
+    q = rng.normal(size=(6, 4)).astype(np.float32)
+    bad_q = q.copy()
+    bad_q[4, 2] = np.nan
+    with pytest.raises(ValueError, match=r"dataset x: queries: row 4 holds nan at column 2"):
+        Dataset("x", base, bad_q)
+    bad_b = base.copy()
+    bad_b[37, 0] = np.inf
+    with pytest.raises(ValueError, match=r"dataset x: base vectors: row 37 holds inf"):
+        Dataset("x", bad_b, q)
+    Dataset("x", base, q)  # finite: fine
+    Dataset("u", np.full((3, 2), 255, np.uint8))  # integer vectors are never checked
+    write_vectors(tmp_path / "b.fbin", base)
+    write_vectors(tmp_path / "qnan.fbin", np.full((3, 4), np.nan, np.float32))
+    with pytest.raises(ValueError, match=r"qnan\.fbin: row 0 holds nan"):
+        load_dataset(tmp_path / "b.fbin", tmp_path / "qnan.fbin")
+    write_vectors(tmp_path / "binf.fvecs", bad_b)
+    with pytest.raises(ValueError, match=r"binf\.fvecs: row 37 holds inf"):
+        load_dataset(tmp_path / "binf.fvecs")
+    # blocks: the first bad row of a later block, with its offset in the file
+    with pytest.raises(ValueError, match=r"w: row 137 holds -inf at column 1"):
+        x = np.zeros((200, 3), np.float32)
+        x[137, 1] = -np.inf
+        x[190, 0] = np.nan
+        check_finite(x[100:], "w", row_offset=100, chunk_rows=16)
+
+
+def test_groundtruth_shape_reads_only_headers(tmp_path):
+    from graphs.io import groundtruth_shape
+
+    ids = np.arange(12).reshape(4, 3)
+    write_groundtruth(tmp_path / "g.ivecs", ids)
+    write_groundtruth(tmp_path / "g.bin", ids, np.zeros((4, 3), np.float32))
+    assert groundtruth_shape(tmp_path / "g.ivecs") == (4, 3)
+    assert groundtruth_shape(tmp_path / "g.bin") == (4, 3)
+    ids0, d0 = read_groundtruth(tmp_path / "g.bin", n=0)
+    assert ids0.shape == (0, 3) and d0.shape == (0, 3)

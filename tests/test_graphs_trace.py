@@ -153,3 +153,109 @@ def test_synthetic_vectors_cached_and_verified(tmp_path):
     with pytest.warns(UserWarning, match="do not match their fingerprint"):
         c = get_dataset("msspacev", 3000, 20, seed=4, cache_dir=tmp_path)
     assert np.array_equal(a.base, c.base)
+
+
+# ---------------------------------------------------------------- input validation (audit fixes)
+
+
+def _float_files(tmp_path, gt_k=3):
+    from graphs.groundtruth import exact_knn
+    from graphs.io import write_groundtruth
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=(1500, 8)).astype(np.float32)
+    q = rng.normal(size=(20, 8)).astype(np.float32)
+    write_vectors(tmp_path / "base.fbin", base)
+    write_vectors(tmp_path / "q.fbin", q)
+    gt = exact_knn(base, q, gt_k, "l2")[0]
+    write_groundtruth(tmp_path / f"gt_k{gt_k}.ivecs", gt)
+    return base, q, gt
+
+
+SMALL = dict(num_clusters=4, num_probes=2, cand_list_len=24, k=10, M=8, ef_construction=32, progress=False)
+
+
+def test_groundtruth_narrower_than_k_is_an_error_before_building(tmp_path, capsys):
+    base, q, gt = _float_files(tmp_path)
+    ds = graphs.Dataset("f", base, q, gt)
+    with pytest.raises(ValueError, match=r"dataset f: the ground truth has 3 neighbors per query, "
+                                         r"but k=10 needs at least 10"):
+        graphs.make_workload(ds, cache_dir=tmp_path / "c", **SMALL)
+    assert not (tmp_path / "c" / "indexes").exists()
+    cache = tmp_path / "c2"
+    rc = main(["graphs", "trace", "--base", str(tmp_path / "base.fbin"), "--queries", str(tmp_path / "q.fbin"),
+               "--groundtruth", str(tmp_path / "gt_k3.ivecs"), "--num-clusters", "4", "--num-probes", "2",
+               "--out", str(tmp_path / "t.npz"), "--cache-dir", str(cache)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    assert "gt_k3.ivecs: the ground truth has 3 neighbors per query, but k=10 needs at least 10" in err
+    assert not (tmp_path / "t.npz").exists() and not (cache / "indexes").exists()
+    # -k 3 fits that ground truth
+    assert main(["graphs", "trace", "--base", str(tmp_path / "base.fbin"), "--queries", str(tmp_path / "q.fbin"),
+                 "--groundtruth", str(tmp_path / "gt_k3.ivecs"), "--num-clusters", "4", "--num-probes", "2",
+                 "-k", "3", "--M", "8", "--out", str(tmp_path / "t.npz"), "--cache-dir", str(cache)]) == 0
+    assert "recall@3: n/a" not in capsys.readouterr().out
+    assert load_trace(tmp_path / "t.npz").meta["recall"] is not None
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--threads", "-3"], "--threads=-3 must be >= 1"),
+    (["--threads", "0"], "--threads=0 must be >= 1"),
+    (["--node-bytes", "-8"], "--node-bytes=-8 must be >= 1"),
+    (["--node-bytes", "0"], "--node-bytes=0 must be >= 1"),
+    (["--seed", "-1"], "--seed=-1 must be >= 0"),
+    (["--queries", "QNAN"], "qnan.fbin: row 0 holds nan at column 0"),
+])
+def test_cli_bad_options_and_non_finite_queries_are_one_line(tmp_path, capsys, extra, message):
+    _float_files(tmp_path)
+    write_vectors(tmp_path / "qnan.fbin", np.full((5, 8), np.nan, np.float32))
+    extra = [str(tmp_path / "qnan.fbin") if a == "QNAN" else a for a in extra]
+    argv = ["graphs", "trace", "--base", str(tmp_path / "base.fbin"), "--num-clusters", "4",
+            "--num-probes", "2", "--out", str(tmp_path / "t.npz"), "--cache-dir", str(tmp_path / "c")]
+    if "--queries" not in extra:
+        argv += ["--queries", str(tmp_path / "q.fbin")]
+    rc = main(argv + extra)
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "t.npz").exists() and not (tmp_path / "c").exists()
+
+
+def test_statistics_reject_bytes_below_one(trace):
+    with pytest.raises(ValueError, match="node_bytes=-8 must be >= 1"):
+        trace.per_query(node_bytes=-8)
+    with pytest.raises(ValueError, match="vector_bytes=0 must be >= 1"):
+        trace.summary(vector_bytes=0)
+
+
+def test_make_workload_rejects_threads_below_one(tmp_path):
+    with pytest.raises(ValueError, match=r"threads=-3 must be >= 1"):
+        graphs.make_workload("sift", cache_dir=tmp_path, threads=-3, **KW)
+    assert not (tmp_path / "indexes").exists()
+
+
+def test_cached_trace_without_recall_gets_it_from_the_ground_truth(tmp_path, monkeypatch):
+    """A trace cached before its ground truth was known (recall None) is not handed out as is:
+    cached_trace skips it and make_workload fills in the recall without searching again."""
+    import graphs.workload as gw
+    from graphs.groundtruth import exact_knn, recall_at_k
+
+    base, q, _ = _float_files(tmp_path)
+    plain = graphs.Dataset("f", base, q)
+    t0 = graphs.make_workload(plain, cache_dir=tmp_path, **SMALL)
+    assert t0.meta["recall"] is None
+    gt = exact_knn(base, q, 10, "l2")[0]
+    with_gt = graphs.Dataset("f", base, q, gt)
+    spar = {k: SMALL[k] for k in ("num_clusters", "num_probes", "cand_list_len", "k", "M", "ef_construction")}
+    assert graphs.cached_trace(with_gt, cache_dir=tmp_path, **spar) is None
+
+    def no_search(*a, **kw):
+        raise AssertionError("searched again although the trace is cached")
+
+    monkeypatch.setattr(gw, "search", no_search)
+    t1 = graphs.make_workload(with_gt, cache_dir=tmp_path, **SMALL)
+    expect = recall_at_k(t0.result_ids, gt, 10)
+    assert t1.meta["recall"] == pytest.approx(float(expect.mean()))
+    np.testing.assert_allclose(t1.query_recall, expect.astype(np.float32))
+    t2 = graphs.cached_trace(with_gt, cache_dir=tmp_path, **spar)
+    assert t2 is not None and t2.meta["recall"] == pytest.approx(t1.meta["recall"])

@@ -141,3 +141,80 @@ def test_cli_errors_are_one_line(files, capsys):
     rc = main(["place", "--clusters", str(d / "sizes_only.npz"), "--policy", "round_robin",
                "--trace", str(d / "trace.npz")])
     assert rc == 2 and "but there are only 3 clusters" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- input validation (audit fixes)
+
+
+def test_non_utf8_csv_names_the_file_and_line(tmp_path, capsys):
+    f = tmp_path / "bin.csv"
+    f.write_bytes(b"cluster,size\n0,1\n1,\xff\xfe\n")
+    with pytest.raises(ValueError, match=r"bin\.csv, line 3: byte 0xff is not UTF-8 text; expected a CSV"):
+        load_clusters(f)
+    rc = main(["place", "--clusters", str(f)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "bin.csv, line 3" in err and "Traceback" not in err
+    # a UTF-8 byte-order mark (spreadsheet export) is fine
+    g = tmp_path / "bom.csv"
+    g.write_bytes(b"\xef\xbb\xbfcluster,size\n0,1\n1,2\n")
+    np.testing.assert_array_equal(load_clusters(g).sizes, [1, 2])
+
+
+def test_trace_of_another_index_is_rejected_naming_both_files(files, capsys):
+    d, sizes, cen, *_ = files
+    C = len(sizes)  # the trace's index has C clusters; this clusters file has more
+    np.savez(d / "more.npz", sizes=np.ones(C + 6, dtype=np.int64), centroids=np.zeros((C + 6, 4)))
+    rc = main(["place", "--clusters", str(d / "more.npz"), "--policy", "round_robin",
+               "--trace", str(d / "trace.npz")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    assert f"trace.npz: the trace is of an index with {C} clusters (cluster_ptr), but " in err
+    assert f"more.npz has {C + 6}" in err
+    with pytest.raises(ValueError, match=rf"with {C} clusters \(cluster_ptr\), but {C + 6} were expected"):
+        load_probes(d / "trace.npz", num_clusters=C + 6)
+    # without cluster_ptr, the meta's num_clusters decides
+    with np.load(d / "trace.npz") as z:
+        arrays = {k: z[k] for k in z.files if k != "cluster_ptr"}
+    np.savez(d / "probes_only.npz", **arrays)
+    with pytest.raises(ValueError, match=rf"with {C} clusters \(meta num_clusters\)"):
+        load_probes(d / "probes_only.npz", num_clusters=C + 1)
+    assert load_probes(d / "probes_only.npz", num_clusters=C).query_ptr[-1] > 0
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--neighbors", "-1"], "--neighbors must be >= 1"),
+    (["--neighbors", "0"], "--neighbors must be >= 1"),
+    (["--batch", "0", "--trace", "TRACE"], "--batch must be >= 1"),
+    (["--batch", "-2", "--trace", "TRACE"], "--batch must be >= 1"),
+    (["--batch", "4"], "--batch needs --trace"),
+    (["--devices", "0"], "--devices must be >= 1"),
+    (["--capacity", str(2**63)], f"--capacity: {2**63} is outside 0..2**63-1"),
+])
+def test_cli_rejects_bad_counts(files, capsys, extra, message):
+    d, *_ = files
+    extra = [str(d / "trace.npz") if a == "TRACE" else a for a in extra]
+    rc = main(["place", "--clusters", str(d / "clusters.npz"), *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and "Traceback" not in err
+
+
+def test_sizes_whose_sum_overflows_int64_are_rejected(tmp_path, capsys):
+    np.savez(tmp_path / "big.npz", sizes=np.full(3, 2**62, dtype=np.int64), centroids=np.eye(3))
+    rc = main(["place", "--clusters", str(tmp_path / "big.npz")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and "-4611686018427387904" not in err
+    assert f"big.npz: sizes add up to {3 * 2**62}, but their total must be below 2**62" in err
+    (tmp_path / "big.csv").write_text(f"cluster,size\n0,{2**62 - 1}\n1,1\n")
+    with pytest.raises(ValueError, match=r"big\.csv: sizes add up to 4611686018427387904"):
+        load_clusters(tmp_path / "big.csv")
+    (tmp_path / "huge.csv").write_text(f"cluster,size\n0,{2**64}\n")
+    with pytest.raises(ValueError, match=r"huge\.csv, line 2: size 18446744073709551616 does not fit in int64"):
+        load_clusters(tmp_path / "huge.csv")
+    np.savez(tmp_path / "u64.npz", sizes=np.array([1, 2**63 + 5], dtype=np.uint64))
+    with pytest.raises(ValueError, match=r"u64\.npz: sizes\[1\] = 9223372036854775813 does not fit in int64"):
+        load_clusters(tmp_path / "u64.npz")
+    # just below the limit: placed, with a positive capacity
+    (tmp_path / "ok.csv").write_text(f"cluster,size\n0,{2**62 - 2}\n1,1\n")
+    assert main(["place", "--clusters", str(tmp_path / "ok.csv"), "--policy", "round_robin",
+                 "--devices", "2"]) == 0
+    assert str(2**62 - 2) in capsys.readouterr().out

@@ -162,3 +162,36 @@ def test_lir_at_least_one_and_loads_add_up(pr):
     assert np.all(M.sum(axis=1) == qp.size - 1)
     # sum over k of k * M[d, k] = searches on device d
     np.testing.assert_array_equal(M @ np.arange(M.shape[1]), placement.device_loads(device, qp, sc, D))
+
+
+# ---------------------------------------------------------------- input validation (audit fixes)
+
+
+@SETTINGS
+@given(st.lists(st.integers(0, 2**62), min_size=1, max_size=6), st.integers(1, 5))
+def test_size_totals_beyond_int64_sums_are_rejected_never_wrapped(sizes, D):
+    """Any sizes: either rejected (total >= 2**62, the message names the total and the limit)
+    or placed with every per-device sum exact (no int64 wrap-around, no negative capacity)."""
+    total = sum(sizes)
+    if total >= policies.SIZE_TOTAL_LIMIT:
+        with pytest.raises(ValueError, match=rf"sizes add up to {total}, but their total must be below 2\*\*62"):
+            place(sizes, D, "round_robin")
+        return
+    caps = policies.resolve_capacities(None, D, policies.validate_sizes(sizes))
+    assert np.all(caps == total)
+    for policy in ("round_robin", "size_balanced", "random"):
+        dev = place(sizes, D, policy)
+        used = [sum(s for s, d in zip(sizes, dev) if d == k) for k in range(D)]
+        assert sum(used) == total and min(used) >= 0
+
+
+def test_capacities_beyond_int64_and_bad_num_neighbors_are_rejected():
+    with pytest.raises(ValueError, match=r"capacities\[1\] = 9223372036854775808 does not fit in int64"):
+        place([1, 2], 2, "round_robin", capacities=[5, 2**63])
+    with pytest.raises(ValueError, match=r"capacities\[0\] = 18446744073709551615 does not fit in int64"):
+        place([1, 2], 2, "round_robin", capacities=np.array([2**64 - 1, 1], dtype=np.uint64))
+    assert place([1, 2], 2, "round_robin", capacities=[2**63 - 1, 2**63 - 1]).tolist() == [0, 1]
+    cen = np.random.default_rng(0).normal(size=(6, 3))
+    for k in (0, -1):
+        with pytest.raises(ValueError, match=rf"num_neighbors must be >= 1 .*got {k}"):
+            place(np.ones(6, dtype=int), 2, "adjacency", centroids=cen, num_neighbors=k)
