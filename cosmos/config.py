@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 
 #: DRAM clock period used as the engine's global clock (DDR5-4800: 2400 MHz, 416 ps).
@@ -227,6 +228,82 @@ class DeviceConfig:
     capacity_bytes: int = _f(256 << 30, "DRAM capacity per device, bytes")
 
 
+#: Upper bounds that keep simulated times and counts inside the engine's 64-bit integers.
+MAX_TIME_NS = 1e9          # a latency of 1 s
+MAX_CORE_CYCLES = 1e9      # one operation of 1e9 core cycles
+MAX_COUNT = 2**31 - 1
+
+#: Valid range of every numeric config field: ``section.field`` -> (low, low included, high);
+#: the type is the field's annotation (int or float). Counts and sizes are >= 1, latencies and
+#: per-operation cycles >= 0, clocks, bandwidths and SIMD widths >= 0.001 (a smaller value
+#: makes a step take longer than the engine's clock can count). bool and str fields are
+#: checked for their type only; ``rank_pu.segment_bytes`` must also be 64.
+_COUNT = (1, True, MAX_COUNT)
+_TIME = (0.0, True, MAX_TIME_NS)
+_CYCLES = (0.0, True, MAX_CORE_CYCLES)
+_RATE = (1e-3, True, 1e6)
+RANGES: dict[str, tuple] = {
+    "link.latency_ns": _TIME, "link.bandwidth_GBps": _RATE, "link.flit_bytes": _COUNT,
+    "link.slots_per_flit": _COUNT, "link.slot_bytes": _COUNT, "link.request_slots": _COUNT,
+    "link.data_slots": _COUNT,
+    "switch.latency_ns": _TIME, "switch.upstream_bandwidth_GBps": _RATE,
+    "host.threads": _COUNT, "host.clock_GHz": _RATE, "host.outstanding_misses": _COUNT,
+    "host.onchip_latency_ns": _TIME, "host.distance_dims_per_cycle": _RATE,
+    "host.distance_overhead_cycles": _CYCLES, "host.visit_check_cycles": _CYCLES,
+    "host.insert_cycles": _CYCLES, "host.select_cycles": _CYCLES,
+    "host.merge_cycles_per_result": _CYCLES, "host.dram_channels": _COUNT,
+    "host.dram_ranks": _COUNT,
+    "gpc.cores": _COUNT, "gpc.threads_per_core": _COUNT, "gpc.clock_GHz": _RATE,
+    "gpc.outstanding_requests": _COUNT, "gpc.distance_dims_per_cycle": _RATE,
+    "gpc.distance_overhead_cycles": _CYCLES, "gpc.visit_check_cycles": _CYCLES,
+    "gpc.insert_cycles": _CYCLES, "gpc.select_cycles": _CYCLES,
+    "gpc.partial_sum_cycles": _CYCLES,
+    "rank_pu.segment_bytes": _COUNT, "rank_pu.pipeline_latency_ns": _TIME,
+    "cxl_anns.accel_latency_ns": _TIME, "cxl_anns.accel_outstanding": _COUNT,
+    "device.count": _COUNT, "device.channels": _COUNT, "device.ranks": _COUNT,
+    "device.onchip_latency_ns": _TIME, "device.capacity_bytes": (64, True, 2**62),
+}
+
+
+def _is_bool(value) -> bool:
+    """A Python or numpy boolean (both also count as numbers; config numbers must not be)."""
+    return isinstance(value, bool) or type(value).__name__ == "bool_"
+
+
+def _kind(f: dataclasses.Field) -> str:
+    """``"bool"``, ``"int"``, ``"float"`` or ``"str"``: the annotated type of a config field."""
+    t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    return t if t in ("bool", "int", "float") else "str"
+
+
+def _check_field(path: str, value, f: dataclasses.Field) -> None:
+    """Type and range of one section field (``path`` = ``section.field``); ValueError naming
+    it, the value and what was expected."""
+    kind = _kind(f)
+    what = f" ({f.metadata['help']})" if f.metadata.get("help") else ""
+    is_bool = _is_bool(value)
+    if kind == "bool":
+        if not is_bool:
+            raise ValueError(f"system.{path}: expected true or false{what}, got {value!r}")
+        return
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ValueError(f"system.{path}: expected a string{what}, got {value!r}")
+        return
+    if kind == "int" and (is_bool or not isinstance(value, numbers.Integral)):
+        raise ValueError(f"system.{path}: expected an integer{what}, got {value!r}")
+    if kind == "float" and (is_bool or not isinstance(value, numbers.Real)):
+        raise ValueError(f"system.{path}: expected a number{what}, got {value!r}")
+    low, low_in, high = RANGES[path]
+    if kind == "float" and math.isnan(value):
+        raise ValueError(f"system.{path}: must be a number, got {value}{what}")
+    if value < low or (value == low and not low_in):
+        raise ValueError(f"system.{path}: must be {'>=' if low_in else '>'} {low:g}, got "
+                         f"{value}{what}")
+    if value > high:
+        raise ValueError(f"system.{path}: must be <= {high:g}, got {value}{what}")
+
+
 @dataclass(frozen=True)
 class SystemConfig:
     """A whole system. ``kind`` selects how queries become programs (see cosmos.program)."""
@@ -246,34 +323,30 @@ class SystemConfig:
     KINDS = ("host-cxl", "host-dram", "cxl-anns", "cosmos")
 
     def validate(self) -> "SystemConfig":
-        """Reject impossible values with a message naming the field."""
-        if self.kind not in self.KINDS:
+        """Reject impossible values with a message naming the field (``system.section.field``),
+        the value and what was expected: every field's type, and every numeric field's range
+        from :data:`RANGES`."""
+        if not isinstance(self.kind, str) or self.kind not in self.KINDS:
             raise ValueError(f"system.kind: unknown {self.kind!r}; expected one of {self.KINDS}")
-        checks = [
-            ("host.threads", self.host.threads, 1),
-            ("host.outstanding_misses", self.host.outstanding_misses, 1),
-            ("device.count", self.device.count, 1),
-            ("device.channels", self.device.channels, 1),
-            ("device.ranks", self.device.ranks, 1),
-            ("gpc.cores", self.gpc.cores, 1),
-            ("gpc.threads_per_core", self.gpc.threads_per_core, 1),
-            ("gpc.outstanding_requests", self.gpc.outstanding_requests, 1),
-            ("cxl_anns.accel_outstanding", self.cxl_anns.accel_outstanding, 1),
-            ("host.dram_channels", self.host.dram_channels, 1),
-        ]
-        for name, value, low in checks:
-            if value < low:
-                raise ValueError(f"system.{name}: must be >= {low}, got {value}")
-        for name, value in [
-            ("link.bandwidth_GBps", self.link.bandwidth_GBps),
-            ("switch.upstream_bandwidth_GBps", self.switch.upstream_bandwidth_GBps),
-            ("host.clock_GHz", self.host.clock_GHz),
-            ("gpc.clock_GHz", self.gpc.clock_GHz),
-            ("host.distance_dims_per_cycle", self.host.distance_dims_per_cycle),
-            ("gpc.distance_dims_per_cycle", self.gpc.distance_dims_per_cycle),
-        ]:
-            if not value > 0:
-                raise ValueError(f"system.{name}: must be > 0, got {value}")
+        for name in ("name", "placement"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"system.{name}: expected a non-empty string, got {value!r}")
+        if not isinstance(self.layout_spread, bool):
+            raise ValueError(f"system.layout_spread: expected true or false, got "
+                             f"{self.layout_spread!r}")
+        for section, sub_cls in SECTIONS.items():
+            sub = getattr(self, section)
+            if not isinstance(sub, sub_cls):
+                raise ValueError(f"system.{section}: expected a {sub_cls.__name__}, got "
+                                 f"{type(sub).__name__}")
+            for f in dataclasses.fields(sub):
+                _check_field(f"{section}.{f.name}", getattr(sub, f.name), f)
+        link = self.link
+        if link.flit_bytes < link.slots_per_flit * link.slot_bytes:
+            raise ValueError(f"system.link.flit_bytes: must be >= link.slots_per_flit x "
+                             f"link.slot_bytes = {link.slots_per_flit * link.slot_bytes} (the "
+                             f"slots a flit carries), got {link.flit_bytes}")
         if self.rank_pu.segment_bytes != 64:
             raise ValueError("system.rank_pu.segment_bytes: only 64-byte segments (one burst) "
                              f"are modeled, got {self.rank_pu.segment_bytes}")
@@ -288,15 +361,18 @@ class SystemConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "SystemConfig":
         """Rebuild from :meth:`to_dict` output; unknown keys raise ``ValueError``."""
-        sub = {"host": HostConfig, "link": LinkConfig, "switch": SwitchConfig,
-               "device": DeviceConfig, "gpc": GPCConfig, "rank_pu": RankPUConfig,
-               "cxl_anns": CXLANNSConfig}
+        sub = SECTIONS
+        if not isinstance(d, dict):
+            raise ValueError(f"system config: expected a dict of fields, got {type(d).__name__}")
         kwargs = {}
         valid = {f.name for f in dataclasses.fields(cls)}
         for key, value in d.items():
             if key not in valid:
                 raise ValueError(f"system config: unknown field {key!r}; valid: {sorted(valid)}")
             if key in sub:
+                if not isinstance(value, dict):
+                    raise ValueError(f"system config: {key!r} must be a dict of its fields, got "
+                                     f"{value!r}")
                 sub_valid = {f.name for f in dataclasses.fields(sub[key])}
                 bad = set(value) - sub_valid
                 if bad:
@@ -308,31 +384,102 @@ class SystemConfig:
         return cls(**kwargs).validate()
 
 
+#: The config's sections: field name of SystemConfig -> its dataclass.
+SECTIONS: dict[str, type] = {"host": HostConfig, "link": LinkConfig, "switch": SwitchConfig,
+                             "device": DeviceConfig, "gpc": GPCConfig, "rank_pu": RankPUConfig,
+                             "cxl_anns": CXLANNSConfig}
+
+
+#: Spellings ``--set section.flag=VALUE`` accepts for a boolean field (case-insensitive).
+TRUE_WORDS = ("true", "1", "yes", "on")
+FALSE_WORDS = ("false", "0", "no", "off")
+
+
+def _convert(dotted: str, raw, f: dataclasses.Field):
+    """``raw`` (a command-line string or a Python value) as the type of field ``f``; a
+    ValueError names the field, the value and the type expected."""
+    kind = _kind(f)
+    text = raw.strip() if isinstance(raw, str) else raw
+    what = f" ({f.metadata['help']})" if f.metadata.get("help") else ""
+    if kind == "bool":
+        if _is_bool(text):
+            return bool(text)
+        if isinstance(text, str) and text.lower() in TRUE_WORDS + FALSE_WORDS:
+            return text.lower() in TRUE_WORDS
+        if isinstance(text, numbers.Integral) and text in (0, 1):
+            return bool(text)
+        raise ValueError(f"override {dotted}={raw!r}: expected a boolean{what}: one of "
+                         f"{'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}")
+    if kind == "int":
+        if isinstance(text, numbers.Real) and not _is_bool(text) and math.isfinite(text) and \
+                float(text).is_integer():
+            return int(text)
+        if isinstance(text, str):
+            try:
+                return int(text, 10)
+            except ValueError:
+                pass
+            try:  # "256e9", "4.0": a whole number written as a float
+                x = float(text)
+                if math.isfinite(x) and x.is_integer():
+                    return int(x)
+            except ValueError:
+                pass
+        raise ValueError(f"override {dotted}={raw!r}: expected an integer{what}")
+    if kind == "float":
+        if isinstance(text, numbers.Real) and not _is_bool(text):
+            return float(text)
+        if isinstance(text, str):
+            try:
+                return float(text)
+            except ValueError:
+                pass
+        raise ValueError(f"override {dotted}={raw!r}: expected a number{what}")
+    if not isinstance(text, str):
+        raise ValueError(f"override {dotted}={raw!r}: expected a string{what}")
+    return text
+
+
 def with_overrides(cfg: SystemConfig, overrides: dict[str, object]) -> SystemConfig:
-    """Apply dotted overrides like ``{"gpc.cores": 4, "link.latency_ns": 50}``."""
+    """Apply dotted overrides like ``{"gpc.cores": 4, "link.latency_ns": 50}``.
+
+    Values may be strings (``--set`` on the command line) or Python values; each is converted
+    to its field's type (booleans: true/false, 1/0, yes/no, on/off) and the result is
+    validated (:meth:`SystemConfig.validate`). Any error is a ValueError naming the field.
+    """
     d = cfg.to_dict()
     for dotted, value in overrides.items():
         parts = dotted.split(".")
         node = d
+        cls = SystemConfig
         for p in parts[:-1]:
             if p not in node or not isinstance(node[p], dict):
-                raise ValueError(f"override {dotted!r}: unknown section {p!r}")
+                raise ValueError(f"override {dotted!r}: unknown section {p!r}; valid: "
+                                 f"{sorted(SECTIONS)}")
             node = node[p]
+            cls = SECTIONS[p]
         if parts[-1] not in node:
             raise ValueError(f"override {dotted!r}: unknown field {parts[-1]!r}; "
                              f"valid: {sorted(node)}")
-        node[parts[-1]] = type(node[parts[-1]])(value) if not isinstance(node[parts[-1]], bool) \
-            else (str(value).lower() in ("1", "true", "yes"))
+        if isinstance(node[parts[-1]], dict):
+            raise ValueError(f"override {dotted!r}: {parts[-1]!r} is a section, not a field; "
+                             f"give one of its fields, e.g. {dotted}.{sorted(node[parts[-1]])[0]}")
+        f = {g.name: g for g in dataclasses.fields(cls)}[parts[-1]]
+        node[parts[-1]] = _convert(dotted, value, f)
     return SystemConfig.from_dict(d)
 
 
 def parse_overrides(items) -> dict[str, str]:
     """``["gpc.cores=4", "link.latency_ns=50"]`` (command-line ``--set``) -> a dotted-override
-    dict for :func:`with_overrides`; an item without ``=`` raises ``ValueError`` naming it."""
+    dict for :func:`with_overrides`; an item without ``=``, or a field given twice, raises
+    ``ValueError`` naming it."""
     out: dict[str, str] = {}
     for item in items:
         if "=" not in item:
             raise ValueError(f"--set {item!r}: expected FIELD=VALUE")
         key, value = item.split("=", 1)
-        out[key.strip()] = value.strip()
+        key = key.strip()
+        if key in out:
+            raise ValueError(f"--set {key}: given twice ({key}={out[key]} and {item.strip()})")
+        out[key] = value.strip()
     return out

@@ -4,7 +4,13 @@ Definitions
 -----------
 - Steady state: queries are ordered by completion time; the first and the last ``warmup``
   fraction of completions are excluded (warm-up and drain). ``qps`` = completions inside the
-  window / window length.
+  window / window length -- if the window holds at least as many completions as queries can
+  be in flight at once (``min(max_inflight, num_queries)``), i.e. every execution context
+  turned over at least once inside it. With fewer (a run of fewer queries than contexts, or
+  hardly more), there is no steady state: the window holds one burst of queries that all
+  started at time 0, and its rate says nothing about throughput. Then ``steady_state`` is
+  False and ``qps`` = ``qps_overall`` (all queries / simulated time); the window's own rate
+  stays in ``qps_window``.
 - Latency of a query = completion - admission (closed loop) or arrival (open loop), in ns;
   mean / p50 / p99 over the queries completing in the window.
 - Breakdown (the paper's Fig. 4b): along each query's critical path (its last task and,
@@ -137,20 +143,33 @@ def per_device(res) -> pd.DataFrame:
 
 
 def summary(res, warmup: float = 0.1) -> dict:
-    """Headline figures as a JSON-ready dict (times in ns, bandwidths in GB/s)."""
+    """Headline figures as a JSON-ready dict (times in ns, bandwidths in GB/s).
+
+    ``qps`` is the steady-state throughput: completions in the window (``window_queries``)
+    over its length, reported as ``qps_window``. It is a steady state only if the window
+    holds at least as many completions as queries can be in flight at once,
+    ``min(max_inflight, num_queries)`` (each context turned over once inside it):
+    ``steady_state`` says whether it does. Without a steady state (too few queries for the
+    system's contexts) the window's rate is an artifact of one burst of queries all started at
+    time 0, so ``qps`` falls back to ``qps_overall`` = num_queries / simulated time, and the
+    CLI warns. Latency and breakdown figures are over the window's queries either way.
+    """
     st, cfg = res.state, res.config
     pq = per_query(res)
     lo, hi, mask = steady_window(st.q_done, warmup)
     win_s = (hi - lo) * TCK_PS * 1e-12
     n_win = int(mask.sum())
-    qps = n_win / win_s if win_s > 0 else float("nan")
+    qps_window = n_win / win_s if win_s > 0 else float("nan")
+    cycles = max(res.cycles, 1)
+    seconds = cycles * TCK_PS * 1e-12
+    Q = res.program.num_queries
+    in_flight = min(int(res.max_inflight), Q)
+    steady = bool(win_s > 0 and n_win >= in_flight)
+    qps = qps_window if steady else Q / seconds
     lat = pq["latency_ns"].to_numpy()[mask]
     dev = per_device(res)
     loads = dev["dram_requests"].to_numpy(dtype=float)
     lir = float(loads.max() / loads.mean()) if loads.size and loads.mean() > 0 else float("nan")
-    cycles = max(res.cycles, 1)
-    seconds = cycles * TCK_PS * 1e-12
-    Q = res.program.num_queries
     out = {
         "system": cfg.name,
         "kind": cfg.kind,
@@ -161,7 +180,9 @@ def summary(res, warmup: float = 0.1) -> dict:
         "num_queries": Q,
         "warmup_fraction": warmup,
         "window_queries": n_win,
+        "steady_state": steady,
         "qps": qps,
+        "qps_window": qps_window,
         "qps_overall": Q / seconds,
         "latency_mean_ns": float(lat.mean()) if lat.size else float("nan"),
         "latency_p50_ns": float(np.percentile(lat, 50)) if lat.size else float("nan"),

@@ -21,6 +21,20 @@ from cosmos.trace_input import TraceArrays, as_trace
 MODES = ("closed", "open")
 
 
+#: Open-loop arrival times are int64 DRAM cycles; the arrivals of a run must span at most this
+#: many cycles (2**55 cycles of 416 ps = about 174 days), far below 2**63 so that the random
+#: arrival times and everything added to them stay exact.
+MAX_ARRIVAL_CYCLES = 2**55
+
+
+def default_max_inflight(cfg: SystemConfig) -> int:
+    """Queries in flight in closed loop unless told otherwise: one per search context (the
+    host's cores, or every GPC context of every device for Cosmos)."""
+    if cfg.kind == "cosmos":
+        return int(cfg.device.count * cfg.gpc.cores * cfg.gpc.threads_per_core)
+    return int(cfg.host.threads)
+
+
 def dram_config_for(cfg: SystemConfig):
     """The ``dram.DRAMConfig`` of one memory instance of ``cfg`` (a device, or host DRAM)."""
     from dram.config import DRAMConfig
@@ -28,6 +42,101 @@ def dram_config_for(cfg: SystemConfig):
     if cfg.kind == "host-dram":
         return DRAMConfig(channels=cfg.host.dram_channels, ranks=cfg.host.dram_ranks)
     return DRAMConfig(channels=cfg.device.channels, ranks=cfg.device.ranks)
+
+
+def _resolve_dram(cfg: SystemConfig, dcfg):
+    """``dcfg.resolve()``; the DRAM model's ValueError names the config fields behind it."""
+    try:
+        return dcfg.resolve()
+    except ValueError as exc:
+        names = "host.dram_channels / host.dram_ranks" if cfg.kind == "host-dram" else \
+            "device.channels / device.ranks"
+        raise ValueError(f"system.{names}: {exc}") from None
+
+
+def check_arrival_span(num_queries: int, rate_qps) -> float:
+    """Open loop: check ``rate_qps`` (``--rate``) and return the expected span of the arrivals
+    in DRAM cycles (``num_queries / rate_qps`` seconds); ValueError if it is not a positive
+    number or the span would not fit :data:`MAX_ARRIVAL_CYCLES`."""
+    if rate_qps is None or not rate_qps > 0:
+        raise ValueError(f"open-loop mode needs --rate/rate_qps > 0 (arrivals per second), "
+                         f"got {rate_qps}")
+    span_s = num_queries / rate_qps
+    span_cycles = span_s * 1e12 / TCK_PS
+    if not span_cycles <= MAX_ARRIVAL_CYCLES:
+        limit_s = MAX_ARRIVAL_CYCLES * TCK_PS * 1e-12
+        raise ValueError(f"--rate/rate_qps = {rate_qps:g} per second: {num_queries} queries "
+                         f"arrive over about {span_s:.3g} s = {span_cycles:.3g} DRAM cycles of "
+                         f"{TCK_PS} ps, beyond the simulator's limit of 2**55 cycles "
+                         f"({limit_s:.3g} s); give a rate of at least "
+                         f"{num_queries / limit_s:.3g} per second")
+    return span_cycles
+
+
+def physical_memory_bytes() -> int | None:
+    """The machine's physical memory (None where ``os.sysconf`` cannot tell)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def engine_state_bytes(pg: Program, psizes: np.ndarray, num_instances: int, n_channels: int,
+                       num_devices: int, completion_capacity: int) -> tuple[int, int]:
+    """(bytes, request slots) of the state ``cosmos.engine.new_engine_state`` would allocate
+    for these arguments, computed without allocating it (its arrays, counted one by one; a
+    test checks the figure against the real state)."""
+    from cosmos.engine import N_SC, STEP_MEM
+
+    T = int(pg.task_query.shape[0])
+    Q = int(pg.num_queries)
+    P = int(psizes.shape[0])
+    NC = int(psizes.sum())
+    steps = np.diff(pg.task_step_ptr)
+    mem = pg.step_kind == STEP_MEM
+    max_mlp = np.zeros(P, np.int64)
+    if mem.any() and steps.size and steps.min() >= 0:
+        step_task = np.repeat(np.arange(T), steps)
+        np.maximum.at(max_mlp, pg.task_pool[step_task[mem]], pg.step_mlp[mem])
+    NR = int(max(1, (np.minimum(psizes, T).astype(np.int64) * max_mlp).sum()))
+    NH = NR + NC + 16
+    num_instances, D = int(num_instances), int(num_devices)
+    G = num_instances * int(n_channels)
+    words = (N_SC + NH + 5 * NR + G * NR + 5 * G + 4 * NR     # scal, heap, requests, FIFOs
+             + 12 * NC + (P + 1) + P                          # contexts, pools
+             + P * max(T, 1) + 2 * P                          # ready queues
+             + 10 * T + 3 * Q                                 # tasks, queries
+             + 3 * 2 * (D + 1) + 2 * num_instances            # links, instances
+             + 2 * int(completion_capacity) + 2 * NR)         # completions
+    return 8 * words, NR
+
+
+def check_memory(cfg: SystemConfig, G: int, heap_bytes: int, engine_bytes: int,
+                 request_slots: int, physical: int | None = None) -> int:
+    """Refuse (ValueError naming the fields that drive it) a simulation whose controller and
+    engine state would not fit this machine's physical memory; return the bytes needed."""
+    need = G * heap_bytes + engine_bytes
+    physical = physical_memory_bytes() if physical is None else physical
+    if physical is None or need <= physical:
+        return need
+    if cfg.kind == "host-dram":
+        channels = f"host.dram_channels = {cfg.host.dram_channels}"
+        contexts = "host.threads x host.outstanding_misses"
+    else:
+        channels = f"device.count x device.channels = {cfg.device.count} x {cfg.device.channels}"
+        contexts = {"cosmos": "device.count x gpc.cores x gpc.threads_per_core x "
+                              "gpc.outstanding_requests",
+                    "cxl-anns": "host.threads x host.outstanding_misses, "
+                                "cxl_anns.accel_outstanding"}.get(
+            cfg.kind, "host.threads x host.outstanding_misses")
+    raise ValueError(
+        f"the simulation needs about {need / 1e9:.1f} GB of memory, more than this machine's "
+        f"{physical / 1e9:.1f} GB: {G:,} DRAM channel controllers ({channels}) of "
+        f"{heap_bytes / 1e3:.0f} kB each = {G * heap_bytes / 1e9:.1f} GB, and "
+        f"{engine_bytes / 1e9:.1f} GB of engine state (mostly a request queue of "
+        f"{request_slots:,} slots per channel, its size set by {contexts}); lower these fields")
 
 
 def _shift_mapping(params, fields: AddressFields, sample_addr: np.ndarray):
@@ -116,6 +225,14 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         contexts); open: Poisson arrivals at ``rate_qps`` (seeded).
     cluster_device : (C,) int64, optional
         A placement to use instead of the config's policy.
+
+    Raises
+    ------
+    ValueError
+        Before the big allocations: an invalid config or trace (naming the field or file), an
+        open-loop ``rate_qps`` whose arrivals would span more than :data:`MAX_ARRIVAL_CYCLES`
+        (:func:`check_arrival_span`), or controller and engine state larger than the machine's
+        physical memory (:func:`check_memory`, naming the fields that drive it).
     """
     from dram import kernel as dk
     from dram.jitcache import vectorizing
@@ -137,9 +254,11 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     Q = tr.num_queries
     if Q == 0:
         raise ValueError("the trace has no queries")
+    if mode == "open":
+        check_arrival_span(Q, rate_qps)     # before any work: arrivals must fit int64 cycles
     D = cfg.device.count
     dcfg = dram_config_for(cfg)
-    params = dcfg.resolve()
+    params = _resolve_dram(cfg, dcfg)
     if params.tCK_ps != TCK_PS:
         raise ValueError(f"the engine clock is tCK = {TCK_PS} ps; DRAM preset has "
                          f"{params.tCK_ps} ps")
@@ -164,8 +283,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     pg = build_program(cfg, tr, layout, layout_dev)
     psizes = pool_sizes(cfg, agent_contexts=1)
     if max_inflight is None:
-        max_inflight = cfg.host.threads if cfg.kind != "cosmos" else \
-            D * cfg.gpc.cores * cfg.gpc.threads_per_core
+        max_inflight = default_max_inflight(cfg)
     max_inflight = int(max_inflight)
     if max_inflight < 1:
         raise ValueError(f"max_inflight must be >= 1, got {max_inflight}")
@@ -179,11 +297,15 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     # one-channel memory system of the same timing and geometry (params1; ``params`` places
     # requests on channels), and the engine ticks a channel only when it can act. A tick adds
     # at most 2 completions per channel and the engine drains them after each tick.
-    params1 = dataclasses.replace(dcfg, channels=1).resolve()
+    params1 = _resolve_dram(cfg, dataclasses.replace(dcfg, channels=1))
     comp_cap = 64
+    # every channel starts from the same fresh controller state: build one, copy it G times
+    heap0 = dk.new_state(params1, instances=1, completion_capacity=comp_cap,
+                         direct_reads=True).heap
+    eng_bytes, n_req = engine_state_bytes(pg, psizes, n_inst, params.n_channels, D, comp_cap)
+    check_memory(cfg, G, heap0.nbytes, eng_bytes, n_req)   # before the big allocations
     st = new_engine_state(pg, psizes, n_inst, params.n_channels, D, comp_cap)
-    HH = np.stack([dk.new_state(params1, instances=1, completion_capacity=comp_cap,
-                                direct_reads=True).heap for _ in range(G)])
+    HH = np.repeat(heap0[None, :], G, axis=0)
     dstate = tuple(dk.State(HH[g]) for g in range(G))
     link = cfg.link
     cf = np.array([bytes_per_cycle(cfg.switch.upstream_bandwidth_GBps),
@@ -201,11 +323,13 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     ci[CI_SHIFTS], ci[CI_MAP:CI_MAP + 10] = _shift_mapping(params, fields, pg.obj_addr)
     arrivals = np.zeros(1, np.int64)
     if mode == "open":
-        if rate_qps is None or not rate_qps > 0:
-            raise ValueError("open-loop mode needs rate_qps > 0")
         rng = np.random.default_rng(seed)
         gaps_s = rng.exponential(1.0 / rate_qps, size=Q)
-        arrivals = np.ceil(np.cumsum(gaps_s) * 1e12 / TCK_PS).astype(np.int64)
+        arr = np.ceil(np.cumsum(gaps_s) * 1e12 / TCK_PS)
+        if not (np.isfinite(arr).all() and arr.max() < 2.0**62):   # a random tail, never seen
+            raise ValueError(f"--rate/rate_qps = {rate_qps:g}: the arrivals span "
+                             f"{arr.max():.3g} DRAM cycles, too long to simulate")
+        arrivals = arr.astype(np.int64)
     else:
         with vectorizing():
             _admit_initial(pg, st, cf, ci, max_inflight)

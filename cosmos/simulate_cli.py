@@ -6,16 +6,19 @@
     cosmos simulate --system cosmos --trace t.npz --mode open --rate 200000 --out r/open
     cosmos simulate --system cosmos --trace t.npz --set gpc.cores=4 --set link.latency_ns=60 --out r/x
 
-Writes into DIR (created; refused if it already holds results): ``summary.json`` (qps, latency
-mean/p50/p99 in ns, the breakdown, link and DRAM figures), ``per_query.csv``,
-``per_device.csv`` and ``config.json`` (system config, trace metadata and the options).
+Writes into DIR (created; refused before any work if it is a file or already holds results):
+``summary.json`` (qps, latency mean/p50/p99 in ns, the breakdown, link and DRAM figures),
+``per_query.csv``, ``per_device.csv`` and ``config.json`` (system config, trace metadata and
+the options). Each file is written to a temporary name and linked into place without
+replacing: a result file that appears in DIR during the run is kept, and the run then writes
+none of its results (the error names the file).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import sys
 from pathlib import Path
 
 
@@ -46,11 +49,83 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+#: The files a run writes into ``--out`` (summary.json last: its presence means complete).
+RESULT_FILES = ("per_query.csv", "per_device.csv", "config.json", "summary.json")
+
+
+def check_out_dir(out: Path) -> None:
+    """Before any work: ``--out`` must be a folder (or not exist yet, under a folder) and hold
+    none of the result files."""
+    from cosmos.cli import UserError
+
+    if out.exists() or out.is_symlink():
+        if not out.is_dir():
+            raise FileExistsError(f"--out {out}: exists and is not a folder; choose a new --out")
+        existing = [n for n in RESULT_FILES if (out / n).exists() or (out / n).is_symlink()]
+        if existing:
+            raise FileExistsError(f"{out} already holds results ({', '.join(existing)}); "
+                                  f"choose a new --out")
+        base = out
+    else:
+        base = out.parent
+        while not (base.exists() or base.is_symlink()) and base != base.parent:
+            base = base.parent
+        if not base.is_dir():
+            raise FileExistsError(f"--out {out}: {base} is not a folder; choose a new --out")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise UserError(f"--out {out}: cannot write into {base} (permission denied)")
+
+
+def write_results(out: Path, files: dict[str, str]) -> None:
+    """Write ``files`` (name -> text) into ``out``, each to a temporary name linked into place
+    without replacing anything (dram.traces.atomic_write). All or nothing: if one name exists
+    (a file that appeared while the simulation ran), it is kept, the files this call already
+    wrote are removed again, and FileExistsError names it."""
+    from dram.traces import atomic_write
+
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out}: a file of that name appeared while the simulation "
+                              f"ran; it is kept and no results were written")
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    try:
+        for name, text in files.items():
+            path = out / name
+            atomic_write(path, lambda tmp, t=text: tmp.write_text(t, encoding="utf-8"))
+            st = path.stat()
+            written.append((path, (st.st_dev, st.st_ino)))
+    except BaseException as exc:
+        for path, ident in written:  # withdraw this run's files (only if still ours)
+            try:
+                st = path.stat()
+                if (st.st_dev, st.st_ino) == ident:
+                    path.unlink()
+            except OSError:
+                pass
+        if isinstance(exc, FileExistsError):
+            raise FileExistsError(f"{exc}: the file appeared while the simulation ran and is "
+                                  f"kept; none of this run's results were written (choose a "
+                                  f"new --out)") from None
+        raise
+
+
+def check_options(args) -> None:
+    """Before any work: the numeric options and their combination with --mode."""
+    from cosmos.cli import UserError
+
+    if args.num_queries is not None and args.num_queries < 1:
+        raise UserError(f"--num-queries must be >= 1, got {args.num_queries}")
+    if args.max_inflight is not None and args.max_inflight < 1:
+        raise UserError(f"--max-inflight must be >= 1, got {args.max_inflight}")
+    if not 0 <= args.warmup < 0.5:
+        raise UserError(f"--warmup must be in [0, 0.5) (a fraction of the completions), got "
+                        f"{args.warmup}")
+    if args.mode == "open":
+        if args.rate is None or not args.rate > 0:
+            raise UserError(f"--mode open needs --rate > 0 (arrivals per second), got "
+                            f"{args.rate}")
+    elif args.rate is not None:
+        raise UserError("--rate applies only to --mode open (closed loop: --max-inflight)")
 
 
 def run(args) -> int:
@@ -68,12 +143,8 @@ def run(args) -> int:
     if not args.trace and not args.workload:
         raise UserError("give --trace FILE or --workload NAME")
     out = Path(args.out)
-    names = ("summary.json", "per_query.csv", "per_device.csv", "config.json")
-    if out.exists():
-        existing = [n for n in names if (out / n).exists()]
-        if existing:
-            raise FileExistsError(f"{out} already holds results ({', '.join(existing)}); "
-                                  f"choose a new --out")
+    check_options(args)
+    check_out_dir(out)
     cfg = get_preset(args.system)
     if args.set:
         from cosmos.config import parse_overrides, with_overrides
@@ -95,13 +166,19 @@ def run(args) -> int:
                    rate_qps=args.rate, max_inflight=args.max_inflight, seed=args.seed,
                    progress=not args.no_progress)
     summ = summary(res, warmup=args.warmup)
-    out.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out / "per_query.csv", per_query(res).to_csv(index=False))
-    _write_atomic(out / "per_device.csv", per_device(res).to_csv(index=False))
     conf = {"system": cfg.to_dict(), "trace_meta": res.trace_meta,
             "options": {k: v for k, v in vars(args).items() if k != "func"}}
-    _write_atomic(out / "config.json", json.dumps(conf, indent=2, default=str))
-    _write_atomic(out / "summary.json", json.dumps(summ, indent=2))
+    write_results(out, {
+        "per_query.csv": per_query(res).to_csv(index=False),
+        "per_device.csv": per_device(res).to_csv(index=False),
+        "config.json": json.dumps(conf, indent=2, default=str),
+        "summary.json": json.dumps(summ, indent=2),
+    })
+    if not summ["steady_state"]:
+        print(f"cosmos simulate: warning: no steady state: {summ['window_queries']} completions "
+              f"in the window, fewer than the {min(res.max_inflight, summ['num_queries'])} "
+              f"queries in flight; qps is the whole-run average (qps_overall); simulate more "
+              f"queries for a steady-state figure", file=sys.stderr)
     b = summ["breakdown_ns"]
     print(f"{cfg.name}: {summ['qps']:.0f} QPS, latency mean {summ['latency_mean_ns']:.0f} ns, "
           f"p99 {summ['latency_p99_ns']:.0f} ns; breakdown (ns) "

@@ -8,6 +8,7 @@ the contract's array names, never on graphs internals.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -70,6 +71,64 @@ class TraceArrays:
             cluster_adjacency=self.cluster_adjacency, centroids=self.centroids)
 
 
+def _checksum(a: np.ndarray) -> str:
+    """The per-array checksum ``graphs.trace.save_trace`` stores in the meta (``checksums``):
+    blake2b-128 over the dtype, the shape and the bytes (tests/test_cosmos_config.py checks
+    that a trace saved by graphs verifies)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{a.dtype.str}{a.shape}".encode())
+    h.update(np.ascontiguousarray(a).data)
+    return h.hexdigest()
+
+
+def _load_npz(path: str) -> dict:
+    """Every array of the .npz at ``path``; any failure (not a zip, truncated, a .npy or text
+    file, pickled objects, a damaged member) is a ValueError naming the file."""
+    want = "expected a .npz archive of the trace's arrays (graphs.trace.save_trace)"
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the trace file ({exc.strerror or exc})") from None
+    if magic.startswith(b"\x93NUMPY"):
+        raise ValueError(f"{path}: not a trace file: it holds a single numpy array (.npy); "
+                         f"{want}")
+    if not magic.startswith(b"PK"):
+        raise ValueError(f"{path}: not a trace file: not a .npz (zip) archive; {want}")
+    try:
+        z = np.load(path, allow_pickle=False)
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"{path}: not a readable trace file (damaged or truncated .npz: "
+                         f"{type(exc).__name__}: {exc})") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: not a trace file; {want}")
+    try:
+        with z:
+            return {k: z[k] for k in z.files}
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"{path}: not a readable trace file (damaged or truncated .npz: "
+                         f"{type(exc).__name__}: {exc})") from None
+
+
+def _meta_int(label: str, meta: dict, key: str, low: int = 1, high: int | None = None,
+              high_text: str = "") -> int:
+    """``meta[key]`` as an int in [low, high]; ValueError naming the key and the value."""
+    v = meta[key]
+    ok = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+    if not ok and isinstance(v, (float, np.floating)) and np.isfinite(v) and float(v).is_integer():
+        v, ok = int(v), True
+    if not ok:
+        raise ValueError(f"{label}: meta {key!r} must be an integer, got {v!r}")
+    if v < low or (high is not None and v > high):
+        rng = f">= {low}" if high is None else f"in [{low}, {high}]{high_text}"
+        raise ValueError(f"{label}: meta {key!r} must be {rng}, got {v}")
+    return int(v)
+
+
 def _get(src, key):
     if isinstance(src, dict) or hasattr(src, "files"):
         return src[key] if key in (src if isinstance(src, dict) else src.files) else None
@@ -88,8 +147,10 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
     Raises
     ------
     ValueError
-        Missing key, wrong shape, broken CSR pointers or ids out of range; the message names
-        the array and what was expected.
+        Not a readable .npz, missing key, checksum mismatch (when the meta holds
+        ``checksums``, as files of ``graphs.trace.save_trace`` do), wrong shape or meta type,
+        broken CSR pointers, ids or counts out of range; the message names the file (or
+        ``name``), the array or meta key and what was expected.
     """
     if isinstance(src, TraceArrays):
         return src
@@ -97,20 +158,8 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
         path = os.fspath(src)
         if not os.path.exists(path):
             raise FileNotFoundError(f"trace file not found: {path}")
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-        return as_trace(data, name=name or path)
+        return as_trace(_load_npz(path), name=name or path)
     label = name or "trace"
-    arrays = {}
-    for key in REQUIRED:
-        v = _get(src, key)
-        if v is None:
-            raise ValueError(f"{label}: missing array {key!r} (docs/contracts.md, section 1)")
-        a = np.asarray(v)
-        if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
-            raise ValueError(f"{label}: {key!r} must be a 1-D integer array, got {a.dtype} "
-                             f"shape {a.shape}")
-        arrays[key] = a.astype(np.int64, copy=False)
     meta = _get(src, "meta")
     if meta is None:
         raise ValueError(f"{label}: missing 'meta' (JSON dict)")
@@ -120,6 +169,27 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
             meta = json.loads(str(meta.item() if meta.shape == () else meta))
         except (json.JSONDecodeError, ValueError) as exc:
             raise ValueError(f"{label}: 'meta' is not a JSON dict: {exc}") from None
+        if not isinstance(meta, dict):
+            raise ValueError(f"{label}: 'meta' is not a JSON dict: got a "
+                             f"{type(meta).__name__}")
+    meta = dict(meta)
+    sums = meta.pop("checksums", None) or {}
+    if not isinstance(sums, dict):
+        raise ValueError(f"{label}: meta 'checksums' must be a dict of array name -> checksum")
+    arrays = {}
+    for key in REQUIRED:
+        v = _get(src, key)
+        if v is None:
+            raise ValueError(f"{label}: missing array {key!r} (docs/contracts.md, section 1)")
+        a = np.asarray(v)
+        if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"{label}: {key!r} must be a 1-D integer array, got {a.dtype} "
+                             f"shape {a.shape}")
+        if key in sums and _checksum(a) != sums[key]:
+            raise ValueError(f"{label}: checksum of {key!r} does not match the one in its meta "
+                             f"(corrupted file, or the array was changed after the trace was "
+                             f"saved)")
+        arrays[key] = a.astype(np.int64, copy=False)
     for key in META_REQUIRED:
         if key not in meta:
             raise ValueError(f"{label}: meta lacks {key!r}")
@@ -127,6 +197,10 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
     for key in ("cluster_adjacency", "centroids"):
         v = _get(src, key)
         opt[key] = None if v is None else np.asarray(v)
+        if opt[key] is not None and key in sums and _checksum(opt[key]) != sums[key]:
+            raise ValueError(f"{label}: checksum of {key!r} does not match the one in its meta "
+                             f"(corrupted file, or the array was changed after the trace was "
+                             f"saved)")
 
     def csr(ptr_key, n_items, items_key):
         p = arrays[ptr_key]
@@ -158,10 +232,26 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
     in_range("cluster_nodes", n)
     for key in ("search_entry", "hop_node", "read_node"):
         in_range(key, n)
-    if arrays["hop_degree"].size and arrays["hop_degree"].min() < 0:
-        raise ValueError(f"{label}: hop_degree must be >= 0")
-    if arrays["hop_cand_inserts"].size and arrays["hop_cand_inserts"].min() < 0:
-        raise ValueError(f"{label}: hop_cand_inserts must be >= 0")
-    if int(meta["vector_bytes"]) <= 0 or int(meta["max_degree"]) <= 0:
-        raise ValueError(f"{label}: meta vector_bytes and max_degree must be > 0")
-    return TraceArrays(meta=dict(meta), **arrays, **opt)
+    vector_bytes = _meta_int(label, meta, "vector_bytes")
+    max_degree = _meta_int(label, meta, "max_degree")
+    _meta_int(label, meta, "dim", high=vector_bytes, high_text=" (at most one dimension per "
+              "byte of meta 'vector_bytes')")
+    _meta_int(label, meta, "k", high=max(n, 1), high_text=" (at most the n = "
+              f"{n} vectors of the clusters)")
+    # A hop reads the adjacency list of its node: hop_degree 4-byte ids of the node's fixed
+    # record of max_degree ids (cosmos.layout: node_lines = lines_for(4 x max_degree)), and
+    # checks each id against the visited set (cosmos.program: hop_degree x visit_check_cycles).
+    # Each insertion into the candidate list is a distance computed at that hop (graphs.search:
+    # inserts <= vectors read at the hop).
+    reads = np.diff(arrays["hop_read_ptr"])
+    for key, hi, why in (("hop_degree", np.full(H, max_degree), "at most meta max_degree, "
+                          "the size of a node's adjacency record"),
+                         ("hop_cand_inserts", reads, "at most the vectors read at that hop, "
+                          "from hop_read_ptr")):
+        a = arrays[key]
+        bad = np.nonzero((a < 0) | (a > hi))[0]
+        if bad.size:
+            h = int(bad[0])
+            raise ValueError(f"{label}: {key}[{h}] = {int(a[h])} out of range [0, {int(hi[h])}] "
+                             f"({why})")
+    return TraceArrays(meta=meta, **arrays, **opt)

@@ -130,16 +130,35 @@ def replay(args) -> int:
     trace = Path(args.trace)
     if not trace.exists():
         raise FileNotFoundError(f"trace file not found: {trace}")
+    # everything is checked before the results folder is created: a refused command leaves
+    # nothing behind
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    if not systems:
+        raise ValueError(f"--systems {args.systems!r}: no system named; give a comma-separated "
+                         f"list of presets from {sorted(PRESETS)}")
     bad = [s for s in systems if s not in PRESETS]
     if bad:
         raise ValueError(f"--systems: unknown {bad}; expected some of {sorted(PRESETS)}")
-    from cosmos.config import parse_overrides
+    if args.num_queries is not None and args.num_queries < 1:
+        raise ValueError(f"--num-queries must be >= 1, got {args.num_queries}")
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    import placement
+    from cosmos.config import parse_overrides, with_overrides
+    from cosmos.presets import get_preset
+    from cosmos.trace_input import as_trace
     from graphs import load_trace
 
     overrides = parse_overrides(args.set)
+    for s in systems:  # every field converted and range-checked on every system
+        cfg = with_overrides(get_preset(s), overrides)
+        try:
+            placement.get_policy(cfg.placement)
+        except ValueError as exc:
+            raise ValueError(f"system.placement of {s}: {exc}") from None
 
     meta = load_trace(trace).meta  # validates the file before any simulation starts
+    as_trace(str(trace))           # and the simulator's own checks of it
     out = new_results_dir(args.out_root, f"replay-{trace.stem}")
     write_json(out / "config.json", {"trace": str(trace.resolve()), "trace_meta": meta,
                                      "systems": systems, "overrides": overrides,
@@ -153,6 +172,13 @@ def replay(args) -> int:
         df["qps_vs_base"] = df["qps"] / float(df.loc[df.system == "base", "qps"].iloc[0])
     write_csv(out / "systems.csv", df)
     print(f"replay of {trace} ({meta.get('num_queries')} queries, dataset {meta.get('dataset')}):")
+    if "steady_state" in df and not df["steady_state"].all():
+        import sys
+
+        names = ", ".join(df.loc[~df["steady_state"].astype(bool), "system"])
+        print(f"cosmos replay: warning: no steady state for {names}: fewer completions in the "
+              f"window than queries in flight; their qps is the whole-run average "
+              f"(qps_overall); replay more queries for steady-state figures", file=sys.stderr)
     cols = ["system", "qps"] + (["qps_vs_base"] if "qps_vs_base" in df else []) + \
         ["latency_mean_ns", "latency_p99_ns"]
     print(df[cols].to_string(index=False, float_format=lambda v: f"{v:,.2f}"))

@@ -8,6 +8,7 @@ with every device, and its placement decides how evenly they are used.
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -25,17 +26,37 @@ SYSTEMS = ("base", "cxl-anns", "cosmos-noalgo", "cosmos")
 DEVICES = (1, 2, 4, 8, 16)
 
 
+#: Fraction of first and last completions a summary leaves out (simulate_task's default).
+WARMUP = 0.1
+
+
+def queries_for(system: str, devices: int, sweep_queries: int) -> int:
+    """Queries to simulate at one point: the scale's sweep count, or more where the system has
+    more contexts than that fills. Cosmos has 16 search contexts per device, so 16 devices keep
+    256 queries in flight; the steady-state window (the middle 1 - 2 x WARMUP of the
+    completions, one fewer than 1 - 2 x WARMUP of them, less ties at its start) must hold at
+    least that many for a steady state (cosmos.metrics.summary), so such a point simulates
+    ceil((in flight + 2) / (1 - 2 x WARMUP)) + 2 queries (325), as far as the trace has them."""
+    from cosmos.config import with_overrides
+    from cosmos.presets import get_preset
+    from cosmos.simulate import default_max_inflight
+
+    inflight = default_max_inflight(with_overrides(get_preset(system), {"device.count": devices}))
+    return max(int(sweep_queries), math.ceil((inflight + 2) / (1 - 2 * WARMUP)) + 2)
+
+
 def run(ctx) -> dict:
     fam = ctx.families[0]
     path = ctx.trace_file(fam)
     devices = [d for d in DEVICES if d <= ctx.scale.num_clusters]
     tasks = [dict(system=s, trace_path=str(path), overrides={"device.count": d},
-                  num_queries=ctx.scale.sweep_queries, seed=ctx.seed,
-                  tags={"dataset": fam, "system": s, "devices": d})
+                  num_queries=queries_for(s, d, ctx.scale.sweep_queries), seed=ctx.seed,
+                  warmup=WARMUP, tags={"dataset": fam, "system": s, "devices": d})
              for s in SYSTEMS for d in devices]
     df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="devices sweep"))
-    cols = ["dataset", "system", "devices", "qps", "latency_mean_ns", "latency_p99_ns",
-            "device_lir_requests", "dram_bandwidth_GBps_total"]
+    cols = ["dataset", "system", "devices", "num_queries", "steady_state", "qps",
+            "latency_mean_ns", "latency_p99_ns", "device_lir_requests",
+            "dram_bandwidth_GBps_total"]
     write_csv(ctx.out / "devices.csv", df[cols])
     out = {}
     for s in SYSTEMS:
@@ -50,7 +71,11 @@ def plot(folder) -> None:
     df = pd.read_csv(Path(folder) / "devices.csv")
     fig, ax = plt.subplots(figsize=(4.4, 3.2))
     for s, sub in df.groupby("system", sort=False):
-        ax.plot(sub.devices, sub.qps, marker="o", label=s)
+        line, = ax.plot(sub.devices, sub.qps, marker="o", label=s)
+        if "steady_state" in sub:                  # open marker: no steady state (see summary)
+            bad = sub[~sub.steady_state.astype(bool)]
+            ax.plot(bad.devices, bad.qps, ls="none", marker="o", mfc="white",
+                    mec=line.get_color())
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(sorted(df.devices.unique()), [str(d) for d in sorted(df.devices.unique())])
@@ -69,6 +94,12 @@ def summary_md(folder) -> str:
              "| devices | " + " | ".join(piv.columns) + " |", "|---|" + "---|" * len(piv.columns)]
     for d, r in piv.iterrows():
         lines.append(f"| {d} | " + " | ".join(f"{v:,.0f}" for v in r) + " |")
+    if "steady_state" in df and not df.steady_state.astype(bool).all():
+        bad = df[~df.steady_state.astype(bool)]
+        lines += ["", "No steady state (fewer queries in the trace than the contexts need; "
+                  "QPS over the whole run instead): " + ", ".join(
+                      f"{r.system} at {r.devices} devices ({r.num_queries} queries)"
+                      for r in bad.itertuples()) + "."]
     return "\n".join(lines) + "\n"
 
 

@@ -194,3 +194,153 @@ def test_programs_read_exactly_the_traces_bytes(name):
         ntasks = np.diff(pg.query_task_ptr)
         assert np.all(ntasks % 2 == 1)
         assert np.all(pg.task_npred[pg.query_task_ptr[1:] - 1] == (ntasks - 1) // 2)
+
+
+@pytest.mark.parametrize("value, expect", [("true", True), ("TRUE", True), ("1", True),
+                                           ("yes", True), ("On", True), ("false", False),
+                                           ("0", False), ("no", False), ("OFF", False),
+                                           (True, True), (False, False)])
+def test_boolean_overrides_accept_the_usual_spellings(value, expect):
+    base = get_preset("cosmos-norank" if expect else "cosmos")
+    assert with_overrides(base, {"rank_pu.enabled": value}).rank_pu.enabled is expect
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("rank_pu.enabled", "maybe", "rank_pu.enabled='maybe': expected a boolean"),
+    ("rank_pu.enabled", "2", "rank_pu.enabled='2': expected a boolean"),
+    ("gpc.cores", "4.5", "gpc.cores='4.5': expected an integer"),
+    ("gpc.cores", "four", "gpc.cores='four': expected an integer"),
+    ("gpc.cores", True, "gpc.cores=True: expected an integer"),
+    ("link.latency_ns", "abc", "link.latency_ns='abc': expected a number"),
+    ("link.latency_ns", "-40", "system.link.latency_ns: must be >= 0, got -40"),
+    ("link.latency_ns", "nan", "system.link.latency_ns: must be a number, got nan"),
+    ("link.latency_ns", "inf", "system.link.latency_ns: must be <= 1e+09, got inf"),
+    ("link.slots_per_flit", "0", "system.link.slots_per_flit: must be >= 1, got 0"),
+    ("link.flit_bytes", "0", "system.link.flit_bytes: must be >= 1, got 0"),
+    ("link.flit_bytes", "60", "system.link.flit_bytes: must be >= link.slots_per_flit x "
+                              "link.slot_bytes = 64"),
+    ("link.data_slots", "-1", "system.link.data_slots: must be >= 1, got -1"),
+    ("gpc.insert_cycles", "-50", "system.gpc.insert_cycles: must be >= 0, got -50"),
+    ("host.clock_GHz", "0", "system.host.clock_GHz: must be >= 0.001, got 0"),
+    ("device.capacity_bytes", "1e9.5", "device.capacity_bytes='1e9.5': expected an integer"),
+    ("host", "3", "'host' is a section, not a field"),
+    ("hots.threads", "3", "unknown section 'hots'"),
+])
+def test_bad_override_names_the_field_and_what_was_expected(field, value, message):
+    with pytest.raises(ValueError) as err:
+        with_overrides(get_preset("cosmos"), {field: value})
+    assert message in str(err.value)
+
+
+def test_whole_numbers_written_as_floats_are_accepted_for_integer_fields():
+    cfg = with_overrides(get_preset("cosmos"), {"gpc.cores": "4.0",
+                                                "device.capacity_bytes": "64e9"})
+    assert cfg.gpc.cores == 4 and cfg.device.capacity_bytes == 64 * 10**9
+    assert isinstance(cfg.gpc.cores, int)
+
+
+def test_every_numeric_field_has_a_range_and_values_outside_it_are_refused():
+    from cosmos.config import RANGES, SECTIONS, _kind
+
+    cfg = get_preset("cosmos")
+    numeric = {f"{sec}.{f.name}": _kind(f) for sec, cls in SECTIONS.items()
+               for f in dataclasses.fields(cls) if _kind(f) in ("int", "float")}
+    assert set(numeric) == set(RANGES)
+    for path, kind in numeric.items():
+        low, low_in, high = RANGES[path]
+        below = low - 1 if kind == "int" else (low - abs(low) * 0.5 - 1)
+        with pytest.raises(ValueError, match=rf"system\.{path}: must be >"):
+            with_overrides(cfg, {path: below})
+        with pytest.raises(ValueError, match=rf"system\.{path}: must be <="):
+            with_overrides(cfg, {path: high * 2 if kind == "int" else float("inf")})
+    # and the defaults are inside every range
+    for name in PRESETS:
+        get_preset(name).validate()
+
+
+def test_wrong_types_in_a_config_dict_name_the_field():
+    d = get_preset("cosmos").to_dict()
+    d["gpc"]["cores"] = "8"
+    with pytest.raises(ValueError, match=r"system\.gpc\.cores: expected an integer"):
+        SystemConfig.from_dict(d)
+    d = get_preset("cosmos").to_dict()
+    d["rank_pu"]["enabled"] = "no"
+    with pytest.raises(ValueError, match=r"system\.rank_pu\.enabled: expected true or false"):
+        SystemConfig.from_dict(d)
+    d = get_preset("cosmos").to_dict()
+    d["link"] = 5
+    with pytest.raises(ValueError, match="'link' must be a dict"):
+        SystemConfig.from_dict(d)
+
+
+def test_set_given_twice_is_refused():
+    from cosmos.config import parse_overrides
+
+    with pytest.raises(ValueError, match="--set gpc.cores: given twice"):
+        parse_overrides(["gpc.cores=4", "gpc.cores=2"])
+
+
+def _saved_trace(path, **kw):
+    """A trace written by graphs.trace.save_trace (with its per-array checksums)."""
+    import json
+
+    from graphs.trace import LogicalTrace, save_trace
+
+    d = make_trace(**kw)
+    meta = json.loads(str(d.pop("meta")))
+    return save_trace(path, LogicalTrace(meta=meta, **d))
+
+
+def _rewrite(src, dst, *, meta=None, drop_checksums=False, **arrays):
+    """Copy the .npz ``src`` to ``dst`` with some arrays or meta fields changed."""
+    import json
+
+    d = dict(np.load(src))
+    m = json.loads(str(d["meta"]))
+    m.update(meta or {})
+    if drop_checksums:
+        m.pop("checksums", None)
+    d["meta"] = np.array(json.dumps(m))
+    d.update(arrays)
+    with open(dst, "wb") as f:
+        np.savez(f, **d)
+    return dst
+
+
+def test_a_trace_saved_by_graphs_verifies_and_a_changed_array_does_not(tmp_path):
+    good = _saved_trace(tmp_path / "good.npz", num_queries=3, hops=2, reads_per_hop=3)
+    tr = as_trace(good)
+    assert tr.num_queries == 3 and "checksums" not in tr.meta
+    hd = np.load(good)["hop_degree"].copy()
+    hd[1] = 10**9
+    bad = _rewrite(good, tmp_path / "bad.npz", hop_degree=hd)
+    with pytest.raises(ValueError, match=r"bad\.npz: checksum of 'hop_degree' does not match"):
+        as_trace(bad)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda good, p: p.write_bytes(good.read_bytes()[:len(good.read_bytes()) // 2]),
+     "not a readable trace file (damaged or truncated .npz"),
+    (lambda good, p: np.save(open(p, "wb"), np.arange(5)), "holds a single numpy array"),
+    (lambda good, p: p.write_text("hello\n"), "not a .npz (zip) archive"),
+    (lambda good, p: p.write_bytes(b""), "not a .npz (zip) archive"),
+    (lambda good, p: _rewrite(good, p, meta={"dim": "abc"}), "meta 'dim' must be an integer, "
+                                                             "got 'abc'"),
+    (lambda good, p: _rewrite(good, p, meta={"max_degree": 0}), "meta 'max_degree' must be "
+                                                                ">= 1, got 0"),
+    (lambda good, p: _rewrite(good, p, meta={"dim": 10**6}), "meta 'dim' must be in [1, 128]"),
+    (lambda good, p: _rewrite(good, p, meta={"k": True}), "meta 'k' must be an integer"),
+    (lambda good, p: _rewrite(good, p, drop_checksums=True,
+                              hop_degree=np.full(12, 10**9, np.int32)),
+     "hop_degree[0] = 1000000000 out of range [0, 32] (at most meta max_degree"),
+    (lambda good, p: _rewrite(good, p, drop_checksums=True,
+                              hop_cand_inserts=np.full(12, 4, np.int32)),
+     "hop_cand_inserts[0] = 4 out of range [0, 3] (at most the vectors read at that hop"),
+])
+def test_a_bad_trace_file_is_a_value_error_naming_the_file(tmp_path, make, message):
+    good = _saved_trace(tmp_path / "good.npz", num_queries=3, probes=2, hops=2, reads_per_hop=3)
+    p = tmp_path / "bad.npz"
+    make(good, p)
+    with pytest.raises(ValueError) as err:
+        as_trace(p)
+    assert str(err.value).startswith(f"{p}: ") and message in str(err.value), str(err.value)

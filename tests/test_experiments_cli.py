@@ -242,3 +242,40 @@ def test_run_rejects_bad_user_files_and_seed_in_one_line(tmp_path, capsys, monke
     assert rc == 2, err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists() and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--systems", ","], "--systems ',': no system named"),
+    (["--systems", " "], "no system named"),
+    (["--set", "gpc.cores=4.5"], "gpc.cores='4.5': expected an integer"),
+    (["--set", "rank_pu.enabled=maybe"], "rank_pu.enabled='maybe': expected a boolean"),
+    (["--set", "link.slots_per_flit=0"], "system.link.slots_per_flit: must be >= 1"),
+    (["--set", "placement=nope"], "unknown placement policy 'nope'"),
+    (["--num-queries", "0"], "--num-queries must be >= 1, got 0"),
+    (["--workers", "0"], "--workers must be >= 1, got 0"),
+])
+def test_replay_checks_everything_before_creating_its_folder(extra, message, small_trace,
+                                                             tmp_path, capsys):
+    rc = main(["replay", str(small_trace), "--out-root", str(tmp_path), "--no-progress"] + extra)
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert message in err and "Traceback" not in err, err
+    assert not any(tmp_path.iterdir())  # no folder holding only config.json
+
+
+def test_replay_refuses_a_trace_the_simulator_cannot_use(small_trace, tmp_path, capsys):
+    import json
+
+    d = dict(np.load(small_trace))
+    meta = json.loads(str(d["meta"]))
+    del meta["checksums"]  # a hand-edited trace: load_trace cannot see the damage
+    d["meta"] = np.array(json.dumps(meta))
+    d["hop_degree"] = d["hop_degree"].copy()
+    d["hop_degree"][0] = 10**9
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, **d)
+    root = tmp_path / "results"
+    rc = main(["replay", str(bad), "--out-root", str(root), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "hop_degree[0] = 1000000000 out of range" in err, err
+    assert not root.exists() or not any(root.iterdir())
