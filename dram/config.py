@@ -30,8 +30,9 @@ def _h(text):
 class DRAMConfig:
     """A DDR5 memory system: presets, geometry and controller policy.
 
-    Defaults are the configuration of the Ramulator 2.1 reference runs
-    (``tests/data/dram/README`` excerpt in docs/dram.md): DDR5-4800AN, 16 Gb x4 devices,
+    Defaults are the configuration of the Ramulator 2.1 reference runs the model is validated
+    against (docs/dram.md, "Fidelity"; their results are in tests/data/dram/results_setA.csv):
+    DDR5-4800AN, 16 Gb x4 devices,
     4 channels (32-bit sub-channels) x 2 ranks, RoBaRaCoCh, FR-FCFS, open page, all-bank
     refresh, 32-entry read and write buffers, write drain between 80 % and 20 %.
     """
