@@ -134,8 +134,8 @@ def per_device(res) -> pd.DataFrame:
             "dram_rank_busy_fraction": rank,
         }
         if cfg.kind != "host-dram" and i < D:
-            row["link_down_util"] = st.link_busy[i, 0] / cycles
-            row["link_up_util"] = st.link_busy[i, 1] / cycles
+            row["link_down_util_fraction"] = st.link_busy[i, 0] / cycles
+            row["link_up_util_fraction"] = st.link_busy[i, 1] / cycles
             row["link_down_GBps"] = st.link_bytes[i, 0] / seconds / 1e9
             row["link_up_GBps"] = st.link_bytes[i, 1] / seconds / 1e9
         rows.append(row)
@@ -202,11 +202,12 @@ def summary(res, warmup: float = 0.1) -> dict:
     }
     if cfg.kind != "host-dram":
         D = cfg.device.count
-        out["link_bytes_per_query"] = {"down": float(st.link_bytes[:D, 0].sum() / Q),
-                                       "up": float(st.link_bytes[:D, 1].sum() / Q)}
-        out["upstream_util"] = {"down": float(st.link_busy[D, 0] / cycles),
-                                "up": float(st.link_busy[D, 1] / cycles)}
-        out["device_link_util_max"] = float(st.link_busy[:D].max() / cycles)
+        # wire bytes: payload plus flit and slot overhead (dram_bytes_per_query is payload)
+        out["link_wire_bytes_per_query"] = {"down": float(st.link_bytes[:D, 0].sum() / Q),
+                                            "up": float(st.link_bytes[:D, 1].sum() / Q)}
+        out["upstream_util_down_fraction"] = float(st.link_busy[D, 0] / cycles)
+        out["upstream_util_up_fraction"] = float(st.link_busy[D, 1] / cycles)
+        out["device_link_util_max_fraction"] = float(st.link_busy[:D].max() / cycles)
         if cfg.kind == "cosmos":
             out["gpc_busy_fraction"] = [float(x) for x in dev["gpc_busy_fraction"]]
         # LIR of the placement by cluster searches (placement package's definition)

@@ -75,7 +75,7 @@ def compare(num_queries: int, out: str | None) -> None:
                    **{f"{k}_ns": v for k, v in s["breakdown_ns"].items()},
                    "dram_bandwidth_GBps": s["dram_bandwidth_GBps_total"],
                    "dram_bytes_per_query": s["dram_bytes_per_query"],
-                   "upstream_up_util": s.get("upstream_util", {}).get("up", float("nan")),
+                   "upstream_util_up_fraction": s.get("upstream_util_up_fraction", float("nan")),
                    "lir_requests": s["device_lir_requests"],
                    "wall_s": time.perf_counter() - t0}
             rows.append(row)

@@ -24,9 +24,9 @@ LIST_COLUMNS = {"device_tasks": "cluster_searches"}
 def with_unit(name: str) -> str:
     """``name`` with ``_fraction`` appended if it is a utilization (``util``) without a unit.
 
-    cosmos.metrics reports link utilizations (busy cycles / simulated cycles) as
-    ``upstream_util``, ``device_link_util_max``, ``link_down_util``; in our tables they are
-    ``upstream_util_down_fraction``, ``device_link_util_max_fraction``, ...
+    cosmos.metrics names its utilizations (busy cycles / simulated cycles) with the unit
+    already (``upstream_util_down_fraction``, ``link_down_util_fraction``, ...); this keeps
+    any other ``util`` name a caller adds from reaching a table without one.
     """
     if "util" in name.split("_") and not name.endswith("_fraction"):
         return f"{name}_fraction"

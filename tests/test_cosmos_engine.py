@@ -179,14 +179,14 @@ def test_throughput_never_exceeds_the_link_and_approaches_it_when_bound():
         cfg = dataclasses.replace(cfg, switch=dataclasses.replace(
             cfg.switch, upstream_bandwidth_GBps=bw))
         s = summary(simulate(cfg, tr, progress=False))
-        wire_up = s["link_bytes_per_query"]["up"]
+        wire_up = s["link_wire_bytes_per_query"]["up"]
         carried_GBps = s["qps"] * wire_up / 1e9
         assert carried_GBps <= bw * 1.005
         dram_GBps = s["qps"] * s["dram_bytes_per_query"] / 1e9
         assert dram_GBps <= dram_config_for(cfg).peak_bandwidth_GBps * cfg.device.count
         if bw == 4.0:  # the shared upstream port is the bottleneck: within 5 % of its peak
             assert carried_GBps >= 0.95 * bw
-            assert s["upstream_util"]["up"] >= 0.95
+            assert s["upstream_util_up_fraction"] >= 0.95
 
 
 def test_device_dram_bandwidth_bound_holds_for_cosmos():
