@@ -8,12 +8,13 @@ the contract's array names, never on graphs internals.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
 
 import numpy as np
+
+from graphs.trace import array_checksum as _checksum  # what save_trace stores
 
 #: Arrays cosmos needs from the logical trace (contract 1).
 REQUIRED = ("cluster_ptr", "cluster_nodes", "query_ptr", "search_cluster", "search_entry",
@@ -69,16 +70,6 @@ class TraceArrays:
             hop_degree=self.hop_degree[:h_end], hop_read_ptr=self.hop_read_ptr[: h_end + 1],
             read_node=self.read_node[:r_end], hop_cand_inserts=self.hop_cand_inserts[:h_end],
             cluster_adjacency=self.cluster_adjacency, centroids=self.centroids)
-
-
-def _checksum(a: np.ndarray) -> str:
-    """The per-array checksum ``graphs.trace.save_trace`` stores in the meta (``checksums``):
-    blake2b-128 over the dtype, the shape and the bytes (tests/test_cosmos_config.py checks
-    that a trace saved by graphs verifies)."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(f"{a.dtype.str}{a.shape}".encode())
-    h.update(np.ascontiguousarray(a).data)
-    return h.hexdigest()
 
 
 def _load_npz(path: str) -> dict:

@@ -33,6 +33,7 @@ import numpy as np
 
 from .dataset import Dataset
 from .io import atomic_write_bytes
+from .trace import array_checksum
 from .kmeans import assign, centroid_adjacency, cluster_csr, kmeans
 
 __all__ = ["IndexParams", "ClusteredIndex", "build_index", "get_index", "default_cache_dir"]
@@ -156,7 +157,7 @@ class ClusteredIndex:
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
         """Write one .npz (atomic) with a JSON meta holding a blake2b checksum of every array."""
         meta = self._meta()
-        meta["checksums"] = {k: _checksum(getattr(self, k)) for k in _ARRAYS}
+        meta["checksums"] = {k: array_checksum(getattr(self, k)) for k in _ARRAYS}
         arrays = {k: getattr(self, k) for k in _ARRAYS}
         arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
         return atomic_write_bytes(path, lambda f: np.savez(f, **arrays), overwrite=overwrite)
@@ -184,7 +185,7 @@ class ClusteredIndex:
             if meta.get(k) != want:
                 raise ValueError(f"{path}: stale index, meta '{k}' is {meta.get(k)!r}, expected {want!r}")
         for k in _ARRAYS:
-            if _checksum(arrays[k]) != meta["checksums"].get(k):
+            if array_checksum(arrays[k]) != meta["checksums"].get(k):
                 raise ValueError(f"{path}: checksum of array '{k}' does not match (corrupted file)")
         idx = cls(
             params=IndexParams(**meta["params"]),
@@ -214,13 +215,6 @@ class ClusteredIndex:
             a = getattr(self, name)
             if len(a) != c or np.any(a < self.cluster_ptr[:-1]) or np.any(a >= self.cluster_ptr[1:]):
                 raise ValueError(f"index: {name} must hold one position inside each cluster")
-
-
-def _checksum(a: np.ndarray) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    h.update(f"{a.dtype.str}{a.shape}".encode())
-    h.update(np.ascontiguousarray(a).data)
-    return h.hexdigest()
 
 
 def _cluster_seed(seed: int, c: int) -> int:

@@ -198,7 +198,9 @@ class LogicalTrace:
         return out
 
 
-def _checksum(a: np.ndarray) -> str:
+def array_checksum(a: np.ndarray) -> str:
+    """blake2b-128 over an array's dtype, shape and bytes: the per-array checksum
+    :func:`save_trace` stores in the meta (``checksums``) and readers verify."""
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{a.dtype.str}{a.shape}".encode())
     h.update(np.ascontiguousarray(a).data)
@@ -213,7 +215,7 @@ def save_trace(path: str | os.PathLike, trace: LogicalTrace, overwrite: bool = F
     """
     arrays = {k: getattr(trace, k) for k in (*TRACE_ARRAYS, *EXTRA_ARRAYS)}
     meta = dict(trace.meta)
-    meta["checksums"] = {k: _checksum(v) for k, v in arrays.items()}
+    meta["checksums"] = {k: array_checksum(v) for k, v in arrays.items()}
     arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
     return atomic_write_bytes(path, lambda f: np.savez(f, **arrays), overwrite=overwrite)
 
@@ -249,7 +251,7 @@ def load_trace(path: str | os.PathLike, verify: bool = True) -> LogicalTrace:
     sums = meta.pop("checksums", {})
     if verify:
         for k, a in arrays.items():
-            if k in sums and _checksum(a) != sums[k]:
+            if k in sums and array_checksum(a) != sums[k]:
                 raise ValueError(f"{path}: checksum of '{k}' does not match (corrupted file)")
     try:
         return LogicalTrace(meta=meta, **arrays)
