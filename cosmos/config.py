@@ -97,7 +97,7 @@ SOURCE: dict[str, str] = {
     "device.channels": "4 DDR5 DIMM channels per device, each two independent 32-bit "
     "subchannels (JESD79-5): 8 (Cosmos paper, DESIGN.md notes)",
     "device.ranks": "2 ranks per DIMM channel (Cosmos paper, DESIGN.md notes)",
-    "device.capacity_bytes": "8 subchannels x 2 ranks x 8 x4 chips of 16 Gb = 256 GB per "
+    "device.capacity_bytes": "8 subchannels x 2 ranks x 8 x4 chips of 16 Gb = 256 GiB per "
     "device (Cosmos paper, DESIGN.md notes)",
     "gpc.distance_overhead_cycles": "loop setup, horizontal reduction of a 4-lane NEON "
     "accumulator and the compare: the host's 20-cycle estimate kept, so host and GPC differ "
