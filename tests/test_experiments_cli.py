@@ -279,3 +279,23 @@ def test_replay_refuses_a_trace_the_simulator_cannot_use(small_trace, tmp_path, 
     err = capsys.readouterr().err
     assert rc == 2 and "hop_degree[0] = 1000000000 out of range" in err, err
     assert not root.exists() or not any(root.iterdir())
+
+
+def test_devices_sweep_simulates_enough_queries_for_a_steady_state():
+    """experiments.scale_devices.queries_for against the window rule of cosmos.metrics: with
+    that many queries (distinct completion cycles) the window holds at least the queries in
+    flight."""
+    from cosmos.config import with_overrides
+    from cosmos.metrics import steady_window
+    from cosmos.presets import get_preset
+    from cosmos.simulate import default_max_inflight
+    from experiments.scale_devices import WARMUP, queries_for
+
+    for system in ("base", "cosmos"):
+        for devices in (1, 4, 16):
+            q = queries_for(system, devices, 10)
+            inflight = default_max_inflight(
+                with_overrides(get_preset(system), {"device.count": devices}))
+            _, _, mask = steady_window(np.arange(1, q + 1), WARMUP)
+            assert mask.sum() >= inflight, (system, devices, q)
+    assert queries_for("cosmos", 16, 160) == 325 and queries_for("cosmos", 4, 160) == 160
