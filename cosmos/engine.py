@@ -613,6 +613,18 @@ def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_
         t = nt
 
 
+def request_slots(pg: Program, pool_sizes: np.ndarray) -> int:
+    """Request slots of the engine state: per pool, its contexts (at most one per task) x the
+    largest in-flight limit of its MEM steps."""
+    T = pg.task_query.shape[0]
+    step_task = np.repeat(np.arange(T), np.diff(pg.task_step_ptr))
+    mem = pg.step_kind == STEP_MEM
+    max_mlp = np.zeros(pool_sizes.shape[0], np.int64)
+    if mem.any():
+        np.maximum.at(max_mlp, pg.task_pool[step_task[mem]], pg.step_mlp[mem])
+    return int(max(1, (np.minimum(pool_sizes, T) * max_mlp).sum()))
+
+
 def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
                      n_channels: int, num_devices: int, completion_capacity: int) -> EngineState:
     """Allocate the engine state for program ``pg`` (sizes derived from the program)."""
@@ -622,13 +634,7 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
     if T and np.any(np.diff(pg.task_step_ptr) < 1):
         raise ValueError("program has a task without steps (the engine needs >= 1 per task)")
     NC = int(pool_sizes.sum())
-    # request slots: per pool, contexts x the largest in-flight limit of its MEM steps
-    step_task = np.repeat(np.arange(T), np.diff(pg.task_step_ptr))
-    mem = pg.step_kind == STEP_MEM
-    max_mlp = np.zeros(P, np.int64)
-    if mem.any():
-        np.maximum.at(max_mlp, pg.task_pool[step_task[mem]], pg.step_mlp[mem])
-    NR = int(max(1, (np.minimum(pool_sizes, T) * max_mlp).sum()))
+    NR = request_slots(pg, pool_sizes)
     if NR >= MAX_IDS or NC >= MAX_IDS:
         raise ValueError(f"too many request slots ({NR}) or contexts ({NC}) for the engine "
                          f"(limit {MAX_IDS})")
@@ -671,6 +677,29 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
         comp_cyc=np.zeros(completion_capacity, np.int64),
         done_req=np.zeros(NR, np.int64), done_cyc=np.zeros(NR, np.int64),
     )
+
+
+def engine_state_bytes(pg: Program, pool_sizes: np.ndarray, num_instances: int,
+                       n_channels: int, num_devices: int,
+                       completion_capacity: int) -> tuple[int, int]:
+    """(bytes, request slots) of the state :func:`new_engine_state` would allocate for these
+    arguments, without allocating it: its arrays counted one by one (keep in step with it; a
+    test compares the figure with the real state)."""
+    T = int(pg.task_query.shape[0])
+    Q = int(pg.num_queries)
+    P = int(pool_sizes.shape[0])
+    NC = int(pool_sizes.sum())
+    NR = request_slots(pg, pool_sizes)
+    NH = NR + NC + 16
+    num_instances, D = int(num_instances), int(num_devices)
+    G = num_instances * int(n_channels)
+    words = (N_SC + NH + 5 * NR + G * NR + 5 * G + 4 * NR     # scal, heap, requests, FIFOs
+             + 12 * NC + (P + 1) + P                          # contexts, pools
+             + P * max(T, 1) + 2 * P                          # ready queues
+             + 10 * T + 3 * Q                                 # tasks, queries
+             + 3 * 2 * (D + 1) + 2 * num_instances            # links, instances
+             + 2 * int(completion_capacity) + 2 * NR)         # completions
+    return 8 * words, NR
 
 
 @nb.njit(cache=True, _nrt=False)

@@ -83,36 +83,6 @@ def physical_memory_bytes() -> int | None:
         return None
 
 
-def engine_state_bytes(pg: Program, psizes: np.ndarray, num_instances: int, n_channels: int,
-                       num_devices: int, completion_capacity: int) -> tuple[int, int]:
-    """(bytes, request slots) of the state ``cosmos.engine.new_engine_state`` would allocate
-    for these arguments, computed without allocating it (its arrays, counted one by one; a
-    test checks the figure against the real state)."""
-    from cosmos.engine import N_SC, STEP_MEM
-
-    T = int(pg.task_query.shape[0])
-    Q = int(pg.num_queries)
-    P = int(psizes.shape[0])
-    NC = int(psizes.sum())
-    steps = np.diff(pg.task_step_ptr)
-    mem = pg.step_kind == STEP_MEM
-    max_mlp = np.zeros(P, np.int64)
-    if mem.any() and steps.size and steps.min() >= 0:
-        step_task = np.repeat(np.arange(T), steps)
-        np.maximum.at(max_mlp, pg.task_pool[step_task[mem]], pg.step_mlp[mem])
-    NR = int(max(1, (np.minimum(psizes, T).astype(np.int64) * max_mlp).sum()))
-    NH = NR + NC + 16
-    num_instances, D = int(num_instances), int(num_devices)
-    G = num_instances * int(n_channels)
-    words = (N_SC + NH + 5 * NR + G * NR + 5 * G + 4 * NR     # scal, heap, requests, FIFOs
-             + 12 * NC + (P + 1) + P                          # contexts, pools
-             + P * max(T, 1) + 2 * P                          # ready queues
-             + 10 * T + 3 * Q                                 # tasks, queries
-             + 3 * 2 * (D + 1) + 2 * num_instances            # links, instances
-             + 2 * int(completion_capacity) + 2 * NR)         # completions
-    return 8 * words, NR
-
-
 def check_memory(cfg: SystemConfig, G: int, heap_bytes: int, engine_bytes: int,
                  request_slots: int, physical: int | None = None) -> int:
     """Refuse (ValueError naming the fields that drive it) a simulation whose controller and
@@ -241,7 +211,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                                CI_MAP, CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SHIFTS,
                                CI_SW_LAT, CI_SWITCH, N_CI,
                                SC_DONE, SC_REQS_DONE, _admit_initial, _run_chunk,
-                               new_engine_state)
+                               engine_state_bytes, new_engine_state)
 
     cfg = cfg.validate()
     if mode not in MODES:

@@ -86,17 +86,8 @@ def _load_npz(path: str) -> dict:
                          f"{want}")
     if not magic.startswith(b"PK"):
         raise ValueError(f"{path}: not a trace file: not a .npz (zip) archive; {want}")
-    try:
-        z = np.load(path, allow_pickle=False)
-    except MemoryError:
-        raise
-    except Exception as exc:
-        raise ValueError(f"{path}: not a readable trace file (damaged or truncated .npz: "
-                         f"{type(exc).__name__}: {exc})") from None
-    if not isinstance(z, np.lib.npyio.NpzFile):
-        raise ValueError(f"{path}: not a trace file; {want}")
-    try:
-        with z:
+    try:  # (a zip file: np.load opens it as an NpzFile)
+        with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
     except MemoryError:
         raise
@@ -167,6 +158,13 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
     sums = meta.pop("checksums", None) or {}
     if not isinstance(sums, dict):
         raise ValueError(f"{label}: meta 'checksums' must be a dict of array name -> checksum")
+
+    def verify(key, a):
+        if key in sums and _checksum(a) != sums[key]:
+            raise ValueError(f"{label}: checksum of {key!r} does not match the one in its meta "
+                             f"(corrupted file, or the array was changed after the trace was "
+                             f"saved)")
+
     arrays = {}
     for key in REQUIRED:
         v = _get(src, key)
@@ -176,10 +174,7 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
         if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
             raise ValueError(f"{label}: {key!r} must be a 1-D integer array, got {a.dtype} "
                              f"shape {a.shape}")
-        if key in sums and _checksum(a) != sums[key]:
-            raise ValueError(f"{label}: checksum of {key!r} does not match the one in its meta "
-                             f"(corrupted file, or the array was changed after the trace was "
-                             f"saved)")
+        verify(key, a)
         arrays[key] = a.astype(np.int64, copy=False)
     for key in META_REQUIRED:
         if key not in meta:
@@ -188,10 +183,8 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
     for key in ("cluster_adjacency", "centroids"):
         v = _get(src, key)
         opt[key] = None if v is None else np.asarray(v)
-        if opt[key] is not None and key in sums and _checksum(opt[key]) != sums[key]:
-            raise ValueError(f"{label}: checksum of {key!r} does not match the one in its meta "
-                             f"(corrupted file, or the array was changed after the trace was "
-                             f"saved)")
+        if opt[key] is not None:
+            verify(key, opt[key])
 
     def csr(ptr_key, n_items, items_key):
         p = arrays[ptr_key]

@@ -20,6 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+#: Values of --format (dram.traces.FORMATS and "auto"; spelled out so that the parser is built
+#: without importing numpy).
+FORMAT_CHOICES = ("auto", "dramsim3", "ramulator", "dramsys")
+
 # The DRAMConfig fields each option sets (None = not given: keep the default / --config's).
 _CONFIG_OPTIONS = {
     "standard": "standard",
@@ -72,7 +76,7 @@ def register(subparsers) -> None:
                         "the trace options --format, --wrap, --strict-align)")
     t = rp.add_argument_group("trace")
     t.add_argument("--format", default=None,
-                   choices=("auto", "dramsim3", "ramulator", "dramsys"),
+                   choices=FORMAT_CHOICES,
                    help="trace format (default: detected from the first request line)")
     t.add_argument("--wrap", action=argparse.BooleanOptionalAction, default=None,
                    help="take addresses modulo the memory capacity instead of rejecting them "
@@ -219,7 +223,7 @@ def replay_options(args: argparse.Namespace) -> dict:
         if not isinstance(saved, dict):
             raise ValueError(f"{args.config}: field 'replay' must be an object, "
                              f"got {type(saved).__name__}")
-        checks = {"format": ("auto", "dramsim3", "ramulator", "dramsys"),
+        checks = {"format": FORMAT_CHOICES,
                   "wrap": (True, False), "unaligned": ("align", "error")}
         for key, valid in checks.items():
             if key in saved:

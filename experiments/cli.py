@@ -144,21 +144,22 @@ def replay(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     import placement
-    from cosmos.config import parse_overrides, with_overrides
-    from cosmos.presets import get_preset
+    from cosmos.config import parse_overrides
     from cosmos.trace_input import as_trace
+    from experiments.sim import _system_config
     from graphs import load_trace
 
     overrides = parse_overrides(args.set)
     for s in systems:  # every field converted and range-checked on every system
-        cfg = with_overrides(get_preset(s), overrides)
+        cfg = _system_config(s, overrides, None)   # as each simulation will build it
         try:
             placement.get_policy(cfg.placement)
         except ValueError as exc:
             raise ValueError(f"system.placement of {s}: {exc}") from None
 
-    meta = load_trace(trace).meta  # validates the file before any simulation starts
-    as_trace(str(trace))           # and the simulator's own checks of it
+    loaded = load_trace(trace)     # validates the file (checksums) before any simulation starts
+    as_trace(loaded, name=str(trace))   # and the simulator's own checks of its arrays
+    meta = loaded.meta
     out = new_results_dir(args.out_root, f"replay-{trace.stem}")
     write_json(out / "config.json", {"trace": str(trace.resolve()), "trace_meta": meta,
                                      "systems": systems, "overrides": overrides,

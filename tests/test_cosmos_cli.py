@@ -186,7 +186,8 @@ def test_engine_memory_estimate_is_exact(monkeypatch):
     import cosmos.engine
     import cosmos.simulate
     from cosmos.presets import get_preset
-    from cosmos.simulate import engine_state_bytes, simulate
+    from cosmos.engine import engine_state_bytes
+    from cosmos.simulate import simulate
 
     real = cosmos.engine.new_engine_state
     seen = []

@@ -319,3 +319,10 @@ def test_replay_matches_ramulator_request_by_request(capsys, tmp_path):
     assert stats["achieved_bw_GBps"] == pytest.approx(0.153915, rel=1e-5)
     assert ours["latency_cycles"].iloc[1:].mean() == pytest.approx(140.8, abs=0.005)
     assert "0 / 214 / 1,787" in out and "refresh commands          426" in out
+
+
+def test_format_choices_are_the_readers_formats():
+    from dram.cli import FORMAT_CHOICES
+    from dram.traces import FORMATS
+
+    assert FORMAT_CHOICES == ("auto", *FORMATS)
