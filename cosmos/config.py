@@ -51,12 +51,15 @@ SOURCE: dict[str, str] = {
     "(log2(16) = 4 shuffle+add pairs) and the compare: about 20 cycles (stated estimate)",
     "host.visit_check_cycles": "one visited-set probe per neighbor (bit test in an L1/L2-"
     "resident bitmap, 4-cycle L1 hit plus branch): 5 cycles (stated estimate)",
-    "host.insert_cycles": "one candidate-list insertion: binary search over L entries "
-    "(log2 L compares) plus shifting on average L/2 8-byte entries at 32 bytes per cycle: "
-    "log2 L + L/8 cycles, 19.1 for L=100 (DiskANN's list size), rounded to 20 (stated "
-    "estimate). The default search list of our traces is L=64, for which the same estimate "
-    "gives 14: the default overstates an insertion there by about 40 % (a known, open "
-    "simplification: the cost does not follow the trace's L)",
+    "host.insert_step_cycles": "a candidate-list insertion into the sorted list of L entries "
+    "(graphs.search keeps it sorted, as DiskANN's NeighborPriorityQueue does) first binary-"
+    "searches it: log2 L dependent compare-and-branch steps of about 1 cycle each (stated "
+    "estimate); the cost per insertion is log2 L x this + the shift below, for the trace's L "
+    "(meta cand_list_len): 14 cycles at our traces' L=64, 19.1 at DiskANN's L=100",
+    "host.insert_shift_bytes_per_cycle": "then the list's tail moves one slot: on average L/2 "
+    "8-byte entries (a float32 distance and an int32 id) copied at 32 bytes per cycle (one "
+    "AVX2/AVX-512 load and store per cycle from L1, Intel optimization manual; stated "
+    "estimate)",
     "host.select_cycles": "pop the next unexpanded candidate from the sorted list: about 10 "
     "cycles (stated estimate)",
     "host.merge_cycles_per_result": "merging the probes' top-k lists: one compare+copy per "
@@ -104,8 +107,11 @@ SOURCE: dict[str, str] = {
     "only in clock and SIMD width (stated estimate)",
     "gpc.visit_check_cycles": "the host's per-operation estimate (host.visit_check_cycles), kept "
     "so host and GPC differ only in clock and SIMD width (stated assumption)",
-    "gpc.insert_cycles": "the host's per-operation estimate (host.insert_cycles), kept so host "
-    "and GPC differ only in clock and SIMD width (stated assumption)",
+    "gpc.insert_step_cycles": "the host's per-operation estimate (host.insert_step_cycles), "
+    "kept so host and GPC differ only in clock and SIMD width (stated assumption)",
+    "gpc.insert_shift_bytes_per_cycle": "128-bit NEON (as gpc.distance_dims_per_cycle): one "
+    "16-byte load and store per cycle when moving the list's tail (stated estimate; the host "
+    "moves 32)",
     "gpc.select_cycles": "the host's per-operation estimate (host.select_cycles), kept so host "
     "and GPC differ only in clock and SIMD width (stated assumption)",
     "gpc.partial_sum_cycles": "the GPC adds one rank PU's partial distance, a scalar add of a "
@@ -134,6 +140,21 @@ def core_cycles_to_dram(n_cycles: float, clock_GHz: float, tck_ps: int = TCK_PS)
     if clock_GHz <= 0:
         raise ValueError(f"clock_GHz must be > 0, got {clock_GHz}")
     return ns_to_cycles(n_cycles / clock_GHz, tck_ps)
+
+
+#: Bytes of one candidate-list entry: a float32 distance and an int32 node id.
+CANDIDATE_ENTRY_BYTES = 8
+
+
+def candidate_insert_cycles(list_len: int, step_cycles: float,
+                            shift_bytes_per_cycle: float) -> float:
+    """Core cycles of one insertion into a sorted candidate list of ``list_len`` entries:
+    a binary search (log2 L steps of ``step_cycles``) and the move of, on average, half the
+    list (L/2 entries of :data:`CANDIDATE_ENTRY_BYTES`) at ``shift_bytes_per_cycle``."""
+    if list_len < 1:
+        raise ValueError(f"candidate list length must be >= 1, got {list_len}")
+    return (step_cycles * math.log2(list_len)
+            + list_len / 2 * CANDIDATE_ENTRY_BYTES / shift_bytes_per_cycle)
 
 
 def bytes_per_cycle(bandwidth_GBps: float, tck_ps: int = TCK_PS) -> float:
@@ -184,11 +205,19 @@ class HostConfig:
     distance_dims_per_cycle: float = _f(16.0, "vector dimensions per cycle in a distance")
     distance_overhead_cycles: float = _f(20.0, "fixed cycles per distance computation")
     visit_check_cycles: float = _f(5.0, "cycles per neighbor visited-set check")
-    insert_cycles: float = _f(20.0, "cycles per candidate-list insertion")
+    insert_step_cycles: float = _f(1.0, "cycles per binary-search step of a candidate-list "
+                                   "insertion (log2 L steps, L = the trace's list size)")
+    insert_shift_bytes_per_cycle: float = _f(32.0, "bytes per cycle moving the list's tail on "
+                                             "an insertion (L/2 8-byte entries on average)")
     select_cycles: float = _f(10.0, "cycles to select the next node to expand")
     merge_cycles_per_result: float = _f(4.0, "cycles per result when merging top-k lists")
     dram_channels: int = _f(16, "host DRAM subchannels (DRAM-only system)")
     dram_ranks: int = _f(1, "ranks per host DRAM subchannel (DRAM-only system)")
+
+    def insert_cycles(self, list_len: int) -> float:
+        """Core cycles of one insertion into a candidate list of ``list_len`` entries."""
+        return candidate_insert_cycles(list_len, self.insert_step_cycles,
+                                       self.insert_shift_bytes_per_cycle)
 
 
 @dataclass(frozen=True)
@@ -202,9 +231,17 @@ class GPCConfig:
     distance_dims_per_cycle: float = _f(4.0, "vector dimensions per cycle in a distance")
     distance_overhead_cycles: float = _f(20.0, "fixed cycles per distance computation")
     visit_check_cycles: float = _f(5.0, "cycles per neighbor visited-set check")
-    insert_cycles: float = _f(20.0, "cycles per candidate-list insertion")
+    insert_step_cycles: float = _f(1.0, "cycles per binary-search step of a candidate-list "
+                                   "insertion (log2 L steps, L = the trace's list size)")
+    insert_shift_bytes_per_cycle: float = _f(16.0, "bytes per cycle moving the list's tail on "
+                                             "an insertion (L/2 8-byte entries on average)")
     select_cycles: float = _f(10.0, "cycles to select the next node to expand")
     partial_sum_cycles: float = _f(1.0, "cycles to add one rank PU's partial distance")
+
+    def insert_cycles(self, list_len: int) -> float:
+        """Core cycles of one insertion into a candidate list of ``list_len`` entries."""
+        return candidate_insert_cycles(list_len, self.insert_step_cycles,
+                                       self.insert_shift_bytes_per_cycle)
 
 
 @dataclass(frozen=True)
@@ -257,13 +294,15 @@ RANGES: dict[str, tuple] = {
     "host.threads": _COUNT, "host.clock_GHz": _RATE, "host.outstanding_misses": _COUNT,
     "host.onchip_latency_ns": _TIME, "host.distance_dims_per_cycle": _RATE,
     "host.distance_overhead_cycles": _CYCLES, "host.visit_check_cycles": _CYCLES,
-    "host.insert_cycles": _CYCLES, "host.select_cycles": _CYCLES,
+    "host.insert_step_cycles": _CYCLES, "host.insert_shift_bytes_per_cycle": _RATE,
+    "host.select_cycles": _CYCLES,
     "host.merge_cycles_per_result": _CYCLES, "host.dram_channels": _COUNT,
     "host.dram_ranks": _COUNT,
     "gpc.cores": _COUNT, "gpc.threads_per_core": _COUNT, "gpc.clock_GHz": _RATE,
     "gpc.outstanding_requests": _COUNT, "gpc.distance_dims_per_cycle": _RATE,
     "gpc.distance_overhead_cycles": _CYCLES, "gpc.visit_check_cycles": _CYCLES,
-    "gpc.insert_cycles": _CYCLES, "gpc.select_cycles": _CYCLES,
+    "gpc.insert_step_cycles": _CYCLES, "gpc.insert_shift_bytes_per_cycle": _RATE,
+    "gpc.select_cycles": _CYCLES,
     "gpc.partial_sum_cycles": _CYCLES,
     "rank_pu.segment_bytes": _COUNT, "rank_pu.pipeline_latency_ns": _TIME,
     "cxl_anns.accel_latency_ns": _TIME, "cxl_anns.accel_outstanding": _COUNT,

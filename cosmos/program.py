@@ -116,8 +116,9 @@ class Costs(NamedTuple):
     slot_bytes: int
 
 
-def costs_for(cfg: SystemConfig, dim: int) -> Costs:
-    """Per-operation costs of ``cfg`` for vectors of ``dim`` dimensions, in DRAM cycles."""
+def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int) -> Costs:
+    """Per-operation costs of ``cfg`` for vectors of ``dim`` dimensions and a candidate list
+    of ``cand_list_len`` entries (the trace's L), in DRAM cycles."""
     h, g, tck = cfg.host, cfg.gpc, TCK_PS
 
     def hc(n):  # host cycles -> DRAM cycles (float)
@@ -129,11 +130,11 @@ def costs_for(cfg: SystemConfig, dim: int) -> Costs:
     link = cfg.link
     return Costs(
         host_dist=hc(dim / h.distance_dims_per_cycle + h.distance_overhead_cycles),
-        host_visit=hc(h.visit_check_cycles), host_insert=hc(h.insert_cycles),
+        host_visit=hc(h.visit_check_cycles), host_insert=hc(h.insert_cycles(cand_list_len)),
         host_select=hc(h.select_cycles), host_merge=hc(h.merge_cycles_per_result),
         host_lat=ns_to_cycles(h.onchip_latency_ns), host_mlp=h.outstanding_misses,
         gpc_dist=gc(dim / g.distance_dims_per_cycle + g.distance_overhead_cycles),
-        gpc_visit=gc(g.visit_check_cycles), gpc_insert=gc(g.insert_cycles),
+        gpc_visit=gc(g.visit_check_cycles), gpc_insert=gc(g.insert_cycles(cand_list_len)),
         gpc_select=gc(g.select_cycles), gpc_partial=gc(g.partial_sum_cycles),
         dev_lat=ns_to_cycles(cfg.device.onchip_latency_ns), gpc_mlp=g.outstanding_requests,
         pu_latency=ns_to_cycles(cfg.rank_pu.pipeline_latency_ns),
@@ -427,7 +428,7 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     dim = int(meta["dim"])
     k = int(meta["k"])
     vector_bytes = int(meta["vector_bytes"])
-    c = costs_for(cfg, dim)
+    c = costs_for(cfg, dim, int(meta["cand_list_len"]))
     D = cfg.device.count
     Q = trace.num_queries
     S = trace.search_cluster.shape[0]

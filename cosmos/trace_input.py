@@ -21,7 +21,7 @@ REQUIRED = ("cluster_ptr", "cluster_nodes", "query_ptr", "search_cluster", "sear
             "search_hop_ptr", "hop_node", "hop_degree", "hop_read_ptr", "read_node",
             "hop_cand_inserts")
 OPTIONAL = ("cluster_adjacency", "centroids", "result_ids")
-META_REQUIRED = ("dim", "vector_bytes", "max_degree", "k")
+META_REQUIRED = ("dim", "vector_bytes", "max_degree", "k", "cand_list_len")
 
 
 @dataclass(frozen=True)
@@ -222,6 +222,9 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
               "byte of meta 'vector_bytes')")
     _meta_int(label, meta, "k", high=max(n, 1), high_text=" (at most the n = "
               f"{n} vectors of the clusters)")
+    # the search's candidate-list size L sets the cost of an insertion (cosmos.config.
+    # candidate_insert_cycles)
+    _meta_int(label, meta, "cand_list_len", high=2**31 - 1)
     # A hop reads the adjacency list of its node: hop_degree 4-byte ids of the node's fixed
     # record of max_degree ids (cosmos.layout: node_lines = lines_for(4 x max_degree)), and
     # checks each id against the visited set (cosmos.program: hop_degree x visit_check_cycles).

@@ -61,6 +61,21 @@ def test_unit_conversions():
     assert bytes_per_cycle(63.0) == pytest.approx(63.0 * 0.416)
 
 
+def test_a_candidate_insertion_costs_a_binary_search_and_half_a_list_shift():
+    from cosmos.config import GPCConfig, HostConfig
+    from cosmos.program import costs_for
+    h, g = HostConfig(), GPCConfig()
+    assert h.insert_cycles(64) == pytest.approx(6 + 32 * 8 / 32)      # 14 at our traces' L
+    assert h.insert_cycles(100) == pytest.approx(19.14, abs=0.01)      # DiskANN's L
+    assert g.insert_cycles(64) == pytest.approx(6 + 32 * 8 / 16)       # 128-bit NEON: 16 B/cycle
+    assert h.insert_cycles(1) == pytest.approx(0.5 * 8 / 32)
+    with pytest.raises(ValueError, match="candidate list length must be >= 1"):
+        h.insert_cycles(0)
+    cfg = get_preset("base")
+    small, large = costs_for(cfg, 128, 16), costs_for(cfg, 128, 256)
+    assert large.host_insert > small.host_insert and large.host_select == small.host_select
+
+
 def test_overrides_and_validation_errors():
     cfg = with_overrides(get_preset("cosmos"), {"gpc.cores": "4", "link.latency_ns": "50"})
     assert cfg.gpc.cores == 4 and cfg.link.latency_ns == 50.0
@@ -220,7 +235,7 @@ def test_boolean_overrides_accept_the_usual_spellings(value, expect):
     ("link.flit_bytes", "60", "system.link.flit_bytes: must be >= link.slots_per_flit x "
                               "link.slot_bytes = 64"),
     ("link.data_slots", "-1", "system.link.data_slots: must be >= 1, got -1"),
-    ("gpc.insert_cycles", "-50", "system.gpc.insert_cycles: must be >= 0, got -50"),
+    ("gpc.insert_step_cycles", "-50", "system.gpc.insert_step_cycles: must be >= 0, got -50"),
     ("host.clock_GHz", "0", "system.host.clock_GHz: must be >= 0.001, got 0"),
     ("device.capacity_bytes", "1e9.5", "device.capacity_bytes='1e9.5': expected an integer"),
     ("host", "3", "'host' is a section, not a field"),
@@ -330,6 +345,8 @@ def test_a_trace_saved_by_graphs_verifies_and_a_changed_array_does_not(tmp_path)
                                                                 ">= 1, got 0"),
     (lambda good, p: _rewrite(good, p, meta={"dim": 10**6}), "meta 'dim' must be in [1, 128]"),
     (lambda good, p: _rewrite(good, p, meta={"k": True}), "meta 'k' must be an integer"),
+    (lambda good, p: _rewrite(good, p, meta={"cand_list_len": 0}), "meta 'cand_list_len' must "
+                                                                   "be in [1, 2147483647], got 0"),
     (lambda good, p: _rewrite(good, p, drop_checksums=True,
                               hop_degree=np.full(12, 10**9, np.int32)),
      "hop_degree[0] = 1000000000 out of range [0, 32] (at most meta max_degree"),

@@ -74,7 +74,12 @@ def hand_latency(cfg):
         x = t + nbytes / dev_bpc + ln
         return math.ceil(x + nbytes / up_bpc + sw - 1e-9)
 
-    k, dim = 10, 16
+    k, dim, lsize = 10, 16, 8                        # the worked trace's k, dim, cand_list_len
+
+    def insert(sec):  # one insertion into the sorted L-entry list: binary search + shift
+        return (sec.insert_step_cycles * math.log2(lsize)
+                + lsize / 2 * 8 / sec.insert_shift_bytes_per_cycle)
+
     if cfg.kind == "host-dram":
         h = cfg.host
         lat = ns_to_cycles(h.onchip_latency_ns)
@@ -82,7 +87,7 @@ def hand_latency(cfg):
         t = math.ceil(lat + dram + lat + dist)                            # entry vector
         t = t + lat + dram + lat + math.ceil(16 * hc(h.visit_check_cycles))  # adjacency list
         t = math.ceil(t + lat + dram + lat + dist)                        # node 2's vector
-        t += math.ceil(hc(h.insert_cycles) + hc(h.select_cycles))         # candidate update
+        t += math.ceil(hc(insert(h)) + hc(h.select_cycles))         # candidate update
         t += math.ceil(1 * k * hc(h.merge_cycles_per_result))             # merge top-k
         return t
     if cfg.kind == "cxl-anns":
@@ -114,7 +119,7 @@ def hand_latency(cfg):
         t = math.ceil(read(0) + dist)                                   # entry vector
         t = read(t) + math.ceil(16 * hc(h.visit_check_cycles))          # adjacency list
         t = math.ceil(read(t) + dist)                                   # node 2's vector
-        t += math.ceil(hc(h.insert_cycles) + hc(h.select_cycles))       # candidate update
+        t += math.ceil(hc(insert(h)) + hc(h.select_cycles))       # candidate update
         t += math.ceil(1 * k * hc(h.merge_cycles_per_result))           # merge top-k
         return t
     assert cfg.kind == "cosmos"
@@ -137,7 +142,7 @@ def hand_latency(cfg):
     t = vec(t)                                                          # entry vector
     t = t + lat + dram + lat + math.ceil(16 * gc(g.visit_check_cycles))  # adjacency list
     t = vec(t)                                                          # node 2's vector
-    t += math.ceil(gc(g.insert_cycles) + gc(g.select_cycles))           # candidate update
+    t += math.ceil(gc(insert(g)) + gc(g.select_cycles))           # candidate update
     t = up(t, L.wire_bytes(1 + 8 * k // L.slot_bytes))                  # local top-k up
     t += math.ceil(1 * k * hc(cfg.host.merge_cycles_per_result))       # merge on the host
     return t
