@@ -4,7 +4,7 @@ Public API::
 
     from dram import DRAMConfig, replay, list_presets
     result = replay({"addr": addr, "is_write": w, "arrival": t}, DRAMConfig(channels=4))
-    result.completion, result.stats["mean_read_lat"]
+    result.completion, result.stats["mean_read_latency_cycles"]
 
 Closed loop from jitted code: :mod:`dram.kernel` (``new_state``, ``offer``, ``tick``,
 ``pop_completions``, ``next_event``). See docs/dram.md.

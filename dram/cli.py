@@ -388,10 +388,10 @@ def summary_header(trace, config) -> str:
 
 def run_statistics(trace, result, *, read_s: float, replay_s: float) -> dict:
     """The statistics written to stats.json: the model's statistics (units in the names, see
-    :func:`dram.output.with_units`) plus the run's bookkeeping."""
-    from dram.output import with_units
+    :mod:`dram.stats`) plus the run's bookkeeping."""
+    from dram.output import stats_to_dict
 
-    stats = with_units(result.stats)
+    stats = stats_to_dict(result.stats)
     sim_s = float(getattr(result, "wall_s", 0.0) or replay_s)
     stats["trace_read_s"] = float(read_s)
     stats["replay_wall_s"] = float(replay_s)

@@ -43,7 +43,6 @@ __all__ = [
     "write_requests_csv",
     "stats_to_dict",
     "scalar_stats",
-    "with_units",
     "write_run",
     "summary_table",
     "file_sha256",
@@ -210,34 +209,8 @@ def stats_to_dict(stats: Any) -> dict:
     return out
 
 
+#: The read-latency aggregates of dram.stats (``{agg}_read_latency_cycles``).
 _LATENCY = ("mean", "p50", "p95", "p99", "max")
-
-
-def _unit_name(key: str) -> str:
-    """The name of a :mod:`dram.stats` statistic with its unit (house rule: units in names).
-
-    ``mean_read_lat`` -> ``mean_read_latency_cycles``, ``p99_read_lat_ns`` ->
-    ``p99_read_latency_ns``, ``mean_accept_delay`` -> ``mean_accept_delay_cycles``,
-    ``first_arrival`` -> ``first_arrival_cycle``; names that carry a unit already (``_GBps``,
-    ``_cycles``, ``_ps``, ``_fraction``) and counts (``row_hits``, ``n_RD``, ...) are kept.
-    """
-    for agg in _LATENCY:
-        for kind in ("read", "write"):
-            base = f"{agg}_{kind}_lat"
-            if key == base:
-                return f"{agg}_{kind}_latency_cycles"
-            if key == base + "_ns":
-                return f"{agg}_{kind}_latency_ns"
-    if key in ("mean_accept_delay", "max_accept_delay"):
-        return key + "_cycles"
-    if key in ("first_arrival", "last_arrival", "last_completion"):
-        return key + "_cycle"
-    return key
-
-
-def with_units(stats: Mapping[str, Any]) -> dict:
-    """A statistics dict with every timed quantity's unit in its name (see :func:`_unit_name`)."""
-    return {_unit_name(k): v for k, v in stats_to_dict(stats).items()}
 
 
 def scalar_stats(stats: Mapping[str, Any]) -> dict:
@@ -319,7 +292,7 @@ def _duration(seconds: float) -> str:
 def summary_table(stats: Mapping[str, Any]) -> str:
     """A plain-text table of a replay's headline figures.
 
-    ``stats`` is the statistics dict of a run with units in the names (:func:`with_units`, as
+    ``stats`` is the statistics dict of a run (:mod:`dram.stats` names, units in the names, as
     written to stats.json; docs/dram_cli.md lists the keys). Latencies are shown in cycles
     and ns. A figure that does not apply (no writes: mean write latency) shows ``-``.
     """

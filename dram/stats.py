@@ -7,12 +7,14 @@ accept - arrival). All cycles are DRAM clock cycles of ``tCK_ps``.
 
 Summary (:func:`latency_stats`, :func:`summarize`):
 
-* ``mean/p50/p95/p99/max_read_lat`` (cycles) and ``*_ns``: over reads; percentiles are
-  ``numpy.percentile`` with linear interpolation. ``mean_write_lat``: over writes.
+* ``mean/p50/p95/p99/max_read_latency_cycles`` and ``..._ns``: over reads; percentiles are
+  ``numpy.percentile`` with linear interpolation. ``mean_write_latency_cycles`` / ``_ns``:
+  over writes (NaN without reads or writes).
 * ``achieved_bw_GBps`` = all requests x 64 B / ((last completion - first arrival) x tCK),
   1 GB = 1e9 B. ``offered_bw_GBps`` = all requests x 64 B / ((last arrival - first arrival) x
   tCK).
-* ``mean/max_accept_delay`` = accept - arrival (cycles).
+* ``mean/max_accept_delay_cycles`` = accept - arrival; ``first_arrival_cycle``,
+  ``last_arrival_cycle``, ``last_completion_cycle``.
 * ``row_hits/misses/conflicts`` (+ ``read_``/``write_`` split): taken when a request issues
   its first command, from the bank state just before it: open on the same row = hit, open on
   another row = conflict, closed = miss (summed over channels).
@@ -43,18 +45,18 @@ def latency_stats(arrival, accept, completion, is_write, tCK_ps: float) -> dict:
     wl = lat[w]
     out = {"n_requests": int(lat.size), "n_reads": int(rl.size), "n_writes": int(wl.size)}
     tck_ns = tCK_ps / 1000.0
+    stat = {}
     if rl.size:
         p50, p95, p99 = np.percentile(rl, [50, 95, 99])
-        out.update(mean_read_lat=float(rl.mean()), p50_read_lat=float(p50),
-                   p95_read_lat=float(p95), p99_read_lat=float(p99),
-                   max_read_lat=float(rl.max()))
+        stat.update(mean_read=float(rl.mean()), p50_read=float(p50), p95_read=float(p95),
+                    p99_read=float(p99), max_read=float(rl.max()))
     else:
-        out.update(mean_read_lat=np.nan, p50_read_lat=np.nan, p95_read_lat=np.nan,
-                   p99_read_lat=np.nan, max_read_lat=np.nan)
-    out["mean_write_lat"] = float(wl.mean()) if wl.size else np.nan
-    for k in ("mean_read_lat", "p50_read_lat", "p95_read_lat", "p99_read_lat", "max_read_lat",
-              "mean_write_lat"):
-        out[k + "_ns"] = out[k] * tck_ns
+        stat.update(mean_read=np.nan, p50_read=np.nan, p95_read=np.nan, p99_read=np.nan,
+                    max_read=np.nan)
+    stat["mean_write"] = float(wl.mean()) if wl.size else np.nan
+    for k, v in stat.items():
+        out[k + "_latency_cycles"] = v
+        out[k + "_latency_ns"] = v * tck_ns
     if lat.size:
         span = int(completion.max() - arrival.min())
         out["achieved_bw_GBps"] = (lat.size * LINE_BYTES / (span * tCK_ps * 1e-12) / 1e9
@@ -63,11 +65,11 @@ def latency_stats(arrival, accept, completion, is_write, tCK_ps: float) -> dict:
         out["offered_bw_GBps"] = (lat.size * LINE_BYTES / (ospan * tCK_ps * 1e-12) / 1e9
                                   if ospan > 0 else np.nan)
         d = accept - arrival
-        out["mean_accept_delay"] = float(d.mean())
-        out["max_accept_delay"] = int(d.max())
-        out["first_arrival"] = int(arrival.min())
-        out["last_arrival"] = int(arrival.max())
-        out["last_completion"] = int(completion.max())
+        out["mean_accept_delay_cycles"] = float(d.mean())
+        out["max_accept_delay_cycles"] = int(d.max())
+        out["first_arrival_cycle"] = int(arrival.min())
+        out["last_arrival_cycle"] = int(arrival.max())
+        out["last_completion_cycle"] = int(completion.max())
     return out
 
 

@@ -35,6 +35,16 @@ COMPARED = ("mean_read_lat", "p50_read_lat", "p95_read_lat", "p99_read_lat", "ma
             "mean_accept_delay", "max_accept_delay")
 
 
+#: The reference's column names of our statistics (dram.stats names carry their units; the
+#: reference's latency columns are in cycles).
+REFERENCE_NAMES = {f"{a}_{k}_lat": f"{a}_{k}_latency_cycles"
+                   for k, aggs in (("read", ("mean", "p50", "p95", "p99", "max")),
+                                   ("write", ("mean",))) for a in aggs}
+REFERENCE_NAMES.update(mean_accept_delay="mean_accept_delay_cycles",
+                       max_accept_delay="max_accept_delay_cycles", n_requests="n_requests",
+                       n_reads="n_reads", n_writes="n_writes")
+
+
 def load_manifest(path=None) -> list:
     """Entries of manifest_setA.json (name, seed, pattern, channels, load, lines, sha256...)."""
     with open(path or DATA / "manifest_setA.json") as f:
@@ -70,8 +80,9 @@ def run_case(entry: dict, refresh: bool, check_sha: bool = False, trace=None) ->
         raise ValueError(f"{entry['name']}: regenerated trace does not match the manifest sha256")
     res = replay(tr, reference_config(entry["channels"], refresh))
     w = int(entry.get("n_warmup", 0) or 0)
-    out = latency_stats(res.arrival[w:], res.accept[w:], res.completion[w:],
+    lat = latency_stats(res.arrival[w:], res.accept[w:], res.completion[w:],
                         res.is_write[w:], res.stats["tCK_ps"])
+    out = {ref: lat[ours] for ref, ours in REFERENCE_NAMES.items()}
     full = res.stats
     out["achieved_bw_GBps"] = full["achieved_bw_GBps"]
     for k in ("row_hits", "row_misses", "row_conflicts", "read_row_hits", "read_row_misses",

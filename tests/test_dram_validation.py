@@ -91,9 +91,11 @@ def test_stats_definitions_on_a_tiny_trace():
     assert list(res.latency[:2]) == [77, 43]
     s = res.stats
     assert (s["row_misses"], s["row_hits"], s["write_row_hits"]) == (1, 2, 1)
-    assert s["mean_read_lat"] == 60.0 and s["max_read_lat"] == 77
+    assert s["mean_read_latency_cycles"] == 60.0 and s["max_read_latency_cycles"] == 77
+    assert s["mean_read_latency_ns"] == pytest.approx(60 * 0.416)
+    assert "mean_read_lat" not in s                # every timed figure names its unit
     # the write waits in the buffer until write mode starts (read buffer empty: at once)
-    assert res.completion[2] == 1001 + 0 and s["mean_write_lat"] == 1.0
+    assert res.completion[2] == 1001 + 0 and s["mean_write_latency_cycles"] == 1.0
     span = res.completion.max() - 10
     assert s["achieved_bw_GBps"] == pytest.approx(3 * 64 / (span * 416e-12) / 1e9)
     assert s["channel_busy_fraction"][0] == pytest.approx(3 * 8 / res.completion.max())
