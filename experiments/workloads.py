@@ -31,7 +31,8 @@ workload (synthetic data, exact ground truth, k-means, 64 hnswlib graphs, the tr
 took 375 s (SIFT-like) and 293 s (DEEP-like) wall on 2 cores (commit 89e5fe0); a query makes
 26,948 (SIFT-like) and 77,063 (DEEP-like) DRAM requests. fig4a at full scale (10,000 queries
 of each of the six systems on both workloads, 6.2 billion DRAM requests) took 57 min wall
-and 6,396 CPU-s with the workloads cached (commit 14e534a; ``cosmos run fig4a_qps --full``),
+and 6,396 CPU-s with the workloads cached (commit 14e534a; ``cosmos run fig4a_qps --full``;
+46 min 44 s and 5,432 CPU-s at commit 76dd9ae in a quieter hour, 9.0 GB in one process),
 650,000-1,180,000 requests per second per worker depending on the system (the Cosmos
 presets, with 64 search contexts over 32 channels, are the slowest to simulate); each worker
 held 6.8 GB (10.4 GB at its peak). The three sweeps (devices, ranks, load), run one after
