@@ -617,11 +617,14 @@ def request_slots(pg: Program, pool_sizes: np.ndarray) -> int:
     """Request slots of the engine state: per pool, its contexts (at most one per task) x the
     largest in-flight limit of its MEM steps."""
     T = pg.task_query.shape[0]
-    step_task = np.repeat(np.arange(T), np.diff(pg.task_step_ptr))
     mem = pg.step_kind == STEP_MEM
+    step_pool = np.repeat(pg.task_pool, np.diff(pg.task_step_ptr))[mem]
+    mlp = pg.step_mlp[mem]
     max_mlp = np.zeros(pool_sizes.shape[0], np.int64)
-    if mem.any():
-        np.maximum.at(max_mlp, pg.task_pool[step_task[mem]], pg.step_mlp[mem])
+    for p in range(pool_sizes.shape[0]):        # a few pools: one pass each (ufunc.at is slow)
+        m = mlp[step_pool == p]
+        if m.size:
+            max_mlp[p] = m.max()
     return int(max(1, (np.minimum(pool_sizes, T) * max_mlp).sum()))
 
 
