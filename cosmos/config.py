@@ -120,6 +120,20 @@ SOURCE: dict[str, str] = {
     "preset turns them off",
 }
 
+#: Fields of earlier versions and what replaced them (named in the error a config or an
+#: override that still uses one gets).
+REPLACED = {
+    "insert_cycles": "replaced by insert_step_cycles and insert_shift_bytes_per_cycle: an "
+                     "insertion's cost now follows the trace's candidate-list size L "
+                     "(log2 L x step + L/2 x 8 bytes / shift rate; 20 cycles was L = 100)",
+}
+
+
+def _replaced_hint(names) -> str:
+    hints = [f"{n!r} was {REPLACED[n]}" for n in sorted(names) if n in REPLACED]
+    return ("; " + "; ".join(hints)) if hints else ""
+
+
 #: Fields that choose a system or a policy rather than model hardware (no source needed).
 NOT_HARDWARE = ("name", "kind", "placement", "layout_spread")
 
@@ -423,7 +437,8 @@ class SystemConfig:
                 bad = set(value) - sub_valid
                 if bad:
                     raise ValueError(f"system config: unknown field(s) {sorted(bad)} in "
-                                     f"{key!r}; valid: {sorted(sub_valid)}")
+                                     f"{key!r}; valid: {sorted(sub_valid)}"
+                                     f"{_replaced_hint(bad)}")
                 kwargs[key] = sub[key](**value)
             else:
                 kwargs[key] = value
@@ -506,7 +521,7 @@ def with_overrides(cfg: SystemConfig, overrides: dict[str, object]) -> SystemCon
             cls = SECTIONS[p]
         if parts[-1] not in node:
             raise ValueError(f"override {dotted!r}: unknown field {parts[-1]!r}; "
-                             f"valid: {sorted(node)}")
+                             f"valid: {sorted(node)}{_replaced_hint([parts[-1]])}")
         if isinstance(node[parts[-1]], dict):
             raise ValueError(f"override {dotted!r}: {parts[-1]!r} is a section, not a field; "
                              f"give one of its fields, e.g. {dotted}.{sorted(node[parts[-1]])[0]}")

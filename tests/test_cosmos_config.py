@@ -76,6 +76,16 @@ def test_a_candidate_insertion_costs_a_binary_search_and_half_a_list_shift():
     assert large.host_insert > small.host_insert and large.host_select == small.host_select
 
 
+def test_a_replaced_field_is_named_with_what_replaced_it():
+    from cosmos.config import with_overrides
+    d = SystemConfig().to_dict()
+    d["gpc"]["insert_cycles"] = 20.0
+    with pytest.raises(ValueError, match="'insert_cycles' was replaced by insert_step_cycles"):
+        SystemConfig.from_dict(d)
+    with pytest.raises(ValueError, match="unknown field 'insert_cycles'.*was replaced by"):
+        with_overrides(SystemConfig(), {"host.insert_cycles": "20"})
+
+
 def test_overrides_and_validation_errors():
     cfg = with_overrides(get_preset("cosmos"), {"gpc.cores": "4", "link.latency_ns": "50"})
     assert cfg.gpc.cores == 4 and cfg.link.latency_ns == 50.0
