@@ -628,81 +628,77 @@ def request_slots(pg: Program, pool_sizes: np.ndarray) -> int:
     return int(max(1, (np.minimum(pool_sizes, T) * max_mlp).sum()))
 
 
+def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_channels: int,
+                  num_devices: int, completion_capacity: int, NR: int) -> dict:
+    """Shape and dtype of every array of :class:`EngineState` for these arguments (sizes
+    derived from the program; ``NR`` = :func:`request_slots`): what :func:`new_engine_state`
+    allocates and :func:`engine_state_bytes` counts."""
+    T = int(pg.task_query.shape[0])
+    Q = int(pg.num_queries)
+    P = int(pool_sizes.shape[0])
+    NC = int(pool_sizes.sum())
+    NH = NR + NC + 16
+    G = int(num_instances) * int(n_channels)
+    D, I, K = int(num_devices), int(num_instances), int(completion_capacity)
+    i8, f8 = np.int64, np.float64
+    sizes = dict(
+        scal=N_SC, heap=NH, req_ctx=NR, req_addr=NR, req_inst=NR, req_step=NR, req_free=NR,
+        fifo=(G, NR), fifo_head=G, fifo_len=G, offer_ch=G, ch_next=G, due_ch=G,
+        req_map=(NR, 4), ctx_pool=NC, ctx_task=NC, ctx_step=NC, ctx_issued=NC, ctx_done=NC,
+        ctx_out=NC, ctx_obj=NC, ctx_lrank=NC, ctx_lcol=NC, ctx_cpu=NC, ctx_step_start=NC,
+        pool_free=NC, pool_off=P + 1, pool_nfree=P, rq=(P, max(T, 1)), rq_head=P, rq_len=P,
+        task_left=T, task_ready=T, task_start=T, task_end=T, task_crit=T, task_bd=(T, 5),
+        q_arrival=Q, q_done=Q, q_left=Q, link_free=(D + 1, 2), link_busy=(D + 1, 2),
+        link_bytes=(D + 1, 2), inst_reqs=I, inst_local=I, comp_ids=K, comp_cyc=K,
+        done_req=NR, done_cyc=NR)
+    floats = ("ctx_cpu", "link_free", "link_busy", "link_bytes")
+    if set(sizes) != set(EngineState._fields):
+        raise AssertionError("cosmos.engine._state_shapes does not match EngineState's fields")
+    return {k: ((v,) if isinstance(v, int) else v, f8 if k in floats else i8)
+            for k, v in sizes.items()}
+
+
 def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
                      n_channels: int, num_devices: int, completion_capacity: int) -> EngineState:
-    """Allocate the engine state for program ``pg`` (sizes derived from the program)."""
+    """Allocate the engine state for program ``pg`` (shapes: :func:`_state_shapes`)."""
     T = pg.task_query.shape[0]
-    Q = pg.num_queries
-    P = pool_sizes.shape[0]
     if T and np.any(np.diff(pg.task_step_ptr) < 1):
         raise ValueError("program has a task without steps (the engine needs >= 1 per task)")
-    NC = int(pool_sizes.sum())
     NR = request_slots(pg, pool_sizes)
+    NC = int(pool_sizes.sum())
     if NR >= MAX_IDS or NC >= MAX_IDS:
         raise ValueError(f"too many request slots ({NR}) or contexts ({NC}) for the engine "
                          f"(limit {MAX_IDS})")
-    NH = NR + NC + 16
-    G = num_instances * n_channels
-    pool_off = np.zeros(P + 1, np.int64)
-    pool_off[1:] = np.cumsum(pool_sizes)
-    ctx_pool = np.repeat(np.arange(P, dtype=np.int64), pool_sizes)
-    pool_free = np.arange(NC, dtype=np.int64)
+    a = {k: np.zeros(shape, dtype) for k, (shape, dtype) in
+         _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices,
+                       completion_capacity, NR).items()}
+    P = pool_sizes.shape[0]
+    a["req_free"][:] = np.arange(NR - 1, -1, -1)
+    a["pool_off"][1:] = np.cumsum(pool_sizes)
+    a["ctx_pool"][:] = np.repeat(np.arange(P), pool_sizes)
     # free stacks: pop from the end, so reverse within each pool to hand out low ids first
     for p in range(P):
-        pool_free[pool_off[p]:pool_off[p + 1]] = pool_free[pool_off[p]:pool_off[p + 1]][::-1]
-    D = num_devices
-    return EngineState(
-        scal=np.zeros(N_SC, np.int64), heap=np.zeros(NH, np.int64),
-        req_ctx=np.zeros(NR, np.int64), req_addr=np.zeros(NR, np.int64),
-        req_inst=np.zeros(NR, np.int64), req_step=np.zeros(NR, np.int64),
-        req_free=np.arange(NR - 1, -1, -1, dtype=np.int64),
-        fifo=np.zeros((G, NR), np.int64), fifo_head=np.zeros(G, np.int64),
-        fifo_len=np.zeros(G, np.int64), offer_ch=np.zeros(G, np.int64),
-        ch_next=np.zeros(G, np.int64), due_ch=np.zeros(G, np.int64), req_map=np.zeros((NR, 4), np.int64),
-        ctx_pool=ctx_pool, ctx_task=np.full(NC, -1, np.int64), ctx_step=np.zeros(NC, np.int64),
-        ctx_issued=np.zeros(NC, np.int64), ctx_done=np.zeros(NC, np.int64),
-        ctx_out=np.zeros(NC, np.int64), ctx_obj=np.zeros(NC, np.int64),
-        ctx_lrank=np.zeros(NC, np.int64),
-        ctx_lcol=np.zeros(NC, np.int64), ctx_cpu=np.zeros(NC, np.float64),
-        ctx_step_start=np.zeros(NC, np.int64),
-        pool_free=pool_free, pool_off=pool_off, pool_nfree=pool_sizes.astype(np.int64).copy(),
-        rq=np.zeros((P, max(T, 1)), np.int64), rq_head=np.zeros(P, np.int64),
-        rq_len=np.zeros(P, np.int64),
-        task_left=pg.task_npred.copy(), task_ready=np.full(T, -1, np.int64),
-        task_start=np.full(T, -1, np.int64), task_end=np.full(T, -1, np.int64),
-        task_crit=np.full(T, -1, np.int64), task_bd=np.zeros((T, 5), np.int64),
-        q_arrival=np.full(Q, -1, np.int64), q_done=np.full(Q, -1, np.int64),
-        q_left=np.diff(pg.query_task_ptr).astype(np.int64),
-        link_free=np.zeros((D + 1, 2), np.float64), link_busy=np.zeros((D + 1, 2), np.float64),
-        link_bytes=np.zeros((D + 1, 2), np.float64),
-        inst_reqs=np.zeros(num_instances, np.int64), inst_local=np.zeros(num_instances, np.int64),
-        comp_ids=np.zeros(completion_capacity, np.int64),
-        comp_cyc=np.zeros(completion_capacity, np.int64),
-        done_req=np.zeros(NR, np.int64), done_cyc=np.zeros(NR, np.int64),
-    )
+        lo, hi = a["pool_off"][p], a["pool_off"][p + 1]
+        a["pool_free"][lo:hi] = np.arange(hi - 1, lo - 1, -1)
+    a["pool_nfree"][:] = pool_sizes
+    a["task_left"][:] = pg.task_npred
+    a["q_left"][:] = np.diff(pg.query_task_ptr)
+    for k in ("ctx_task", "task_ready", "task_start", "task_end", "task_crit", "q_arrival",
+              "q_done"):
+        a[k][:] = -1
+    return EngineState(**a)
 
 
 def engine_state_bytes(pg: Program, pool_sizes: np.ndarray, num_instances: int,
                        n_channels: int, num_devices: int,
                        completion_capacity: int) -> tuple[int, int]:
     """(bytes, request slots) of the state :func:`new_engine_state` would allocate for these
-    arguments, without allocating it: its arrays counted one by one (keep in step with it; a
-    test compares the figure with the real state)."""
-    T = int(pg.task_query.shape[0])
-    Q = int(pg.num_queries)
-    P = int(pool_sizes.shape[0])
-    NC = int(pool_sizes.sum())
+    arguments, without allocating it."""
     NR = request_slots(pg, pool_sizes)
-    NH = NR + NC + 16
-    num_instances, D = int(num_instances), int(num_devices)
-    G = num_instances * int(n_channels)
-    words = (N_SC + NH + 5 * NR + G * NR + 5 * G + 4 * NR     # scal, heap, requests, FIFOs
-             + 12 * NC + (P + 1) + P                          # contexts, pools
-             + P * max(T, 1) + 2 * P                          # ready queues
-             + 10 * T + 3 * Q                                 # tasks, queries
-             + 3 * 2 * (D + 1) + 2 * num_instances            # links, instances
-             + 2 * int(completion_capacity) + 2 * NR)         # completions
-    return 8 * words, NR
+    shapes = _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices,
+                           completion_capacity, NR)
+    nbytes = sum(int(np.prod(shape)) * np.dtype(dt).itemsize for shape, dt in shapes.values())
+    return nbytes, NR
 
 
 @nb.njit(cache=True, _nrt=False)
