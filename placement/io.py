@@ -21,9 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from placement.load import WORK_KINDS, search_work, validate_probes
-from placement.policies import SIZE_TOTAL_LIMIT, _exact_sum
-
-_INT64_MAX = 2**63 - 1
+from placement.policies import _INT64_MAX, validate_sizes
 
 __all__ = ["ClusterMetadata", "Probes", "load_clusters", "load_probes", "save_placement"]
 
@@ -110,10 +108,6 @@ def _load_clusters_npz(path: Path) -> ClusterMetadata:
             raise ValueError(
                 f"{path}: no 'sizes' (clusters.npz) or 'cluster_ptr' (logical trace) key; found {sorted(files)}"
             )
-        if sizes.dtype == np.uint64 and sizes.size and sizes.max() > _INT64_MAX:
-            c = int(np.argmax(sizes))
-            raise ValueError(f"{path}: sizes[{c}] = {int(sizes[c])} does not fit in int64 "
-                             f"(at most 2**63 - 1)")
         C = sizes.shape[0]
         centroids = np.asarray(z["centroids"]) if "centroids" in files else None
         adjacency = np.asarray(z["cluster_adjacency"]) if "cluster_adjacency" in files else None
@@ -123,19 +117,16 @@ def _load_clusters_npz(path: Path) -> ClusterMetadata:
         raise ValueError(f"{path}: 'cluster_adjacency' must have shape ({C}, A), got {adjacency.shape}")
     if sizes.size and not np.issubdtype(sizes.dtype, np.integer):
         raise ValueError(f"{path}: 'sizes' must be integers, got dtype {sizes.dtype}")
-    if sizes.size and sizes.min() < 0:
-        c = int(np.argmin(sizes))
-        raise ValueError(f"{path}: sizes[{c}] = {int(sizes[c])} is negative")
-    sizes = sizes.astype(np.int64)
-    _check_total(path, sizes)
-    return ClusterMetadata(sizes, centroids, adjacency, unit, str(path))
+    return ClusterMetadata(_validated_sizes(path, sizes), centroids, adjacency, unit, str(path))
 
 
-def _check_total(path: Path, sizes: np.ndarray) -> None:
-    total = _exact_sum(sizes)
-    if total >= SIZE_TOTAL_LIMIT:
-        raise ValueError(f"{path}: sizes add up to {total}, but their total must be below "
-                         f"2**62 = {SIZE_TOTAL_LIMIT} (per-device sums are int64)")
+def _validated_sizes(path: Path, sizes: np.ndarray) -> np.ndarray:
+    """:func:`placement.policies.validate_sizes` (int64, >= 0, fits int64, total below 2**62),
+    its ValueError naming the file."""
+    try:
+        return validate_sizes(sizes)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def _read_text(path: Path) -> str:
@@ -210,8 +201,7 @@ def _load_clusters_csv(path: Path) -> ClusterMetadata:
     centroids = np.array(rows, dtype=np.float64)[order] if dims else None
     if centroids is not None and not np.all(np.isfinite(centroids)):
         raise ValueError(f"{path}: centroid coordinates must be finite")
-    _check_total(path, sizes_a)
-    return ClusterMetadata(sizes_a, centroids, None, "as given", str(path))
+    return ClusterMetadata(_validated_sizes(path, sizes_a), centroids, None, "as given", str(path))
 
 
 def load_probes(path, work: str = "searches", num_clusters: int | None = None,
