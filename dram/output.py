@@ -34,6 +34,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dram.stats import READ_LATENCY_AGGREGATES
 from dram.traces import MemTrace, atomic_write
 
 __all__ = [
@@ -209,10 +210,6 @@ def stats_to_dict(stats: Any) -> dict:
     return out
 
 
-#: The read-latency aggregates of dram.stats (``{agg}_read_latency_cycles``).
-_LATENCY = ("mean", "p50", "p95", "p99", "max")
-
-
 def scalar_stats(stats: Mapping[str, Any]) -> dict:
     """The scalar entries (numbers, strings, booleans) of a statistics dict, in order."""
     return {k: v for k, v in stats.items() if isinstance(v, (int, float, str, bool)) or v is None}
@@ -298,7 +295,7 @@ def summary_table(stats: Mapping[str, Any]) -> str:
     """
     g = stats.get
     lines = [f"{'':<26}{'cycles':>12}{'ns':>12}"]
-    for kind, aggs in (("read", _LATENCY), ("write", ("mean",))):
+    for kind, aggs in (("read", READ_LATENCY_AGGREGATES), ("write", ("mean",))):
         for i, agg in enumerate(aggs):
             label = f"{kind} latency" if i == 0 else ""
             lines.append(f"{label:<20}{agg:<6}{_num(g(f'{agg}_{kind}_latency_cycles')):>12}"

@@ -32,6 +32,8 @@ import numpy as np
 from dram import kernel as K
 
 LINE_BYTES = 64
+#: The read-latency figures (``{agg}_read_latency_cycles`` / ``_ns``); writes have ``mean``.
+READ_LATENCY_AGGREGATES = ("mean", "p50", "p95", "p99", "max")
 
 
 def latency_stats(arrival, accept, completion, is_write, tCK_ps: float) -> dict:
@@ -45,14 +47,12 @@ def latency_stats(arrival, accept, completion, is_write, tCK_ps: float) -> dict:
     wl = lat[w]
     out = {"n_requests": int(lat.size), "n_reads": int(rl.size), "n_writes": int(wl.size)}
     tck_ns = tCK_ps / 1000.0
-    stat = {}
     if rl.size:
         p50, p95, p99 = np.percentile(rl, [50, 95, 99])
-        stat.update(mean_read=float(rl.mean()), p50_read=float(p50), p95_read=float(p95),
-                    p99_read=float(p99), max_read=float(rl.max()))
+        reads = (rl.mean(), p50, p95, p99, rl.max())      # READ_LATENCY_AGGREGATES' order
     else:
-        stat.update(mean_read=np.nan, p50_read=np.nan, p95_read=np.nan, p99_read=np.nan,
-                    max_read=np.nan)
+        reads = (np.nan,) * len(READ_LATENCY_AGGREGATES)
+    stat = {f"{agg}_read": float(v) for agg, v in zip(READ_LATENCY_AGGREGATES, reads)}
     stat["mean_write"] = float(wl.mean()) if wl.size else np.nan
     for k, v in stat.items():
         out[k + "_latency_cycles"] = v

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from dram.config import DRAMConfig
-from dram.stats import latency_stats
+from dram.stats import READ_LATENCY_AGGREGATES, latency_stats
 from dram import synth
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "dram"
@@ -38,8 +38,8 @@ COMPARED = ("mean_read_lat", "p50_read_lat", "p95_read_lat", "p99_read_lat", "ma
 #: The reference's column names of our statistics (dram.stats names carry their units; the
 #: reference's latency columns are in cycles).
 REFERENCE_NAMES = {f"{a}_{k}_lat": f"{a}_{k}_latency_cycles"
-                   for k, aggs in (("read", ("mean", "p50", "p95", "p99", "max")),
-                                   ("write", ("mean",))) for a in aggs}
+                   for k, aggs in (("read", READ_LATENCY_AGGREGATES), ("write", ("mean",)))
+                   for a in aggs}
 REFERENCE_NAMES.update(mean_accept_delay="mean_accept_delay_cycles",
                        max_accept_delay="max_accept_delay_cycles", n_requests="n_requests",
                        n_reads="n_reads", n_writes="n_writes")
