@@ -171,6 +171,16 @@ def candidate_insert_cycles(list_len: int, step_cycles: float,
             + list_len / 2 * CANDIDATE_ENTRY_BYTES / shift_bytes_per_cycle)
 
 
+class _CandidateList:
+    """A core that searches with a sorted candidate list: ``insert_step_cycles`` and
+    ``insert_shift_bytes_per_cycle`` fields (HostConfig, GPCConfig)."""
+
+    def insert_cycles(self, list_len: int) -> float:
+        """Core cycles of one insertion into a candidate list of ``list_len`` entries."""
+        return candidate_insert_cycles(list_len, self.insert_step_cycles,
+                                       self.insert_shift_bytes_per_cycle)
+
+
 def bytes_per_cycle(bandwidth_GBps: float, tck_ps: int = TCK_PS) -> float:
     """A bandwidth in GB/s as bytes per DRAM cycle (1 GB/s x 1 ps = 1e-3 bytes)."""
     if bandwidth_GBps <= 0:
@@ -209,7 +219,7 @@ class SwitchConfig:
 
 
 @dataclass(frozen=True)
-class HostConfig:
+class HostConfig(_CandidateList):
     """The host CPU."""
 
     threads: int = _f(32, "search contexts (one query per core)")
@@ -228,14 +238,9 @@ class HostConfig:
     dram_channels: int = _f(16, "host DRAM subchannels (DRAM-only system)")
     dram_ranks: int = _f(1, "ranks per host DRAM subchannel (DRAM-only system)")
 
-    def insert_cycles(self, list_len: int) -> float:
-        """Core cycles of one insertion into a candidate list of ``list_len`` entries."""
-        return candidate_insert_cycles(list_len, self.insert_step_cycles,
-                                       self.insert_shift_bytes_per_cycle)
-
 
 @dataclass(frozen=True)
-class GPCConfig:
+class GPCConfig(_CandidateList):
     """The general-purpose cores inside each Cosmos device."""
 
     cores: int = _f(8, "cores per device")
@@ -251,11 +256,6 @@ class GPCConfig:
                                              "an insertion (L/2 8-byte entries on average)")
     select_cycles: float = _f(10.0, "cycles to select the next node to expand")
     partial_sum_cycles: float = _f(1.0, "cycles to add one rank PU's partial distance")
-
-    def insert_cycles(self, list_len: int) -> float:
-        """Core cycles of one insertion into a candidate list of ``list_len`` entries."""
-        return candidate_insert_cycles(list_len, self.insert_step_cycles,
-                                       self.insert_shift_bytes_per_cycle)
 
 
 @dataclass(frozen=True)
