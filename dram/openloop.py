@@ -92,9 +92,8 @@ def _channel_next(H, g, clk):
 
 
 @njit(cache=True, _nrt=False)
-def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr, fifo_list,
-         chan_ptr, chan_list, fifo_head, fifo_adm, rej_stamp, drv, accept, completion,
-         max_done, out_ids, out_cyc, every_cycle):
+def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, fifo_adm,
+         rej_stamp, drv, accept, completion, max_done, out_ids, out_cyc, every_cycle):
     """Run the open-loop driver, one channel after the other, until ``max_done``
     completions or the end of the trace.
 
@@ -104,10 +103,18 @@ def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
     the cycles of lockstep simulation, without visiting idle channels. The driver of one
     channel is the module docstring's, restricted to its two FIFOs.
 
+    The per-request inputs are laid out in the order the driver reads them (built by
+    :func:`replay`), so its loads run sequentially through memory instead of hopping through
+    the trace by file index: ``rec`` int64[N, 8], one 64-byte row per request in FIFO order
+    (FIFO f's requests at rows fifo_ptr[f]..fifo_ptr[f + 1], file order within it): file
+    index, address, is_write, rank_local, rank, bank group, flat bank, row;
+    ``adm_arrival``/``adm_fifo`` the arrival cycle and FIFO of each request in channel order
+    (channel g's at chan_ptr[g]..chan_ptr[g + 1], file order within it).
+
     drv int64[8]: [t (next driver cycle), next index into the channel's requests, completions
     so far, error code, driver iterations, channel, completions of this channel, last tick].
     """
-    N = addr.shape[0]
+    N = rec.shape[0]
     C = params.n_channels
     og = H[_u(K.H_O_GLOB)]
     done = drv[2]
@@ -122,8 +129,8 @@ def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
         f0 = 2 * g
         while dg < ng and done < max_done:
             # 1. admission
-            while nxt < ng and arrival[_u(chan_list[_u(c0 + nxt)])] <= t:
-                fifo_adm[_u(fifo[_u(chan_list[_u(c0 + nxt)])])] += 1
+            while nxt < ng and adm_arrival[_u(c0 + nxt)] <= t:
+                fifo_adm[_u(adm_fifo[_u(c0 + nxt)])] += 1
                 nxt += 1
             # 2. offers (file order between the channel's read and write FIFO heads)
             backlog = False
@@ -132,24 +139,30 @@ def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
             while True:
                 i0 = N
                 i1 = N
+                j0 = 0
+                j1 = 0
                 if not b0 and fifo_head[_u(f0)] < fifo_adm[_u(f0)]:
-                    i0 = fifo_list[_u(fifo_ptr[_u(f0)] + fifo_head[_u(f0)])]
+                    j0 = fifo_ptr[_u(f0)] + fifo_head[_u(f0)]
+                    i0 = rec[_u(j0), 0]
                 if not b1 and fifo_head[_u(f0 + 1)] < fifo_adm[_u(f0 + 1)]:
-                    i1 = fifo_list[_u(fifo_ptr[_u(f0 + 1)] + fifo_head[_u(f0 + 1)])]
+                    j1 = fifo_ptr[_u(f0 + 1)] + fifo_head[_u(f0 + 1)]
+                    i1 = rec[_u(j1), 0]
                 if i0 == N and i1 == N:
                     break
                 if i0 < i1:
                     bf = f0
                     bi = i0
+                    j = j0
                 else:
                     bf = f0 + 1
                     bi = i1
+                    j = j1
                 # a head rejected while the channel's offer stamp stayed the same is
                 # rejected again
                 stamp = H[_u(oc + K.C_OFFSTAMP)]
                 if rej_stamp[_u(bf)] != stamp and K._offer_mapped(
-                        params, H, g, bi, addr[_u(bi)], is_write[_u(bi)], rank_local[_u(bi)], t,
-                        mapped[bi, 1], mapped[bi, 2], mapped[bi, 4], mapped[bi, 3]):
+                        params, H, g, bi, rec[_u(j), 1], rec[_u(j), 2], rec[_u(j), 3], t,
+                        rec[_u(j), 4], rec[_u(j), 5], rec[_u(j), 6], rec[_u(j), 7]):
                     accept[_u(bi)] = t
                     rej_stamp[_u(bf)] = -1
                     fifo_head[_u(bf)] += 1
@@ -187,8 +200,8 @@ def _run(params, H, addr, mapped, is_write, rank_local, arrival, fifo, fifo_ptr,
                 t += 1
                 continue
             tn = _channel_next(H, g, t + 2) - 1
-            if nxt < ng and arrival[_u(chan_list[_u(c0 + nxt)])] < tn:
-                tn = arrival[_u(chan_list[_u(c0 + nxt)])]
+            if nxt < ng and adm_arrival[_u(c0 + nxt)] < tn:
+                tn = adm_arrival[_u(c0 + nxt)]
             if tn < t + 1:
                 tn = t + 1
             if tn >= K.INF - 2:
@@ -319,6 +332,17 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     chan_list = np.argsort(ch, kind="stable").astype(np.int64)
     chan_ptr = np.zeros(C + 1, np.int64)
     np.cumsum(np.bincount(ch, minlength=C), out=chan_ptr[1:])
+    # what the driver reads, in the order it reads it (see _run)
+    rec = np.empty((n, 8), np.int64)
+    rec[:, 0] = order
+    rec[:, 1] = addr[order]
+    rec[:, 2] = is_write[order]
+    rec[:, 3] = rank_local[order]
+    rec[:, 4:6] = mapped[order, 1:3]
+    rec[:, 6] = mapped[order, 4]
+    rec[:, 7] = mapped[order, 3]
+    adm_arrival = arrival[chan_list]
+    adm_fifo = fifo[chan_list]
     # each channel runs alone: its log holds at most its own first `command_log` commands,
     # and the global first `command_log` are among them (merged by cycle below)
     state = K.new_state(params, 1, completion_capacity=4096 + 4 * C,
@@ -341,9 +365,9 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         t0 = time.perf_counter()
         c0 = time.process_time()
         with vectorizing():
-            _run(params, state.heap, addr, mapped, is_write, rank_local, arrival, fifo,
-                 fifo_ptr, order, chan_ptr, chan_list, fifo_head, fifo_adm, rej_stamp, drv,
-                 accept, completion, target, out_ids, out_cyc, bool(every_cycle))
+            _run(params, state.heap, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr,
+                 fifo_head, fifo_adm, rej_stamp, drv, accept, completion, target, out_ids,
+                 out_cyc, bool(every_cycle))
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
         if drv[3] == 1:
