@@ -94,3 +94,14 @@ def test_attribute_and_names():
     assert short_name("_ZN7cpython6cosmos6engine10_run_chunkB3v48E") == \
         "(wrapper) cosmos.engine._run_chunk"
     assert short_name("NRT_incref") == "NRT_incref"
+
+
+def test_parse_perf_ips_counts_samples_and_names_a_bad_line():
+    from experiments.profile_jit import parse_perf_ips
+
+    ips = parse_perf_ips("    7f00a0\n7f00a0\n\n  7f00b4  \n")
+    assert ips == Counter({0x7F00A0: 2, 0x7F00B4: 1})
+    assert attribute(ips, [(0x7F0000, 0xB0, "f"), (0x7F00B0, 0x10, "g")]) == \
+        Counter({"f": 2, "g": 1})
+    with pytest.raises(ValueError, match="line 2: expected a hexadecimal address"):
+        parse_perf_ips("7f00a0\n[unknown]\n")
