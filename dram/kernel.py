@@ -101,12 +101,13 @@ HEADER = 32
 SL_ID, SL_ADDR, SL_RANK, SL_FB, SL_ROW, SL_ARR, SL_TYPE, SL_FINAL, SL_STAT = range(9)
 # cached offsets of the request's rank, bank-group and bank timing nodes (node * n_cmds)
 SL_RKO, SL_BGO, SL_BKO = 9, 10, 11
-# scheduler cache (kept by :func:`_recache_bg`): the request's next command and its
-# bank-group/bank-level ready cycle L (INF if the command would close a bank an active request
-# holds); its ready cycle is max(channel ready, rank ready, L) of that command. Both change only
-# with commands to its bank group (or rank, for rank-scope commands).
+# scheduler cache (kept by :func:`_recache_bank`): the request's next command and its
+# bank-level ready cycle L (INF if the command would close a bank an active request holds); its
+# ready cycle is max(channel, rank and bank-group ready, L) of that command. Both change only
+# with commands to its bank (or its bank group, for commands with sibling records at the bank
+# level; its rank, for rank-scope commands).
 SL_NC, SL_L = 12, 13
-# doubly linked list of the buffered requests (read, write and active) of each bank group
+# doubly linked list of the buffered requests (read, write and active) of each bank
 SL_LNEXT, SL_LPREV = 14, 15
 NSL = 16
 # ---- queues per channel (ordered slot lists) and per-channel scalars
@@ -150,8 +151,8 @@ class State(NamedTuple):
     [G, NCHF = 24], priority ring [G, prio_q], pending reads [G, pend_q, 2], banks [G, nb_ch, 3]
     (open row or -1, active requests, scratch), ready cycles [G, n_nodes, n_cmds], issue
     history [G, n_nodes, n_cmds, hist_max], completion ring [cap, 2], globals [8], statistics
-    [G, N_STATS], rank busy cycles [G, ranks], command log [log_cap, 7], bank-group list
-    heads [G, ranks * bank groups] (slot or -1). Use :func:`views`.
+    [G, N_STATS], rank busy cycles [G, ranks], command log [log_cap, 7], bank list heads
+    [G, nb_ch] (slot or -1). Use :func:`views`.
     """
     heap: np.ndarray
 
@@ -195,7 +196,7 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0,
              ("bank", G * params.nb_ch * 3), ("ready", G * NN * NC),
              ("hist", G * NN * NC * HM), ("comp", cap * 2), ("glob", 8),
              ("stats", G * N_STATS), ("rbusy", G * params.n_ranks), ("log", logcap * 7),
-             ("bgl", G * params.n_ranks * params.n_bg)]
+             ("bgl", G * params.nb_ch)]
     off = {}
     pos = HEADER
     for name, n in sizes:
@@ -387,8 +388,8 @@ def _upper_ready(H, rb, o, cmd):
 
 @njit(cache=True, inline="always", _nrt=False)
 def _local_ready(H, rb, o, cmd):
-    """Bank-group- and bank-level part (moved only by commands to the request's bank group,
-    or its rank for rank-scope commands): what the scheduler cache keeps."""
+    """Bank-group- and bank-level part of the ready cycle of ``cmd`` for the request in slot
+    offset ``o``."""
     t = H[_u(rb + H[_u(o + SL_BGO)] + cmd)]
     v = H[_u(rb + H[_u(o + SL_BKO)] + cmd)]
     return v if v > t else t
@@ -407,9 +408,9 @@ def _slot_preq(H, ob, o):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _bgl(H, g, nbgc, bgf):
-    """Offset of the list head of flat bank group ``bgf`` (of ``nbgc`` per channel)."""
-    return H[_u(H_O_BGL)] + g * nbgc + bgf
+def _bkl(H, g, fb):
+    """Offset of the list head of flat bank ``fb`` of channel ``g``."""
+    return H[_u(H_O_BGL)] + g * H[_u(H_NB)] + fb
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -420,12 +421,12 @@ def _cache_slot(params, H, rb, ob, o):
     if _meta(params, M_CLOSE, cmd) == 1 and H[_u(ob + 3 * H[_u(o + SL_FB)] + 1)] > 0:
         H[_u(o + SL_L)] = INF                         # would close a bank an active request holds
     else:
-        H[_u(o + SL_L)] = _local_ready(H, rb, o, cmd)
+        H[_u(o + SL_L)] = H[_u(rb + H[_u(o + SL_BKO)] + cmd)]
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _recache_bg(params, H, g, rb, ob, hd):
-    """Refresh the scheduler cache of every request of one bank group (list head ``hd``)."""
+def _recache_bank(params, H, g, rb, ob, hd):
+    """Refresh the scheduler cache of every request of one bank (list head ``hd``)."""
     s = H[_u(hd)]
     while s >= 0:
         o = _slot(H, g, s)
@@ -436,27 +437,37 @@ def _recache_bg(params, H, g, rb, ob, hd):
 @njit(cache=True, _nrt=False)
 def _recache(params, H, g, cmd, rank, fb):
     """After ``cmd`` issued to (rank, fb): refresh the cache of the requests whose next
-    command, eligibility or bank-group/bank-level ready cycles it can have changed -- those of
-    its bank group, or of its whole rank for a rank-scope command or one with sibling records
-    at the bank-group level (siblings at the bank level stay within the bank group)."""
-    nbg = params.n_bg
-    nbgc = params.n_ranks * nbg
+    command, eligibility or bank-level ready cycles it can have changed -- those of its bank,
+    of its bank group for a command with sibling records at the bank level, or of its whole
+    rank for a rank-scope command. (The bank-group level is read live by the scheduler, so
+    the requests of the other banks of the group keep their cache: a command to one bank
+    changes no other bank's state, active count or bank-level ready cycles.)"""
     rb = _rdy(H, g)
     ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
-    if _meta(params, M_RSCOPE, cmd) == 1 or \
-            params.tab[_u(params.o_has_sib + 2 * N_CMDS + cmd)] == 1:
-        for k in range(nbg):
-            _recache_bg(params, H, g, rb, ob, _bgl(H, g, nbgc, rank * nbg + k))
+    if _meta(params, M_RSCOPE, cmd) == 1:
+        nbr = params.n_bg * params.n_banks
+        for k in range(nbr):
+            _recache_bank(params, H, g, rb, ob, _bkl(H, g, rank * nbr + k))
+    elif params.tab[_u(params.o_has_sib + 3 * N_CMDS + cmd)] == 1:
+        nb = params.n_banks
+        f0 = _fb_bg(params, fb) * nb
+        for k in range(nb):
+            _recache_bank(params, H, g, rb, ob, _bkl(H, g, f0 + k))
     else:
-        _recache_bg(params, H, g, rb, ob, _bgl(H, g, nbgc, _fb_bg(params, fb)))
+        _recache_bank(params, H, g, rb, ob, _bkl(H, g, fb))
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _slot_ready_cached(H, rb, o):
     """Ready cycle of the cached next command of the request in slot offset ``o`` (INF if
-    it is not eligible): channel and rank level read live, the rest from the cache."""
+    it is not eligible): channel, rank and bank-group level read live, the bank level from
+    the cache."""
+    cmd = H[_u(o + SL_NC)]
     t = H[_u(o + SL_L)]
-    v = _upper_ready(H, rb, o, H[_u(o + SL_NC)])
+    v = _upper_ready(H, rb, o, cmd)
+    if v > t:
+        t = v
+    v = H[_u(rb + H[_u(o + SL_BGO)] + cmd)]
     return v if v > t else t
 
 
@@ -730,7 +741,7 @@ def _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, b
     H[_u(o + SL_TYPE)] = T_WRITE if is_write != 0 else T_READ
     base = WR if is_write != 0 else RD
     H[_u(o + SL_FINAL)] = _meta(params, M_LOCAL, base) if rank_local != 0 else base
-    hd = _bgl(H, g, params.n_ranks * params.n_bg, rank * params.n_bg + bgi)
+    hd = _bkl(H, g, fb)
     h0 = H[_u(hd)]
     H[_u(o + SL_LNEXT)] = h0
     H[_u(o + SL_LPREV)] = -1
@@ -851,7 +862,7 @@ def completions_pending(state):
 
 
 # ============================================================================ scheduling
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _pick_active(params, H, g, clk):
     """FR-FCFS over the active buffer: (position or -1, command, earliest not-ready cycle,
     position and command of the first request ready then: -1 if there is none, -2 if the
@@ -1049,7 +1060,7 @@ def _serve(params, H, g, qi, pos, cmd, clk):
         if pv >= 0:
             H[_u(_slot(H, g, pv) + SL_LNEXT)] = nx
         else:
-            H[_u(_bgl(H, g, params.n_ranks * params.n_bg, _fb_bg(params, fb)))] = nx
+            H[_u(_bkl(H, g, fb))] = nx
     elif _meta(params, M_OPEN, cmd) == 1 and qi != Q_ACT:
         if H[_u(c + Q_ACT)] < params.active_q:
             oa = _q(H, g, Q_ACT)
