@@ -114,8 +114,11 @@ NSL = 16
 Q_RD, Q_WR, Q_ACT, Q_FREE = range(4)
 C_PQH, C_PQL, C_PDH, C_PDL, C_WMODE, C_WAKE, C_NREF = range(4, 11)   # 0..3 = queue lengths
 C_NA = 12       # 12..15: active requests whose final command is RD, WR, RD_L, WR_L
-# changes of what decides whether an offer is accepted (buffers, pending reads): a driver may
-# treat a request rejected while this stayed the same as rejected again
+# changes of what decides whether an offer is accepted (the read and write buffers' contents,
+# the pending reads): a driver may treat a request rejected while this stayed the same as
+# rejected again. Commands that leave both alone (precharges, activations that cannot move
+# their request to the full active buffer, final commands of active requests whose data
+# goes straight to the completion ring) do not move it.
 C_OFFSTAMP = 16
 C_LASTTICK = 17  # open-loop replay: the last cycle this channel was driven to
 # Scheduler memo. An evaluation that finds nothing ready at once (or a probe) knows the decision
@@ -1029,14 +1032,17 @@ def _serve(params, H, g, qi, pos, cmd, clk):
             H[_u(os_ + base + 1)] += 1
     issue_command(params, H, g, cmd, rank, fb, row, clk)
     H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
-    H[_u(c + C_OFFSTAMP)] += 1
     H[_u(c + C_EPOCH)] += 1
     if cmd == final:
         if qi == Q_ACT:
             H[_u(_bank(H, g, fb) + 1)] -= 1
             H[_u(c + _na_index(final))] -= 1
+        else:
+            H[_u(c + C_OFFSTAMP)] += 1              # it leaves the read or write buffer
         _remove_at(H, g, qi, pos)
         if H[_u(o + SL_TYPE)] == T_READ:
+            if H[_u(H_DIRECT)] == 0:
+                H[_u(c + C_OFFSTAMP)] += 1          # a pending read more (forwarding room)
             if H[_u(H_DIRECT)] != 0:
                 _push_completion(H, H[_u(o + SL_ID)], clk + params.read_latency)
             else:
@@ -1073,6 +1079,7 @@ def _serve(params, H, g, qi, pos, cmd, clk):
             H[_u(c + Q_ACT)] += 1
             H[_u(c + _na_index(final))] += 1
             H[_u(_bank(H, g, fb) + 1)] += 1
+            H[_u(c + C_OFFSTAMP)] += 1              # it leaves the read or write buffer
             _remove_at(H, g, qi, pos)
     _recache(params, H, g, cmd, rank, fb)
 

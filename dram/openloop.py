@@ -133,7 +133,6 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
                 fifo_adm[_u(adm_fifo[_u(c0 + nxt)])] += 1
                 nxt += 1
             # 2. offers (file order between the channel's read and write FIFO heads)
-            backlog = False
             b0 = False
             b1 = False
             while True:
@@ -176,10 +175,9 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
                         b0 = True
                     else:
                         b1 = True
-                    backlog = True
             # 3. tick at t + 1
             drv[4] += 1
-            ch0 = H[_u(og + K.G_CHANGES)]
+            stamp0 = H[_u(oc + K.C_OFFSTAMP)]
             if every_cycle:             # evaluate in every cycle (no wake skips, no memo)
                 H[_u(oc + K.C_WAKE)] = 0
                 H[_u(oc + K.C_EPOCH)] += 1
@@ -195,8 +193,14 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
                 break
             if dg >= ng:
                 break
-            # next driver cycle: skip cycles in which nothing can happen
-            if every_cycle or backlog and H[_u(og + K.G_CHANGES)] != ch0:
+            # next driver cycle: skip cycles in which nothing can happen. A head blocked in
+            # this cycle is offered again in the next one only if what decides its offer may
+            # have changed since it was refused: the tick moved the channel's offer stamp, or,
+            # for a read, a write accepted after it in this cycle (a read to its address is
+            # forwarded). Otherwise it would be refused again.
+            stamp = H[_u(oc + K.C_OFFSTAMP)]
+            if every_cycle or (b0 and rej_stamp[_u(f0)] != stamp) or \
+                    (b1 and stamp0 != stamp):
                 t += 1
                 continue
             tn = _channel_next(H, g, t + 2) - 1

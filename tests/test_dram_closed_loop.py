@@ -185,6 +185,32 @@ def test_open_loop_event_skipping_equals_every_cycle_evaluation():
         np.testing.assert_array_equal(a.command_log, b.command_log)
 
 
+def test_open_loop_reoffers_a_refused_read_after_a_later_write_to_its_address():
+    # Cycle 5: the read of W is refused (the one-entry read buffer holds the read of row 1,
+    # which waits behind the open row 0), then the write of W (later in the file) is accepted.
+    # In cycle 6 the read is offered again and forwarded from the write buffer, as in every-
+    # cycle stepping, although the controller's tick at 6 changes nothing (an earlier driver
+    # waited for the next tick that did, and forwarded it at cycle 34).
+    cfg = DRAMConfig(channels=1, ranks=1, read_queue_depth=1, write_queue_depth=8,
+                     refresh=False)
+    params = cfg.resolve()
+    want = {(0, 0, 0): None, (0, 0, 1): None, (1, 1, 5): None}
+    line = 0
+    while any(v is None for v in want.values()):
+        _, _, bg, bank, row, _ = K.map_address(params, line * 64)
+        if want.get((bg, bank, row), 0) is None:
+            want[(bg, bank, row)] = line * 64
+        line += 1
+    a0, a1, w = want[(0, 0, 0)], want[(0, 0, 1)], want[(1, 1, 5)]
+    trace = {"addr": np.array([a0, a1, w, w], np.int64), "is_write": np.array([0, 0, 0, 1]),
+             "arrival": np.array([0, 2, 5, 5], np.int64)}
+    a = replay(trace, cfg)
+    b = replay(trace, cfg, every_cycle=True)
+    np.testing.assert_array_equal(a.accept, b.accept)
+    np.testing.assert_array_equal(a.completion, b.completion)
+    assert a.accept[2] == 6 and a.completion[2] == 7 and a.stats["reads_forwarded"] == 1
+
+
 def test_replay_stays_callable_after_first_use():
     # the open-loop driver lives in dram.openloop, so using dram.replay never rebinds it
     import dram
