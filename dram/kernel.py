@@ -1041,11 +1041,10 @@ def _serve(params, H, g, qi, pos, cmd, clk):
             H[_u(c + C_OFFSTAMP)] += 1              # it leaves the read or write buffer
         _remove_at(H, g, qi, pos)
         if H[_u(o + SL_TYPE)] == T_READ:
-            if H[_u(H_DIRECT)] == 0:
-                H[_u(c + C_OFFSTAMP)] += 1          # a pending read more (forwarding room)
             if H[_u(H_DIRECT)] != 0:
                 _push_completion(H, H[_u(o + SL_ID)], clk + params.read_latency)
             else:
+                H[_u(c + C_OFFSTAMP)] += 1          # a pending read more (forwarding room)
                 PD = H[_u(H_PD)]
                 op = H[_u(H_O_PEND)] + (g * PD + _wrap(H[_u(c + C_PDH)] + H[_u(c + C_PDL)],
                                                        PD)) * 2
