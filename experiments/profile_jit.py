@@ -315,6 +315,21 @@ def _child_command(a):
     return me, args
 
 
+def _describe(a) -> str:
+    """The profiled workload in words (the report's headline and the JSON's ``workload``)."""
+    return (f"replay of {a.dram_trace} x{a.repeat}" if a.dram_trace else
+            f"{a.num_queries} {a.workload} queries on {a.system}")
+
+
+def _write_out(path: str, obj: dict) -> None:
+    """``--out``: the counts as JSON, written to a temporary name and then renamed."""
+    tmp_out = path + ".tmp"
+    with open(tmp_out, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp_out, path)
+    print(f"wrote {path}")
+
+
 def _perf_main(a) -> int:
     """--perf: sample the native run with perf's software clock, attribute the samples."""
     if shutil.which("perf") is None:
@@ -350,8 +365,7 @@ def _perf_main(a) -> int:
     n = max(child["requests"], 1)
     per_fn = attribute(ips, [tuple(x) for x in child["ranges"]])
     total, jit = sum(ips.values()), sum(per_fn.values())
-    what = (f"replay of {a.dram_trace} x{a.repeat}" if a.dram_trace else
-            f"{a.num_queries} {a.workload} queries on {a.system}")
+    what = _describe(a)
     ns = 1e9 / a.freq / n
     print(f"\n{what}: {child['requests']:,} DRAM requests; {total:,} samples at {a.freq}/s, "
           f"{jit:,} in jitted code ({100 * jit / max(total, 1):.0f} %; the rest is setup: "
@@ -360,13 +374,8 @@ def _perf_main(a) -> int:
     for name, c in per_fn.most_common(a.top):
         print(f"{c * ns:10.1f}  {100 * c / max(jit, 1):4.1f}%  {short_name(name)}")
     if a.out:
-        tmp_out = a.out + ".tmp"
-        with open(tmp_out, "w") as f:
-            json.dump({"workload": what, "requests": child["requests"], "freq": a.freq,
-                       "samples": total, "per_function": dict(per_fn.most_common())}, f,
-                      indent=1)
-        os.replace(tmp_out, a.out)
-        print(f"wrote {a.out}")
+        _write_out(a.out, {"workload": what, "requests": child["requests"], "freq": a.freq,
+                           "samples": total, "per_function": dict(per_fn.most_common())})
     return 0
 
 
@@ -439,8 +448,7 @@ def main(argv=None) -> int:
         fn[col] = c
     ir = fn["instructions"]
     total = sum(ir.values())
-    what = (f"replay of {a.dram_trace} x{a.repeat}" if a.dram_trace else
-            f"{a.num_queries} {a.workload} queries on {a.system}")
+    what = _describe(a)
     print(f"\n{what}: {child['requests']:,} DRAM requests; jitted code {total:,} instructions = "
           f"{total / n:,.0f} per request (all code: {sum(per_ev['Ir'].values()):,})")
     if a.sims:
@@ -451,13 +459,8 @@ def main(argv=None) -> int:
         vals = "  ".join(f"{fn[col][name] / n:12.1f}" for col in cols)
         print(f"             {vals}  {100 * c / max(total, 1):4.1f}%  {short_name(name)}")
     if a.out:
-        tmp_out = a.out + ".tmp"
-        with open(tmp_out, "w") as f:
-            json.dump({"workload": what, "requests": child["requests"],
-                       "per_function": {col: dict(c.most_common()) for col, c in fn.items()}},
-                      f, indent=1)
-        os.replace(tmp_out, a.out)
-        print(f"wrote {a.out}")
+        _write_out(a.out, {"workload": what, "requests": child["requests"],
+                           "per_function": {col: dict(c.most_common()) for col, c in fn.items()}})
     return 0
 
 
