@@ -95,7 +95,7 @@ def _fb_bg(params, fb):
 H_G, H_S, H_NN, H_NC, H_HM, H_PQ, H_PD, H_CAP, H_LOGCAP, H_NB, H_R, H_NSTAT = range(12)
 H_DIRECT = 12   # 1: read completions go to the ring at issue (new_state's direct_reads)
 H_O_SLOT, H_O_Q, H_O_CH, H_O_PRIO, H_O_PEND, H_O_BANK, H_O_READY, H_O_HIST = range(16, 24)
-H_O_COMP, H_O_GLOB, H_O_STATS, H_O_RBUSY, H_O_LOG, H_O_BGL = range(24, 30)
+H_O_COMP, H_O_GLOB, H_O_STATS, H_O_RBUSY, H_O_LOG, H_O_BKL = range(24, 30)
 HEADER = 32
 # ---- slot fields (one request in a buffer)
 SL_ID, SL_ADDR, SL_RANK, SL_FB, SL_ROW, SL_ARR, SL_TYPE, SL_FINAL, SL_STAT = range(9)
@@ -199,7 +199,7 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0,
              ("bank", G * params.nb_ch * 3), ("ready", G * NN * NC),
              ("hist", G * NN * NC * HM), ("comp", cap * 2), ("glob", 8),
              ("stats", G * N_STATS), ("rbusy", G * params.n_ranks), ("log", logcap * 7),
-             ("bgl", G * params.nb_ch)]
+             ("bkl", G * params.nb_ch)]
     off = {}
     pos = HEADER
     for name, n in sizes:
@@ -214,7 +214,7 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0,
                     (H_O_PEND, "pend"), (H_O_BANK, "bank"), (H_O_READY, "ready"),
                     (H_O_HIST, "hist"), (H_O_COMP, "comp"), (H_O_GLOB, "glob"),
                     (H_O_STATS, "stats"), (H_O_RBUSY, "rbusy"), (H_O_LOG, "log"),
-                    (H_O_BGL, "bgl")):
+                    (H_O_BKL, "bkl")):
         H[h] = off[name]
     st = State(H)
     v = views(st)
@@ -227,7 +227,7 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0,
     v["bank"][:, :, 0] = -1
     v["bank"][:, :, 2] = INF
     v["hist"][:] = -1
-    v["bgl"][:] = -1
+    v["bkl"][:] = -1
     return st
 
 
@@ -249,7 +249,7 @@ def views(state) -> dict:
         "comp": reg(H_O_COMP, (cap, 2)), "glob": glob,
         "stats": reg(H_O_STATS, (G, N_STATS)), "rank_busy": reg(H_O_RBUSY, (G, R)),
         "log": reg(H_O_LOG, (logcap, 7))[: int(glob[G_LOGLEN])],
-        "bgl": reg(H_O_BGL, (G, (H.shape[0] - int(H[H_O_BGL])) // G)),   # the last region
+        "bkl": reg(H_O_BKL, (G, (H.shape[0] - int(H[H_O_BKL])) // G)),   # the last region
         "overflow": int(glob[G_COVF]),
     }
 
@@ -413,7 +413,7 @@ def _slot_preq(H, ob, o):
 @njit(cache=True, inline="always", _nrt=False)
 def _bkl(H, g, fb):
     """Offset of the list head of flat bank ``fb`` of channel ``g``."""
-    return H[_u(H_O_BGL)] + g * H[_u(H_NB)] + fb
+    return H[_u(H_O_BKL)] + g * H[_u(H_NB)] + fb
 
 
 @njit(cache=True, inline="always", _nrt=False)
