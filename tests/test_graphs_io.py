@@ -109,6 +109,29 @@ def test_exact_knn_inner_product():
     assert np.array_equal(ids, ref)
 
 
+@pytest.mark.parametrize("metric", ["l2", "ip"])
+def test_exact_knn_breaks_ties_by_the_smaller_id(metric):
+    # 4 dimensions of values 0..3: most distances are shared by hundreds of base vectors, so
+    # the top-k is decided by the tie rule at almost every position, across block boundaries
+    rng = np.random.default_rng(5)
+    b = rng.integers(0, 4, (3000, 4)).astype(np.uint8)
+    q = rng.integers(0, 4, (200, 4)).astype(np.uint8)
+    bf, qf = b.astype(np.float64), q.astype(np.float64)
+    dist = ((qf[:, None, :] - bf[None]) ** 2).sum(-1) if metric == "l2" else -(qf @ bf.T)
+    ref = np.lexsort((np.broadcast_to(np.arange(len(b)), dist.shape), dist), axis=-1)[:, :40]
+    ids, d = exact_knn(b, q, 40, metric, query_block=17, base_block=300)
+    assert np.array_equal(ids, ref)
+    assert np.array_equal(d, np.take_along_axis(dist if metric == "l2" else -dist, ref, axis=1))
+
+
+def test_exact_knn_rejects_non_finite_distances():
+    b = np.ones((50, 3), dtype=np.float32)
+    q = np.zeros((4, 3), dtype=np.float32)
+    q[2, 1] = np.nan
+    with pytest.raises(ValueError, match="query 2: fewer than 15 finite distances"):
+        exact_knn(b, q, 5, margin=10)
+
+
 def test_exact_knn_subset_cut_recomputes_gt():
     ds = real_dataset("bigann10k")
     sub = ds.subset(2000, 10)
