@@ -143,6 +143,7 @@ def run_sweep(
     progress: bool = True,
     desc: str | None = None,
     on_result: Callable[[int, Any], None] | None = None,
+    cost: Callable[[dict], float] | None = None,
 ) -> list[Any]:
     """Run ``fn(**task)`` for every task; return the results in task order.
 
@@ -161,10 +162,18 @@ def run_sweep(
     on_result : callable, optional
         ``on_result(i, result)`` is called in this process as soon as task ``i`` has finished
         (in completion order), e.g. to store it, so an interrupted sweep keeps what it did.
+    cost : callable, optional
+        ``cost(task)``, an estimate of a task's run time: tasks start in decreasing cost (ties
+        in task order), so the workers do not wait at the end for one long task started last.
+        Only the order of work changes; the results are the same and in task order.
     """
     from tqdm.auto import tqdm
 
     tasks = list(tasks)
+    order = list(range(len(tasks)))
+    if cost is not None:
+        costs = [float(cost(t)) for t in tasks]
+        order.sort(key=lambda i: -costs[i])
     bar = tqdm(total=len(tasks), desc=desc or getattr(fn, "__name__", "sweep"),
                disable=not progress)
     results: list[Any] = [None] * len(tasks)
@@ -188,8 +197,8 @@ def run_sweep(
                 cluster = None
                 client = Client(scheduler)
             try:
-                futures = [client.submit(fn, pure=False, **task) for task in tasks]
-                index = {f.key: i for i, f in enumerate(futures)}
+                futures = [client.submit(fn, pure=False, **tasks[i]) for i in order]
+                index = {f.key: i for i, f in zip(order, futures)}
                 for fut in as_completed(futures):
                     i = index[fut.key]
                     results[i] = fut.result()
@@ -203,14 +212,14 @@ def run_sweep(
             return results
         n_workers = workers if workers is not None else (os.cpu_count() or 1)
         if n_workers <= 1 or len(tasks) <= 1:
-            for i, task in enumerate(tasks):
-                results[i] = fn(**task)
+            for i in order:
+                results[i] = fn(**tasks[i])
                 if on_result is not None:
                     on_result(i, results[i])
                 bar.update(1)
             return results
         with ProcessPoolExecutor(max_workers=min(n_workers, len(tasks))) as pool:
-            futures = {pool.submit(fn, **task): i for i, task in enumerate(tasks)}
+            futures = {pool.submit(fn, **tasks[i]): i for i in order}
             from concurrent.futures import as_completed as local_as_completed
 
             try:

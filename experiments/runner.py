@@ -101,7 +101,8 @@ class Context:
         return (Path(self.cache_dir) if self.cache_dir else default_cache_dir()) / "simulations"
 
     def sweep(self, fn, tasks, desc: str):
-        """``fn(**task)`` for every task (in local processes or on Dask). Simulations
+        """``fn(**task)`` for every task (in local processes or on Dask; simulations start
+        costliest first, :func:`experiments.sim.simulation_cost`). Simulations
         (:func:`experiments.sim.simulate_task`) already finished with the same resolved system
         configuration and run options, trace content and simulator code are read from the
         simulation cache instead
@@ -110,11 +111,12 @@ class Context:
         from functools import partial
 
         from experiments.common import run_sweep
-        from experiments.sim import simulate_task
+        from experiments.sim import simulate_task, simulation_cost
 
         tasks = list(tasks)
         run = partial(run_sweep, workers=self.workers, scheduler=self.scheduler,
-                      progress=self.progress, desc=desc)
+                      progress=self.progress, desc=desc,
+                      cost=simulation_cost if fn is simulate_task else None)
         root = self.sim_cache_dir()
         if fn is not simulate_task or root is None:
             return run(fn, tasks)

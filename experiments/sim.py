@@ -11,10 +11,11 @@ into a long table with :func:`split_per_device`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-__all__ = ["simulate_task", "simulation_identity", "flatten_summary", "per_device_rows",
-           "split_per_device", "with_unit"]
+__all__ = ["simulate_task", "simulation_identity", "simulation_cost", "flatten_summary",
+           "per_device_rows", "split_per_device", "with_unit"]
 
 #: per-device list fields of the summary that :func:`per_device_rows` adds, and their column
 #: there (cosmos.metrics: ``device_tasks`` = cluster-search tasks placed on each device)
@@ -114,6 +115,35 @@ def simulation_identity(task: dict) -> dict:
     del t["tags"]
     cfg = _system_config(t.pop("system"), t.pop("overrides"), t.pop("placement"))
     return {"config": cfg.to_dict(), **t}
+
+
+def simulation_cost(task: dict) -> float:
+    """A rough measure of the work of ``simulate_task(**task)``: the memory lines its queries
+    read (one per hop for the adjacency list, ``ceil(vector_bytes / 64)`` per vector read, of
+    the first ``num_queries`` queries of the trace). Sweeps start the costliest simulations
+    first, so the last ones to finish are short (it orders only: results do not depend on it).
+    """
+    import os
+
+    st = os.stat(task["trace_path"])
+    nq = task.get("num_queries")
+    return _trace_lines(str(task["trace_path"]), st.st_size, st.st_mtime_ns,
+                        None if nq is None else int(nq))
+
+
+@functools.lru_cache(maxsize=64)
+def _trace_lines(path: str, size: int, mtime_ns: int, num_queries: int | None) -> float:
+    import json
+
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["meta"]))
+        query_ptr = z["query_ptr"]
+        nq = len(query_ptr) - 1 if num_queries is None else min(len(query_ptr) - 1, num_queries)
+        hops = int(z["search_hop_ptr"][query_ptr[nq]])
+        reads = int(z["hop_read_ptr"][hops])
+    return float(hops + reads * -(-int(meta["vector_bytes"]) // 64))
 
 
 def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None,

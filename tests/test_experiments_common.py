@@ -41,6 +41,18 @@ def test_sweep_results_identical_serial_processes_and_dask():
     assert dask_results == serial
 
 
+def test_sweep_starts_the_costliest_tasks_first_and_returns_task_order():
+    tasks = [{"x": i, "seed": 10 + i} for i in range(6)]
+    started = []
+    serial = run_sweep(_square_plus_seed, tasks, workers=1, progress=False,
+                       cost=lambda t: [3, 9, 1, 9, 5, 0][t["x"]],
+                       on_result=lambda i, r: started.append(i))
+    assert started == [1, 3, 4, 0, 2, 5]  # decreasing cost, ties in task order
+    assert serial == run_sweep(_square_plus_seed, tasks, workers=1, progress=False)
+    assert serial == run_sweep(_square_plus_seed, tasks, workers=2, progress=False,
+                               cost=lambda t: -t["x"])
+
+
 def _without_wall_clock(rows):
     """Simulation rows minus the host's wall-clock timings (the only fields allowed to differ)."""
     return [{k: v for k, v in r.items() if "wall" not in k} for r in rows]
@@ -54,7 +66,7 @@ def test_scheduler_address_runs_a_real_sweep_identically(tmp_path):
 
     from experiments.runner import add_common_arguments, context_from_args
     from experiments.sim import simulate_task
-    from graphs import make_workload, save_trace
+    from graphs import load_trace, make_workload, save_trace
 
     tr = make_workload("sift", n=2000, num_queries=30, num_clusters=8, num_probes=2,
                        cache_dir=tmp_path / "cache", progress=False)
@@ -69,6 +81,14 @@ def test_scheduler_address_runs_a_real_sweep_identically(tmp_path):
         # --no-sim-cache: every sweep must simulate (the cache would serve the second one)
         args = p.parse_args(["--scale", "tiny", "--no-progress", "--no-sim-cache", *options])
         return context_from_args(args, tmp_path).sweep(simulate_task, tasks, desc="test")
+
+    # the sweep's cost estimate (memory lines its queries read) grows with the queries
+    from experiments.sim import simulation_cost
+
+    loaded = load_trace(trace)
+    hops = loaded.search_hop_ptr[loaded.query_ptr[12]]
+    assert simulation_cost(tasks[0]) == hops + loaded.hop_read_ptr[hops] * 2  # 128-B vectors
+    assert simulation_cost({"trace_path": str(trace)}) > simulation_cost(tasks[0])
 
     serial = sweep("--workers", "1")
     local = sweep("--workers", "2")
