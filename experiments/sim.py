@@ -122,13 +122,18 @@ def simulation_cost(task: dict) -> float:
     read (one per hop for the adjacency list, ``ceil(vector_bytes / 64)`` per vector read, of
     the first ``num_queries`` queries of the trace). Sweeps start the costliest simulations
     first, so the last ones to finish are short (it orders only: results do not depend on it).
+    A trace it cannot read costs 0: the simulation itself then reports what is wrong with it.
     """
     import os
+    import zipfile
 
-    st = os.stat(task["trace_path"])
-    nq = task.get("num_queries")
-    return _trace_lines(str(task["trace_path"]), st.st_size, st.st_mtime_ns,
-                        None if nq is None else int(nq))
+    try:
+        st = os.stat(task["trace_path"])
+        nq = task.get("num_queries")
+        return _trace_lines(str(task["trace_path"]), st.st_size, st.st_mtime_ns,
+                            None if nq is None else int(nq))
+    except (OSError, ValueError, KeyError, IndexError, TypeError, zipfile.BadZipFile):
+        return 0.0
 
 
 @functools.lru_cache(maxsize=64)

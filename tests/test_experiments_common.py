@@ -89,6 +89,8 @@ def test_scheduler_address_runs_a_real_sweep_identically(tmp_path):
     hops = loaded.search_hop_ptr[loaded.query_ptr[12]]
     assert simulation_cost(tasks[0]) == hops + loaded.hop_read_ptr[hops] * 2  # 128-B vectors
     assert simulation_cost({"trace_path": str(trace)}) > simulation_cost(tasks[0])
+    (tmp_path / "bad.npz").write_bytes(b"not a trace")  # left to simulate_task to report
+    assert simulation_cost({"trace_path": str(tmp_path / "bad.npz")}) == 0.0
 
     serial = sweep("--workers", "1")
     local = sweep("--workers", "2")
