@@ -142,13 +142,15 @@ def _trace_lines(path: str, size: int, mtime_ns: int, num_queries: int | None) -
 
     import numpy as np
 
+    from cosmos.layout import lines_for
+
     with np.load(path, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
         query_ptr = z["query_ptr"]
         nq = len(query_ptr) - 1 if num_queries is None else min(len(query_ptr) - 1, num_queries)
         hops = int(z["search_hop_ptr"][query_ptr[nq]])
         reads = int(z["hop_read_ptr"][hops])
-    return float(hops + reads * -(-int(meta["vector_bytes"]) // 64))
+    return float(hops + reads * lines_for(meta["vector_bytes"]))
 
 
 def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None,
