@@ -12,8 +12,8 @@ survivors are exact).
 
 Peak memory is about ``query_block * base_block * 4`` bytes (the product buffer; 128 MB with the
 defaults 1024 x 32768) plus ``12 * (k + margin)`` bytes per query and the input. 10,000 queries
-over 1M 128-dimensional vectors take about 20 s on 2 cores (AMD EPYC Zen 4; the matrix products,
-in numpy's BLAS, are most of it).
+over 1M 128-dimensional vectors take about 27 s on 2 cores (AMD EPYC Zen 4, measured by
+experiments/bench_graphs.py; the matrix products, in numpy's BLAS, are most of it).
 """
 
 from __future__ import annotations
@@ -126,8 +126,9 @@ def exact_knn(
             dots = np.matmul(q, b.T, out=buf[: len(q) * len(b)].reshape(len(q), len(b)))
             _offer_block(dots, norms, s, metric == "l2", heap_d[qs : qs + len(q)],
                          heap_i[qs : qs + len(q)])
-    if (heap_i < 0).any():
-        bad = int(np.nonzero((heap_i < 0).any(axis=1))[0][0])
+    short = np.flatnonzero((heap_i < 0).any(axis=1))    # heaps not filled
+    if short.size:
+        bad = int(short[0])
         raise ValueError(f"query {bad}: fewer than {kk} finite distances to the base "
                          "(non-finite values in the base or the queries?)")
     # exact re-rank in float64, ties -> smaller id
