@@ -24,11 +24,23 @@ so passing the program and state tuples between them costs no reference counting
 that is not inlined still copies every array descriptor of the tuples onto the stack (516
 words for ``_step_end``, measured in the machine code), so the per-step handler is inlined.
 
-Event order within one cycle ``t``: admit queries, handle every event due at ``<= t`` in
-(time, kind, id) order (kinds: request reaches the controller, data reaches the requester,
-step ends), offer each channel's FIFO head(s) to the controller at ``t``, tick every channel
+Event order within one cycle ``t``: admit queries, handle every event due at ``t`` in
+(time, kind, id) order (kinds: request reaches its channel's FIFO, data reaches the requester,
+step ends), offer each channel's FIFO head(s) to its controller at ``t``, tick every channel
 at ``t + 1`` (in channel order), then the reads that complete at ``t + 1`` (in the order
 their channels served them: by cycle, then channel order).
+
+Time advances in *windows* of ``L`` cycles, ``L`` at most the read latency (``CI_WIN``; 48
+cycles for DDR5-4800): first the engine's part of every cycle of the window (queries, events,
+deliveries), then each channel's part (arrivals into its FIFO, offers, ticks), one channel
+after the other. That is exactly the order above: the engine hears of a channel only through
+completed reads, and a read served at cycle c completes at c + the read latency, after the
+window; the channels hear of the engine only through their FIFOs, which the engine's part has
+filled (each request with its arrival cycle) before they run; and the channels are independent
+controllers. The reads a window served join the ring in (completion cycle, channel) order, as
+a cycle-by-cycle run would deliver them. Running one channel through its window keeps its
+controller state in the core's caches (32 states of ~77 KB do not fit), which made the default
+``cosmos`` workload 14-22 % faster than visiting the due channels cycle by cycle.
 
 What is skipped (exactly: the results equal those of doing every step in every cycle):
 
@@ -44,8 +56,8 @@ What is skipped (exactly: the results equal those of doing every step in every c
   it in a ring until then, in the order served, which is completion order: no channel is
   ticked only because a read completes. The engine offers only reads, so no read is ever
   forwarded from a write buffer.
-- When no offer is due in the next cycle, time jumps to the earliest of the next event, the
-  next open-loop arrival and the cycle before the next channel tick.
+- The engine and each channel jump over the cycles in which they have nothing to do; so do
+  the windows (to the earliest event, open-loop arrival, completion or channel tick).
 """
 
 from __future__ import annotations
@@ -75,9 +87,9 @@ MAX_IDS = 1 << 22
 SC_T, SC_NEXTQ, SC_DONE, SC_HEAP, SC_REQFREE, SC_FIFO_PENDING, SC_ADMITTED = range(7)
 SC_REQS_DONE, SC_EVENTS = 7, 8
 SC_DMIN = 9      # min(ch_next): no channel tick can change anything before this cycle
-SC_NOFFER = 10   # channels in offer_ch
 SC_DHEAD, SC_DLEN = 11, 12   # the ring of served reads waiting for their completion cycle
-N_SC = 13
+SC_WN, SC_NOW = 13, 14       # events in the timing wheel; the cycle its slots start from
+N_SC = 15
 INF = dk.INF
 
 # float config slots
@@ -88,7 +100,9 @@ CI_SWITCH, CI_SW_LAT, CI_LINK_LAT, CI_NCH, CI_MAXINFL, CI_OPEN, CI_NDEV = range(
 # CI_SHIFTS = 1, then (shift, mask) of the line number for channel, rank, bank group, bank, row
 CI_SHIFTS = 7
 CI_MAP = 8
-N_CI = 18
+CI_WIN = 18      # cycles per window: at most the read latency (module docstring)
+N_CI = 19
+WIN_MAX = 64     # longest window (any length up to the read latency gives the same results)
 
 
 class EngineState(NamedTuple):
@@ -104,11 +118,12 @@ class EngineState(NamedTuple):
     req_free: np.ndarray        # (NR,) int64 free stack
     fifo: np.ndarray            # (G, NR) int64 ring buffers of request ids per channel
     fifo_head: np.ndarray       # (G,) int64
-    fifo_len: np.ndarray        # (G,) int64
-    offer_ch: np.ndarray        # (G,) int64 channels to offer to (first SC_NOFFER entries)
+    fifo_len: np.ndarray        # (G,) int64 requests in the FIFO (some may arrive later in
+    fifo_arr: np.ndarray        # (G,) int64 the window) and those its controller has seen
+    offer_pend: np.ndarray      # (G,) int64 1: offer the FIFO heads in the channel's next cycle
     ch_next: np.ndarray         # (G,) int64 next cycle a channel's tick can change anything
-    due_ch: np.ndarray          # (G,) int64 scratch: channels due in a cycle
     req_map: np.ndarray         # (NR, 4) int64 rank, bank group, flat bank, row of a request
+    req_arr: np.ndarray         # (NR,) int64 cycle the request reached its channel's FIFO
     ctx_pool: np.ndarray        # (NC,) int64
     ctx_task: np.ndarray        # (NC,) int64, -1 idle
     ctx_step: np.ndarray        # (NC,) int64
@@ -140,10 +155,16 @@ class EngineState(NamedTuple):
     link_bytes: np.ndarray      # (D+1, 2) float64 wire bytes
     inst_reqs: np.ndarray       # (I,) int64 requests completed per memory instance
     inst_local: np.ndarray      # (I,) int64 rank-local requests completed
-    comp_ids: np.ndarray        # (K,) int64 scratch for dram.kernel._pop
-    comp_cyc: np.ndarray        # (K,) int64
+    wb_req: np.ndarray          # (NR,) int64 reads served in a window (request, completion
+    wb_cyc: np.ndarray          # (NR,) int64 cycle), channel by channel
+    wb_cnt: np.ndarray          # (WIN_MAX + 2,) int64 scratch: counting sort of those
     done_req: np.ndarray        # (NR,) int64 ring (SC_DHEAD, SC_DLEN): served reads, in
     done_cyc: np.ndarray        # (NR,) int64 issue order, and their completion cycles
+    wheel: np.ndarray           # (W,) int64 timing wheel: first event node of each slot (-1)
+    wbits: np.ndarray           # (W / 64,) int64 bit s % 64 of word s // 64: slot s occupied
+    ev_next: np.ndarray         # (NR + NC,) int64 next node in the slot's list
+    ev_key: np.ndarray          # (NR + NC,) int64 the node's event key
+    ev_sort: np.ndarray         # (NR + NC,) int64 scratch: one slot's keys, sorted
 
 
 # ----------------------------------------------------------------------------- heap
@@ -200,9 +221,104 @@ def _hpop(h, scal):
     return top
 
 
+# ----------------------------------------------------------------------------- timing wheel
+# Events due within W cycles of SC_NOW (nearly all: on-chip and link latencies, compute steps)
+# go to a timing wheel, one slot per cycle, each slot an unordered list of event nodes; the
+# rest wait in the heap and move to the wheel once their cycle is within W. A node is the
+# event's owner, which has at most one event pending: a request (arrival at the controller,
+# then data back) or a context (end of its step, node NR + context). A slot is sorted only
+# when its cycle is handled, so the order is the heap's (time, kind, id) order: identical
+# results, without a heap operation per event.
+W_SHIFT = 12
+W = 1 << W_SHIFT             # 4,096 cycles (1.7 us at tCK 416 ps)
+W_MASK = W - 1
+_DEBRUIJN = 0x07EDD5E59A4E28C2      # a de Bruijn sequence B(2, 6): index of an isolated bit
+_DB_TABLE = np.zeros(64, np.int64)
+for _i in range(64):
+    _DB_TABLE[(((1 << _i) * _DEBRUIJN) & ((1 << 64) - 1)) >> 58] = _i
+_DEBRUIJN_I64 = _DEBRUIJN - (1 << 64) if _DEBRUIJN >= 1 << 63 else _DEBRUIJN
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _lowest_bit(x):
+    """Index of the lowest set bit of the nonzero int64 ``x`` (multiplication wraps mod 2**64;
+    the arithmetic shift's sign bits are masked off)."""
+    return _DB_TABLE[((x & -x) * _DEBRUIJN_I64 >> 58) & 63]
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _wheel_put(st, key):
+    t = key >> _T_SHIFT
+    ident = key & _ID_MASK
+    node = ident
+    if (key >> 22) & 3 == EV_STEP:
+        node += st.req_ctx.shape[0]
+    s = t & W_MASK
+    st.ev_key[node] = key
+    st.ev_next[node] = st.wheel[s]
+    st.wheel[s] = node
+    st.wbits[s >> 6] |= np.int64(1) << (s & 63)
+    st.scal[SC_WN] += 1
+
+
 @nb.njit(cache=True, _nrt=False)
 def _event(st, t, kind, ident):
-    _hpush(st.heap, st.scal, (t << _T_SHIFT) | (kind << 22) | ident)
+    """Schedule event ``kind`` of ``ident`` at cycle ``t`` (>= SC_NOW)."""
+    key = (t << _T_SHIFT) | (kind << 22) | ident
+    if t - st.scal[SC_NOW] < W:
+        _wheel_put(st, key)
+    else:
+        _hpush(st.heap, st.scal, key)
+
+
+@nb.njit(cache=True, _nrt=False)
+def _wheel_advance(st, t):
+    """The wheel's slots now start at cycle ``t``: heap events due before ``t + W`` move in."""
+    st.scal[SC_NOW] = t
+    lim = (t + W) << _T_SHIFT
+    while st.scal[SC_HEAP] > 0 and st.heap[0] < lim:
+        _wheel_put(st, _hpop(st.heap, st.scal))
+
+
+@nb.njit(cache=True, _nrt=False)
+def _wheel_take(st, t, out, n):
+    """Move the events of cycle ``t``'s slot into ``out[n:]``, keeping ``out[:...]`` sorted
+    (insertion: slots hold a few events); return the new length."""
+    s = t & W_MASK
+    node = st.wheel[s]
+    st.wheel[s] = -1
+    st.wbits[s >> 6] &= ~(np.int64(1) << (s & 63))
+    while node >= 0:
+        key = st.ev_key[node]
+        k = n
+        while k > 0 and out[k - 1] > key:
+            out[k] = out[k - 1]
+            k -= 1
+        out[k] = key
+        n += 1
+        st.scal[SC_WN] -= 1
+        node = st.ev_next[node]
+    return n
+
+
+@nb.njit(cache=True, _nrt=False)
+def _wheel_next(st, t0):
+    """Earliest cycle >= ``t0`` (>= SC_NOW) with an event in the wheel (INF if it is empty)."""
+    if st.scal[SC_WN] == 0:
+        return INF
+    nw = st.wbits.shape[0]
+    s0 = t0 & W_MASK
+    w = s0 >> 6
+    x = st.wbits[w] & (np.int64(-1) << (s0 & 63))
+    for _ in range(nw + 1):
+        if x != 0:
+            s = (w << 6) + _lowest_bit(x)
+            return t0 + ((s - s0) & W_MASK)
+        w += 1
+        if w == nw:
+            w = 0
+        x = st.wbits[w]
+    return INF
 
 
 # ----------------------------------------------------------------------------- links
@@ -403,48 +519,6 @@ def _response(pg, st, cf, ci, req, t):
 
 
 # ----------------------------------------------------------------------------- main loop
-@nb.njit(cache=True, _nrt=False)
-def _offer_fifo(pg, st, params1, H, g, t):
-    """Offer channel ``g``'s FIFO heads (its controller state is ``H``) at cycle ``t`` until
-    one is rejected or the FIFO is empty. Returns True if any was accepted."""
-    NRcap = st.fifo.shape[1]
-    acc = False
-    while st.fifo_len[g] > 0:
-        h = st.fifo_head[g]
-        req = st.fifo[g, h]
-        ok = dk._offer_mapped(params1, H, 0, req, st.req_addr[req], 0,
-                              pg.step_rank_local[st.req_step[req]], t, st.req_map[req, 0],
-                              st.req_map[req, 1], st.req_map[req, 2], st.req_map[req, 3])
-        if not ok:
-            break
-        acc = True
-        h += 1
-        if h == NRcap:
-            h = 0
-        st.fifo_head[g] = h
-        st.fifo_len[g] -= 1
-        st.scal[SC_FIFO_PENDING] -= 1
-    return acc
-
-
-@nb.njit(cache=True, _nrt=False)
-def _completions(pg, st, cf, ci, dstate):
-    """Reads served in channel state ``dstate`` (a ``direct_reads`` state: each comes with
-    its future completion cycle) join the ring of reads waiting for that cycle. Completion
-    cycles are issue cycles plus the same read latency, and channels are ticked in time
-    order, so the ring stays in completion order."""
-    NR = st.done_req.shape[0]
-    while dk.completions_pending(dstate) > 0:
-        n = dk._pop(dstate.heap, st.comp_ids, st.comp_cyc)
-        for i in range(n):
-            k = st.scal[SC_DHEAD] + st.scal[SC_DLEN]
-            if k >= NR:
-                k -= NR
-            st.done_req[k] = st.comp_ids[i]
-            st.done_cyc[k] = st.comp_cyc[i]
-            st.scal[SC_DLEN] += 1
-
-
 @nb.njit(cache=True, inline="always", _nrt=False)
 def _next_done(st):
     """Completion cycle of the oldest served read waiting in the ring (INF if none)."""
@@ -480,37 +554,221 @@ def _deliver(pg, st, cf, ci, clk):
         _event(st, c + pg.step_lat[s], EV_RESP, req)
 
 
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _arrive(st, ci, params, req, t):
+    """Request ``req`` reaches its channel's FIFO at cycle ``t`` (its controller sees it when
+    the channel's part of the window reaches ``t``)."""
+    NRcap = st.fifo.shape[1]
+    a = st.req_addr[req]
+    if ci[CI_SHIFTS] != 0:
+        x = a >> 6
+        ch = (x >> ci[CI_MAP]) & ci[CI_MAP + 1]
+        rank = (x >> ci[CI_MAP + 2]) & ci[CI_MAP + 3]
+        bgi = (x >> ci[CI_MAP + 4]) & ci[CI_MAP + 5]
+        bank = (x >> ci[CI_MAP + 6]) & ci[CI_MAP + 7]
+        row = (x >> ci[CI_MAP + 8]) & ci[CI_MAP + 9]
+    else:
+        ch, rank, bgi, bank, row, col = dk.map_address(params, a)
+    g = st.req_inst[req] * ci[CI_NCH] + ch
+    st.req_map[req, 0] = rank
+    st.req_map[req, 1] = bgi
+    st.req_map[req, 2] = (rank * params.n_bg + bgi) * params.n_banks + bank
+    st.req_map[req, 3] = row
+    st.req_arr[req] = t
+    n = st.fifo_len[g]
+    h = st.fifo_head[g] + n
+    if h >= NRcap:
+        h -= NRcap
+    st.fifo[g, h] = req
+    st.fifo_len[g] = n + 1
+
+
 @nb.njit(cache=True, _nrt=False)
-def _tick_due(pg, st, cf, ci, params1, HH, clk):
-    """Tick, in channel order, every channel whose next event (``ch_next``) is due at ``clk``,
-    collect the reads it served, and mark it for offers in the next cycle if it issued a
-    command and has requests waiting; then update ``ch_next`` and ``SC_DMIN``."""
+def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
+    """The engine's part of cycles ``t .. t_end - 1``: arrivals of queries, events (requests
+    reaching their channel's FIFO, data reaching requesters, step ends) and the reads that
+    complete at each cycle + 1. Returns ``t_end``, or the cycle + 1 at which the last query
+    completed (the channels then stop at that cycle too)."""
+    Q = st.q_done.shape[0]
+    evs = st.ev_sort
+    while True:
+        if t != st.scal[SC_NOW]:
+            _wheel_advance(st, t)
+        # 1. open-loop arrivals
+        if ci[CI_OPEN] != 0:
+            while st.scal[SC_NEXTQ] < Q and open_arrivals[st.scal[SC_NEXTQ]] <= t:
+                q = st.scal[SC_NEXTQ]
+                st.scal[SC_NEXTQ] = q + 1
+                _admit(pg, st, cf, ci, q, t)
+        # 2. events due (all at t: time never passes an event), in (time, kind, id) order;
+        # an event a handler schedules at t joins the sorted rest
+        ne = 0
+        if st.wheel[t & W_MASK] >= 0:
+            ne = _wheel_take(st, t, evs, 0)
+        ie = 0
+        while ie < ne:
+            key = evs[ie]
+            ie += 1
+            st.scal[SC_EVENTS] += 1
+            kind = (key >> 22) & 3
+            ident = key & _ID_MASK
+            if kind == EV_ARRIVE:
+                _arrive(st, ci, params, ident, t)
+            elif kind == EV_RESP:
+                _response(pg, st, cf, ci, ident, t)
+            else:
+                _step_end(pg, st, cf, ci, ident, t)
+            if st.wheel[t & W_MASK] >= 0:
+                ne = ie + _wheel_take(st, t, evs[ie:], ne - ie)
+        # 3. the reads that complete at t + 1
+        if _next_done(st) <= t + 1:
+            _deliver(pg, st, cf, ci, t + 1)
+        if st.scal[SC_DONE] >= Q:
+            return t + 1
+        # 4. the next cycle with anything for the engine
+        nt = _next_done(st) - 1
+        te = _wheel_next(st, t + 1)
+        if te < nt:
+            nt = te
+        if st.scal[SC_HEAP] > 0:           # (events at least W cycles ahead)
+            te = st.heap[0] >> _T_SHIFT
+            if te < nt:
+                nt = te
+        if ci[CI_OPEN] != 0 and st.scal[SC_NEXTQ] < Q:
+            te = open_arrivals[st.scal[SC_NEXTQ]]
+            if te < nt:
+                nt = te
+        if nt <= t:
+            nt = t + 1
+        if nt >= t_end:
+            return t_end
+        t = nt
+
+
+@nb.njit(cache=True, _nrt=False)
+def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
+    """Channel ``g`` (controller state ``H``) through cycles ``t .. t_end - 1``: at each
+    cycle c, the requests that reached its FIFO at c, then offers of the FIFO heads (when the
+    FIFO was empty and got a request, or the controller issued a command in its last cycle: a
+    head rejected before is rejected again while the controller's buffers stay the same),
+    then the controller's cycle c + 1 if it can change anything (``dram.kernel.next_event``).
+    Served reads go to the window's list (``wb_req``, ``wb_cyc`` from ``nwb``); returns its
+    new length."""
+    NRcap = st.fifo.shape[1]
+    h = st.fifo_head[g]
+    n = st.fifo_len[g]
+    a = st.fifo_arr[g]
+    flag = st.offer_pend[g]
+    d = st.ch_next[g]
+    ds = dk.State(H)
+    c = t
+    while True:
+        while a < n:                        # arrivals at c
+            k = h + a
+            if k >= NRcap:
+                k -= NRcap
+            if st.req_arr[st.fifo[g, k]] > c:
+                break
+            if a == 0:
+                flag = 1
+            a += 1
+        if flag != 0:                       # offers at c
+            acc = False
+            while a > 0:
+                req = st.fifo[g, h]
+                ok = dk._offer_mapped(params1, H, 0, req, st.req_addr[req], 0,
+                                      pg.step_rank_local[st.req_step[req]], c,
+                                      st.req_map[req, 0], st.req_map[req, 1],
+                                      st.req_map[req, 2], st.req_map[req, 3])
+                if not ok:
+                    break
+                acc = True
+                h += 1
+                if h == NRcap:
+                    h = 0
+                a -= 1
+                n -= 1
+            if acc:
+                d = dk._next_event(params1, H, c + 1)
+            flag = 0
+        if d <= c + 1:                      # the controller's cycle c + 1
+            ch0 = dk.changes(ds)
+            dk._tick(params1, H, c + 1)
+            # (a served read comes with the command that served it, which moved the count)
+            if dk.completions_pending(ds) > 0:
+                while dk.completions_pending(ds) > 0:
+                    nwb += dk._pop(H, st.wb_req[nwb:], st.wb_cyc[nwb:])
+                flag = 1 if a > 0 else 0
+            elif dk.changes(ds) != ch0 and a > 0:
+                flag = 1
+            d = dk._next_event(params1, H, c + 2)
+        if flag != 0:
+            nc = c + 1
+        else:
+            nc = d - 1
+            if a < n:
+                k = h + a
+                if k >= NRcap:
+                    k -= NRcap
+                ta = st.req_arr[st.fifo[g, k]]
+                if ta < nc:
+                    nc = ta
+            if nc <= c:
+                nc = c + 1
+        if nc >= t_end:
+            break
+        c = nc
+    st.fifo_head[g] = h
+    st.fifo_len[g] = n
+    st.fifo_arr[g] = a
+    st.offer_pend[g] = flag
+    st.ch_next[g] = d
+    return nwb
+
+
+@nb.njit(cache=True, _nrt=False)
+def _channels_window(pg, st, params1, HH, t, t_end):
+    """Every channel's part of cycles ``t .. t_end - 1`` (in channel order), then the reads
+    they served join the ring in (completion cycle, channel) order -- the order of a
+    cycle-by-cycle run, which ticks the channels of a cycle in channel order."""
+    G = HH.shape[0]
     dne = st.ch_next
-    due = st.due_ch
-    G = dne.shape[0]
-    nd = 0
-    for g in range(G):                      # branch-free: due channels in channel order
-        due[_u(nd)] = g
-        nd += dne[_u(g)] <= clk
-    for k in range(nd):
-        g = due[_u(k)]
-        H = HH[g]
-        ds = dk.State(H)
-        ch0 = dk.changes(ds)
-        dk._tick(params1, H, clk)
-        # (a served read comes with the command that served it, which moved the count)
-        if dk.completions_pending(ds) > 0:
-            _completions(pg, st, cf, ci, ds)
-        if dk.changes(ds) != ch0 and st.fifo_len[g] > 0:
-            st.offer_ch[st.scal[SC_NOFFER]] = g
-            st.scal[SC_NOFFER] += 1
-        dne[g] = dk._next_event(params1, H, clk + 1)
+    nwb = 0
     dmin = INF
     for g in range(G):
-        d = dne[_u(g)]
+        d = dne[g]
+        if d <= t_end or st.offer_pend[g] != 0 or st.fifo_len[g] > st.fifo_arr[g]:
+            nwb = _channel_window(pg, st, params1, HH[g], g, t, t_end, nwb)
+            d = dne[g]
         if d < dmin:
             dmin = d
     st.scal[SC_DMIN] = dmin
+    if nwb == 0:
+        return
+    # stable counting sort by completion cycle (all within t_end - t cycles of each other)
+    NR = st.done_req.shape[0]
+    cnt = st.wb_cnt
+    base = st.wb_cyc[0]
+    for i in range(1, nwb):
+        if st.wb_cyc[i] < base:
+            base = st.wb_cyc[i]
+    span = t_end - t + 1
+    for j in range(span + 1):
+        cnt[j] = 0
+    for i in range(nwb):
+        cnt[st.wb_cyc[i] - base + 1] += 1
+    for j in range(span):
+        cnt[j + 1] += cnt[j]
+    k0 = st.scal[SC_DHEAD] + st.scal[SC_DLEN]
+    for i in range(nwb):
+        j = st.wb_cyc[i] - base
+        k = k0 + cnt[j]
+        cnt[j] += 1
+        if k >= NR:
+            k -= NR
+        st.done_req[k] = st.wb_req[i]
+        st.done_cyc[k] = st.wb_cyc[i]
+    st.scal[SC_DLEN] += nwb
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -520,12 +778,14 @@ def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_
     ``params`` is the memory system of one instance (its address mapping places requests);
     ``HH[g]`` is the controller state (``dram.kernel.State.heap``) of global channel ``g``, a
     one-channel memory system of ``params1``. Returns 1 when every query has completed, else 0.
+
+    Time advances in windows of at most ``ci[CI_WIN]`` cycles (the read latency or less): the
+    engine's part of the window first, then each channel's part in turn (module docstring).
     """
     Q = st.q_done.shape[0]
-    nch = ci[CI_NCH]
-    G = HH.shape[0]
-    NRcap = st.fifo.shape[1]
+    L = ci[CI_WIN]
     dne = st.ch_next
+    G = dne.shape[0]
     t = st.scal[SC_T]
     while True:
         if st.scal[SC_DONE] >= Q:
@@ -534,82 +794,33 @@ def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_
         if t >= t_stop or st.scal[SC_DONE] >= done_stop:
             st.scal[SC_T] = t
             return 0
-        # 1. open-loop arrivals
-        if ci[CI_OPEN] != 0:
-            while st.scal[SC_NEXTQ] < Q and open_arrivals[st.scal[SC_NEXTQ]] <= t:
-                q = st.scal[SC_NEXTQ]
-                st.scal[SC_NEXTQ] = q + 1
-                _admit(pg, st, cf, ci, q, t)
-        # 2. events due
-        while st.scal[SC_HEAP] > 0 and (st.heap[0] >> _T_SHIFT) <= t:
-            key = _hpop(st.heap, st.scal)
-            st.scal[SC_EVENTS] += 1
-            kind = (key >> 22) & 3
-            ident = key & _ID_MASK
-            if kind == EV_ARRIVE:
-                a = st.req_addr[ident]
-                if ci[CI_SHIFTS] != 0:
-                    x = a >> 6
-                    ch = (x >> ci[CI_MAP]) & ci[CI_MAP + 1]
-                    rank = (x >> ci[CI_MAP + 2]) & ci[CI_MAP + 3]
-                    bgi = (x >> ci[CI_MAP + 4]) & ci[CI_MAP + 5]
-                    bank = (x >> ci[CI_MAP + 6]) & ci[CI_MAP + 7]
-                    row = (x >> ci[CI_MAP + 8]) & ci[CI_MAP + 9]
-                else:
-                    ch, rank, bgi, bank, row, col = dk.map_address(params, a)
-                g = st.req_inst[ident] * nch + ch
-                st.req_map[ident, 0] = rank
-                st.req_map[ident, 1] = bgi
-                st.req_map[ident, 2] = (rank * params.n_bg + bgi) * params.n_banks + bank
-                st.req_map[ident, 3] = row
-                n = st.fifo_len[g]
-                if n == 0:
-                    st.offer_ch[st.scal[SC_NOFFER]] = g
-                    st.scal[SC_NOFFER] += 1
-                h = st.fifo_head[g] + n
-                if h >= NRcap:
-                    h -= NRcap
-                st.fifo[g, h] = ident
-                st.fifo_len[g] = n + 1
-                st.scal[SC_FIFO_PENDING] += 1
-            elif kind == EV_RESP:
-                _response(pg, st, cf, ci, ident, t)
-            else:
-                _step_end(pg, st, cf, ci, ident, t)
-        # 3. offer FIFO heads to their channel controllers: channels whose FIFO was empty and
-        # got a request, and channels whose controller changed in the last cycle (a head
-        # rejected before is rejected again while its controller's buffers stay the same)
-        for k in range(st.scal[SC_NOFFER]):
-            g = st.offer_ch[k]
-            H = HH[g]
-            if _offer_fifo(pg, st, params1, H, g, t):
-                d = dk._next_event(params1, H, t + 1)
-                dne[g] = d
-                if d < st.scal[SC_DMIN]:
-                    st.scal[SC_DMIN] = d
-        st.scal[SC_NOFFER] = 0
-        # 4. one controller cycle (clock t + 1) of each channel in which it can change
-        # anything (dram.kernel.next_event), 5. then the reads that complete at t + 1
-        if st.scal[SC_DMIN] <= t + 1:
-            _tick_due(pg, st, cf, ci, params1, HH, t + 1)
-        if _next_done(st) <= t + 1:
-            _deliver(pg, st, cf, ci, t + 1)
-        # 6. next cycle: offer again next cycle, or jump to the next event
-        nt = t + 1
-        if st.scal[SC_NOFFER] == 0:
-            best = min(st.scal[SC_DMIN], _next_done(st)) - 1
-            if st.scal[SC_HEAP] > 0:
-                te = st.heap[0] >> _T_SHIFT
-                if te < best:
-                    best = te
-            if ci[CI_OPEN] != 0 and st.scal[SC_NEXTQ] < Q:
-                ta = open_arrivals[st.scal[SC_NEXTQ]]
-                if ta < best:
-                    best = ta
-            if best > nt:
-                nt = best
-            if nt > t_stop:
-                nt = max(t_stop, t + 1)
+        t_end = min(t + L, t_stop)
+        t_end = _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end)
+        _channels_window(pg, st, params1, HH, t, t_end)
+        if st.scal[SC_DONE] >= Q:
+            st.scal[SC_T] = t_end
+            return 1
+        # the next window starts at the first cycle with anything to do
+        nt = min(st.scal[SC_DMIN], _next_done(st)) - 1
+        te = _wheel_next(st, t_end)
+        if te < nt:
+            nt = te
+        if st.scal[SC_HEAP] > 0:
+            te = st.heap[0] >> _T_SHIFT
+            if te < nt:
+                nt = te
+        if ci[CI_OPEN] != 0 and st.scal[SC_NEXTQ] < Q:
+            te = open_arrivals[st.scal[SC_NEXTQ]]
+            if te < nt:
+                nt = te
+        for g in range(G):
+            if st.offer_pend[g] != 0:
+                nt = t_end
+                break
+        if nt < t_end:
+            nt = t_end
+        if nt > t_stop:
+            nt = t_stop
         t = nt
 
 
@@ -629,7 +840,7 @@ def request_slots(pg: Program, pool_sizes: np.ndarray) -> int:
 
 
 def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_channels: int,
-                  num_devices: int, completion_capacity: int, NR: int) -> dict:
+                  num_devices: int, NR: int) -> dict:
     """Shape and dtype of every array of :class:`EngineState` for these arguments (sizes
     derived from the program; ``NR`` = :func:`request_slots`): what :func:`new_engine_state`
     allocates and :func:`engine_state_bytes` counts."""
@@ -639,18 +850,20 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
     NC = int(pool_sizes.sum())
     NH = NR + NC + 16
     G = int(num_instances) * int(n_channels)
-    D, I, K = int(num_devices), int(num_instances), int(completion_capacity)
+    D, I = int(num_devices), int(num_instances)
     i8, f8 = np.int64, np.float64
     sizes = dict(
         scal=N_SC, heap=NH, req_ctx=NR, req_addr=NR, req_inst=NR, req_step=NR, req_free=NR,
-        fifo=(G, NR), fifo_head=G, fifo_len=G, offer_ch=G, ch_next=G, due_ch=G,
-        req_map=(NR, 4), ctx_pool=NC, ctx_task=NC, ctx_step=NC, ctx_issued=NC, ctx_done=NC,
+        fifo=(G, NR), fifo_head=G, fifo_len=G, fifo_arr=G, offer_pend=G, ch_next=G,
+        req_map=(NR, 4), req_arr=NR, ctx_pool=NC, ctx_task=NC, ctx_step=NC, ctx_issued=NC, ctx_done=NC,
         ctx_out=NC, ctx_obj=NC, ctx_lrank=NC, ctx_lcol=NC, ctx_cpu=NC, ctx_step_start=NC,
         pool_free=NC, pool_off=P + 1, pool_nfree=P, rq=(P, max(T, 1)), rq_head=P, rq_len=P,
         task_left=T, task_ready=T, task_start=T, task_end=T, task_crit=T, task_bd=(T, 5),
         q_arrival=Q, q_done=Q, q_left=Q, link_free=(D + 1, 2), link_busy=(D + 1, 2),
-        link_bytes=(D + 1, 2), inst_reqs=I, inst_local=I, comp_ids=K, comp_cyc=K,
-        done_req=NR, done_cyc=NR)
+        link_bytes=(D + 1, 2), inst_reqs=I, inst_local=I, wb_req=NR, wb_cyc=NR,
+        wb_cnt=WIN_MAX + 2,
+        done_req=NR, done_cyc=NR, wheel=W, wbits=W // 64, ev_next=NR + NC, ev_key=NR + NC,
+        ev_sort=NR + NC)
     floats = ("ctx_cpu", "link_free", "link_busy", "link_bytes")
     if set(sizes) != set(EngineState._fields):
         raise AssertionError("cosmos.engine._state_shapes does not match EngineState's fields")
@@ -659,7 +872,7 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
 
 
 def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
-                     n_channels: int, num_devices: int, completion_capacity: int) -> EngineState:
+                     n_channels: int, num_devices: int) -> EngineState:
     """Allocate the engine state for program ``pg`` (shapes: :func:`_state_shapes`)."""
     T = pg.task_query.shape[0]
     if T and np.any(np.diff(pg.task_step_ptr) < 1):
@@ -671,7 +884,7 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
                          f"(limit {MAX_IDS})")
     a = {k: np.zeros(shape, dtype) for k, (shape, dtype) in
          _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices,
-                       completion_capacity, NR).items()}
+                       NR).items()}
     P = pool_sizes.shape[0]
     a["req_free"][:] = np.arange(NR - 1, -1, -1)
     a["pool_off"][1:] = np.cumsum(pool_sizes)
@@ -683,6 +896,7 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
     a["pool_nfree"][:] = pool_sizes
     a["task_left"][:] = pg.task_npred
     a["q_left"][:] = np.diff(pg.query_task_ptr)
+    a["wheel"][:] = -1
     for k in ("ctx_task", "task_ready", "task_start", "task_end", "task_crit", "q_arrival",
               "q_done"):
         a[k][:] = -1
@@ -690,13 +904,11 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
 
 
 def engine_state_bytes(pg: Program, pool_sizes: np.ndarray, num_instances: int,
-                       n_channels: int, num_devices: int,
-                       completion_capacity: int) -> tuple[int, int]:
+                       n_channels: int, num_devices: int) -> tuple[int, int]:
     """(bytes, request slots) of the state :func:`new_engine_state` would allocate for these
     arguments, without allocating it."""
     NR = request_slots(pg, pool_sizes)
-    shapes = _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices,
-                           completion_capacity, NR)
+    shapes = _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices, NR)
     nbytes = sum(int(np.prod(shape)) * np.dtype(dt).itemsize for shape, dt in shapes.values())
     return nbytes, NR
 

@@ -209,7 +209,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
 
     from cosmos.engine import (CF_DATA_WIRE, CF_DEV_BPC, CF_REQ_WIRE, CF_UP_BPC, CI_LINK_LAT,
                                CI_MAP, CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SHIFTS,
-                               CI_SW_LAT, CI_SWITCH, N_CI,
+                               CI_SW_LAT, CI_SWITCH, CI_WIN, N_CI, WIN_MAX,
                                SC_DONE, SC_REQS_DONE, _admit_initial, _run_chunk,
                                engine_state_bytes, new_engine_state)
 
@@ -272,9 +272,9 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     # every channel starts from the same fresh controller state: build one, copy it G times
     heap0 = dk.new_state(params1, instances=1, completion_capacity=comp_cap,
                          direct_reads=True).heap
-    eng_bytes, n_req = engine_state_bytes(pg, psizes, n_inst, params.n_channels, D, comp_cap)
+    eng_bytes, n_req = engine_state_bytes(pg, psizes, n_inst, params.n_channels, D)
     check_memory(cfg, G, heap0.nbytes, eng_bytes, n_req)   # before the big allocations
-    st = new_engine_state(pg, psizes, n_inst, params.n_channels, D, comp_cap)
+    st = new_engine_state(pg, psizes, n_inst, params.n_channels, D)
     HH = np.repeat(heap0[None, :], G, axis=0)
     dstate = tuple(dk.State(HH[g]) for g in range(G))
     link = cfg.link
@@ -291,6 +291,11 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     ci[CI_OPEN] = int(mode == "open")
     ci[CI_NDEV] = D
     ci[CI_SHIFTS], ci[CI_MAP:CI_MAP + 10] = _shift_mapping(params, fields, pg.obj_addr)
+    # a read served at cycle c is back at c + read latency: no channel's work in a window of
+    # at most that many cycles can change what the engine does in it (cosmos.engine)
+    if params1.read_latency < 1:
+        raise ValueError(f"DRAM read latency {params1.read_latency} cycles: expected >= 1")
+    ci[CI_WIN] = min(int(params1.read_latency), WIN_MAX)
     arrivals = np.zeros(1, np.int64)
     if mode == "open":
         rng = np.random.default_rng(seed)

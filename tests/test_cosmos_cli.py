@@ -192,10 +192,10 @@ def test_engine_memory_estimate_is_exact(monkeypatch):
     real = cosmos.engine.new_engine_state
     seen = []
 
-    def counted(pg, psizes, n_inst, n_ch, D, cap):
-        st = real(pg, psizes, n_inst, n_ch, D, cap)
+    def counted(pg, psizes, n_inst, n_ch, D):
+        st = real(pg, psizes, n_inst, n_ch, D)
         seen.append((sum(a.nbytes for a in st),
-                     engine_state_bytes(pg, psizes, n_inst, n_ch, D, cap)[0]))
+                     engine_state_bytes(pg, psizes, n_inst, n_ch, D)[0]))
         return st
 
     monkeypatch.setattr(cosmos.engine, "new_engine_state", counted)
