@@ -38,9 +38,11 @@ presets, with 64 search contexts over 32 channels, are the slowest to simulate);
 held 6.8 GB (10.4 GB at its peak). The three sweeps (devices, ranks, load), run one after
 the other with ``cosmos run NAME --full`` from an empty workload cache (commit f81c29c), took
 15 min 45 s, 15 min 25 s and 15 min 39 s wall (1,679 / 1,592 / 1,732 CPU-s; the first two
-each include one 1M-vector build, about 4-5 min), at most 3.9 GB resident. So the whole
-``--full`` run takes close to 2 h: the goal of 60 minutes waits on a faster DRAM model
-(docs/dram.md, "Speed").
+each include one 1M-vector build, about 4-5 min), at most 3.9 GB resident. So on that machine
+the whole ``--full`` run took close to 2 h. On the 2 vCPUs of an AMD EPYC (Zen 4) of
+2026-11-23, with the engine advancing in windows and the blocked ground truth, it took 52 min
+7 s from nothing (commit f08cd47): building both workloads about 4 min, fig4a's simulations
+27 min, the sweeps 19 min (README, "Scales").
 """
 
 from __future__ import annotations
