@@ -88,8 +88,7 @@ SC_T, SC_NEXTQ, SC_DONE, SC_HEAP, SC_REQFREE, SC_FIFO_PENDING, SC_ADMITTED = ran
 SC_REQS_DONE, SC_EVENTS = 7, 8
 SC_DMIN = 9      # min(ch_next): no channel tick can change anything before this cycle
 SC_DHEAD, SC_DLEN = 11, 12   # the ring of served reads waiting for their completion cycle
-SC_WN, SC_NOW = 13, 14       # events in the timing wheel; the cycle its slots start from
-N_SC = 15
+N_SC = 13
 INF = dk.INF
 
 # float config slots
@@ -160,11 +159,6 @@ class EngineState(NamedTuple):
     wb_cnt: np.ndarray          # (WIN_MAX + 2,) int64 scratch: counting sort of those
     done_req: np.ndarray        # (NR,) int64 ring (SC_DHEAD, SC_DLEN): served reads, in
     done_cyc: np.ndarray        # (NR,) int64 issue order, and their completion cycles
-    wheel: np.ndarray           # (W,) int64 timing wheel: first event node of each slot (-1)
-    wbits: np.ndarray           # (W / 64,) int64 bit s % 64 of word s // 64: slot s occupied
-    ev_next: np.ndarray         # (NR + NC,) int64 next node in the slot's list
-    ev_key: np.ndarray          # (NR + NC,) int64 the node's event key
-    ev_sort: np.ndarray         # (NR + NC,) int64 scratch: one slot's keys, sorted
 
 
 # ----------------------------------------------------------------------------- heap
@@ -221,104 +215,10 @@ def _hpop(h, scal):
     return top
 
 
-# ----------------------------------------------------------------------------- timing wheel
-# Events due within W cycles of SC_NOW (nearly all: on-chip and link latencies, compute steps)
-# go to a timing wheel, one slot per cycle, each slot an unordered list of event nodes; the
-# rest wait in the heap and move to the wheel once their cycle is within W. A node is the
-# event's owner, which has at most one event pending: a request (arrival at the controller,
-# then data back) or a context (end of its step, node NR + context). A slot is sorted only
-# when its cycle is handled, so the order is the heap's (time, kind, id) order: identical
-# results, without a heap operation per event.
-W_SHIFT = 12
-W = 1 << W_SHIFT             # 4,096 cycles (1.7 us at tCK 416 ps)
-W_MASK = W - 1
-_DEBRUIJN = 0x07EDD5E59A4E28C2      # a de Bruijn sequence B(2, 6): index of an isolated bit
-_DB_TABLE = np.zeros(64, np.int64)
-for _i in range(64):
-    _DB_TABLE[(((1 << _i) * _DEBRUIJN) & ((1 << 64) - 1)) >> 58] = _i
-_DEBRUIJN_I64 = _DEBRUIJN - (1 << 64) if _DEBRUIJN >= 1 << 63 else _DEBRUIJN
-
-
-@nb.njit(cache=True, inline="always", _nrt=False)
-def _lowest_bit(x):
-    """Index of the lowest set bit of the nonzero int64 ``x`` (multiplication wraps mod 2**64;
-    the arithmetic shift's sign bits are masked off)."""
-    return _DB_TABLE[((x & -x) * _DEBRUIJN_I64 >> 58) & 63]
-
-
-@nb.njit(cache=True, inline="always", _nrt=False)
-def _wheel_put(st, key):
-    t = key >> _T_SHIFT
-    ident = key & _ID_MASK
-    node = ident
-    if (key >> 22) & 3 == EV_STEP:
-        node += st.req_ctx.shape[0]
-    s = t & W_MASK
-    st.ev_key[node] = key
-    st.ev_next[node] = st.wheel[s]
-    st.wheel[s] = node
-    st.wbits[s >> 6] |= np.int64(1) << (s & 63)
-    st.scal[SC_WN] += 1
-
-
 @nb.njit(cache=True, _nrt=False)
 def _event(st, t, kind, ident):
-    """Schedule event ``kind`` of ``ident`` at cycle ``t`` (>= SC_NOW)."""
-    key = (t << _T_SHIFT) | (kind << 22) | ident
-    if t - st.scal[SC_NOW] < W:
-        _wheel_put(st, key)
-    else:
-        _hpush(st.heap, st.scal, key)
-
-
-@nb.njit(cache=True, _nrt=False)
-def _wheel_advance(st, t):
-    """The wheel's slots now start at cycle ``t``: heap events due before ``t + W`` move in."""
-    st.scal[SC_NOW] = t
-    lim = (t + W) << _T_SHIFT
-    while st.scal[SC_HEAP] > 0 and st.heap[0] < lim:
-        _wheel_put(st, _hpop(st.heap, st.scal))
-
-
-@nb.njit(cache=True, _nrt=False)
-def _wheel_take(st, t, out, n):
-    """Move the events of cycle ``t``'s slot into ``out[n:]``, keeping ``out[:...]`` sorted
-    (insertion: slots hold a few events); return the new length."""
-    s = t & W_MASK
-    node = st.wheel[s]
-    st.wheel[s] = -1
-    st.wbits[s >> 6] &= ~(np.int64(1) << (s & 63))
-    while node >= 0:
-        key = st.ev_key[node]
-        k = n
-        while k > 0 and out[k - 1] > key:
-            out[k] = out[k - 1]
-            k -= 1
-        out[k] = key
-        n += 1
-        st.scal[SC_WN] -= 1
-        node = st.ev_next[node]
-    return n
-
-
-@nb.njit(cache=True, _nrt=False)
-def _wheel_next(st, t0):
-    """Earliest cycle >= ``t0`` (>= SC_NOW) with an event in the wheel (INF if it is empty)."""
-    if st.scal[SC_WN] == 0:
-        return INF
-    nw = st.wbits.shape[0]
-    s0 = t0 & W_MASK
-    w = s0 >> 6
-    x = st.wbits[w] & (np.int64(-1) << (s0 & 63))
-    for _ in range(nw + 1):
-        if x != 0:
-            s = (w << 6) + _lowest_bit(x)
-            return t0 + ((s - s0) & W_MASK)
-        w += 1
-        if w == nw:
-            w = 0
-        x = st.wbits[w]
-    return INF
+    """Schedule event ``kind`` of ``ident`` at cycle ``t``."""
+    _hpush(st.heap, st.scal, (t << _T_SHIFT) | (kind << 22) | ident)
 
 
 # ----------------------------------------------------------------------------- links
@@ -590,25 +490,16 @@ def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
     complete at each cycle + 1. Returns ``t_end``, or the cycle + 1 at which the last query
     completed (the channels then stop at that cycle too)."""
     Q = st.q_done.shape[0]
-    evs = st.ev_sort
     while True:
-        if t != st.scal[SC_NOW]:
-            _wheel_advance(st, t)
         # 1. open-loop arrivals
         if ci[CI_OPEN] != 0:
             while st.scal[SC_NEXTQ] < Q and open_arrivals[st.scal[SC_NEXTQ]] <= t:
                 q = st.scal[SC_NEXTQ]
                 st.scal[SC_NEXTQ] = q + 1
                 _admit(pg, st, cf, ci, q, t)
-        # 2. events due (all at t: time never passes an event), in (time, kind, id) order;
-        # an event a handler schedules at t joins the sorted rest
-        ne = 0
-        if st.wheel[t & W_MASK] >= 0:
-            ne = _wheel_take(st, t, evs, 0)
-        ie = 0
-        while ie < ne:
-            key = evs[ie]
-            ie += 1
+        # 2. events due (all at t: time never passes an event), in (time, kind, id) order
+        while st.scal[SC_HEAP] > 0 and (st.heap[0] >> _T_SHIFT) <= t:
+            key = _hpop(st.heap, st.scal)
             st.scal[SC_EVENTS] += 1
             kind = (key >> 22) & 3
             ident = key & _ID_MASK
@@ -618,8 +509,6 @@ def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
                 _response(pg, st, cf, ci, ident, t)
             else:
                 _step_end(pg, st, cf, ci, ident, t)
-            if st.wheel[t & W_MASK] >= 0:
-                ne = ie + _wheel_take(st, t, evs[ie:], ne - ie)
         # 3. the reads that complete at t + 1
         if _next_done(st) <= t + 1:
             _deliver(pg, st, cf, ci, t + 1)
@@ -627,10 +516,7 @@ def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
             return t + 1
         # 4. the next cycle with anything for the engine
         nt = _next_done(st) - 1
-        te = _wheel_next(st, t + 1)
-        if te < nt:
-            nt = te
-        if st.scal[SC_HEAP] > 0:           # (events at least W cycles ahead)
+        if st.scal[SC_HEAP] > 0:
             te = st.heap[0] >> _T_SHIFT
             if te < nt:
                 nt = te
@@ -802,9 +688,6 @@ def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_
             return 1
         # the next window starts at the first cycle with anything to do
         nt = min(st.scal[SC_DMIN], _next_done(st)) - 1
-        te = _wheel_next(st, t_end)
-        if te < nt:
-            nt = te
         if st.scal[SC_HEAP] > 0:
             te = st.heap[0] >> _T_SHIFT
             if te < nt:
@@ -862,8 +745,7 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
         q_arrival=Q, q_done=Q, q_left=Q, link_free=(D + 1, 2), link_busy=(D + 1, 2),
         link_bytes=(D + 1, 2), inst_reqs=I, inst_local=I, wb_req=NR, wb_cyc=NR,
         wb_cnt=WIN_MAX + 2,
-        done_req=NR, done_cyc=NR, wheel=W, wbits=W // 64, ev_next=NR + NC, ev_key=NR + NC,
-        ev_sort=NR + NC)
+        done_req=NR, done_cyc=NR)
     floats = ("ctx_cpu", "link_free", "link_busy", "link_bytes")
     if set(sizes) != set(EngineState._fields):
         raise AssertionError("cosmos.engine._state_shapes does not match EngineState's fields")
@@ -896,7 +778,6 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
     a["pool_nfree"][:] = pool_sizes
     a["task_left"][:] = pg.task_npred
     a["q_left"][:] = np.diff(pg.query_task_ptr)
-    a["wheel"][:] = -1
     for k in ("ctx_task", "task_ready", "task_start", "task_end", "task_crit", "q_arrival",
               "q_done"):
         a[k][:] = -1

@@ -163,20 +163,17 @@ def test_single_query_latency_equals_hand_sum(name):
 
 @pytest.mark.parametrize("name,clock_GHz", [("base", 0.01), ("cxl-anns", 2.1),
                                              ("cosmos", 0.01)])
-def test_events_beyond_the_timing_wheel_keep_the_hand_sum(name, clock_GHz):
-    # Slow cores and a long link put step ends and link arrivals more than the engine's
-    # timing wheel (cosmos.engine.W cycles) ahead: they wait in the overflow heap first.
+def test_slow_cores_and_a_long_link_keep_the_hand_sum(name, clock_GHz):
+    # Step ends and link arrivals thousands of cycles ahead, far beyond a window of the engine.
     # (CXL-ANNS keeps its host clock: a slow host puts the deferred candidate insertion on
     # the critical path, which the hand sum leaves out.)
-    from cosmos.engine import W
-
     base = get_preset(name)
     cfg = dataclasses.replace(
         base, layout_spread=False,
         host=dataclasses.replace(base.host, clock_GHz=clock_GHz),
         gpc=dataclasses.replace(base.gpc, clock_GHz=clock_GHz),
         link=dataclasses.replace(base.link, latency_ns=3000.0)).validate()
-    assert ns_to_cycles(3000.0) > W
+    assert ns_to_cycles(3000.0) > 100 * dram_config_for(cfg).resolve().read_latency
     res = simulate(cfg, worked_trace(), progress=False, cluster_device=np.zeros(4, np.int64))
     assert res.state.q_done[0] == hand_latency(cfg)
 
