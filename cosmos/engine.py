@@ -455,6 +455,20 @@ def _deliver(pg, st, cf, ci, clk):
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
+def _next_work(st, ci, open_arrivals, nt):
+    """The smaller of ``nt``, the next event's cycle and the next open-loop arrival."""
+    if st.scal[SC_HEAP] > 0:
+        te = st.heap[0] >> _T_SHIFT
+        if te < nt:
+            nt = te
+    if ci[CI_OPEN] != 0 and st.scal[SC_NEXTQ] < st.q_done.shape[0]:
+        te = open_arrivals[st.scal[SC_NEXTQ]]
+        if te < nt:
+            nt = te
+    return nt
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
 def _arrive(st, ci, params, req, t):
     """Request ``req`` reaches its channel's FIFO at cycle ``t`` (its controller sees it when
     the channel's part of the window reaches ``t``)."""
@@ -515,15 +529,7 @@ def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
         if st.scal[SC_DONE] >= Q:
             return t + 1
         # 4. the next cycle with anything for the engine
-        nt = _next_done(st) - 1
-        if st.scal[SC_HEAP] > 0:
-            te = st.heap[0] >> _T_SHIFT
-            if te < nt:
-                nt = te
-        if ci[CI_OPEN] != 0 and st.scal[SC_NEXTQ] < Q:
-            te = open_arrivals[st.scal[SC_NEXTQ]]
-            if te < nt:
-                nt = te
+        nt = _next_work(st, ci, open_arrivals, _next_done(st) - 1)
         if nt <= t:
             nt = t + 1
         if nt >= t_end:
@@ -687,15 +693,7 @@ def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_
             st.scal[SC_T] = t_end
             return 1
         # the next window starts at the first cycle with anything to do
-        nt = min(st.scal[SC_DMIN], _next_done(st)) - 1
-        if st.scal[SC_HEAP] > 0:
-            te = st.heap[0] >> _T_SHIFT
-            if te < nt:
-                nt = te
-        if ci[CI_OPEN] != 0 and st.scal[SC_NEXTQ] < Q:
-            te = open_arrivals[st.scal[SC_NEXTQ]]
-            if te < nt:
-                nt = te
+        nt = _next_work(st, ci, open_arrivals, min(st.scal[SC_DMIN], _next_done(st)) - 1)
         for g in range(G):
             if st.offer_pend[g] != 0:
                 nt = t_end
