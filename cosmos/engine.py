@@ -30,8 +30,8 @@ step ends), offer each channel's FIFO head(s) to its controller at ``t``, tick e
 at ``t + 1`` (in channel order), then the reads that complete at ``t + 1`` (in the order
 their channels served them: by cycle, then channel order).
 
-Time advances in *windows* of ``L`` cycles, ``L`` at most the read latency (``CI_WIN``; 48
-cycles for DDR5-4800): first the engine's part of every cycle of the window (queries, events,
+Time advances in *windows* of ``L`` cycles, ``L`` at most the read latency (``CI_WIN``; 42
+cycles for the presets' DDR5-4800): first the engine's part of every cycle of the window (queries, events,
 deliveries), then each channel's part (arrivals into its FIFO, offers, ticks), one channel
 after the other. That is exactly the order above: the engine hears of a channel only through
 completed reads, and a read served at cycle c completes at c + the read latency, after the
@@ -84,11 +84,11 @@ _ID_MASK = (1 << 22) - 1
 MAX_IDS = 1 << 22
 
 # scalar slots of EngineState.scal
-SC_T, SC_NEXTQ, SC_DONE, SC_HEAP, SC_REQFREE, SC_FIFO_PENDING, SC_ADMITTED = range(7)
-SC_REQS_DONE, SC_EVENTS = 7, 8
-SC_DMIN = 9      # min(ch_next): no channel tick can change anything before this cycle
-SC_DHEAD, SC_DLEN = 11, 12   # the ring of served reads waiting for their completion cycle
-N_SC = 13
+SC_T, SC_NEXTQ, SC_DONE, SC_HEAP, SC_REQFREE, SC_ADMITTED = range(6)
+SC_REQS_DONE, SC_EVENTS = 6, 7
+SC_DMIN = 8      # min(ch_next): no channel tick can change anything before this cycle
+SC_DHEAD, SC_DLEN = 9, 10    # the ring of served reads waiting for their completion cycle
+N_SC = 11
 INF = dk.INF
 
 # float config slots
