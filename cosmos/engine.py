@@ -31,16 +31,17 @@ at ``t + 1`` (in channel order), then the reads that complete at ``t + 1`` (in t
 their channels served them: by cycle, then channel order).
 
 Time advances in *windows* of ``L`` cycles, ``L`` at most the read latency (``CI_WIN``; 42
-cycles for the presets' DDR5-4800): first the engine's part of every cycle of the window (queries, events,
-deliveries), then each channel's part (arrivals into its FIFO, offers, ticks), one channel
-after the other. That is exactly the order above: the engine hears of a channel only through
-completed reads, and a read served at cycle c completes at c + the read latency, after the
-window; the channels hear of the engine only through their FIFOs, which the engine's part has
-filled (each request with its arrival cycle) before they run; and the channels are independent
-controllers. The reads a window served join the ring in (completion cycle, channel) order, as
-a cycle-by-cycle run would deliver them. Running one channel through its window keeps its
-controller state in the core's caches (32 states of ~77 KB do not fit), which made the default
-``cosmos`` workload 14-22 % faster than visiting the due channels cycle by cycle.
+cycles for the presets' DDR5-4800): first the engine's part of every cycle of the window
+(queries, events, deliveries), then each channel's part (arrivals into its FIFO, offers,
+ticks), one channel after the other. That is exactly the order above: the engine hears of a
+channel only through completed reads, and a read served at cycle c completes at c + the read
+latency, after the window; the channels hear of the engine only through their FIFOs, which the
+engine's part has filled (each request with its arrival cycle) before they run; and the
+channels are independent controllers. The reads a window served join the ring in (completion
+cycle, channel) order, as a cycle-by-cycle run would deliver them. Running one channel through
+its window keeps its controller state in the core's caches (32 states of ~77 KB do not fit),
+which made the default ``cosmos`` workload 14-22 % faster than visiting the due channels cycle
+by cycle (the 300-query benchmark of docs/system_model.md, "Speed").
 
 What is skipped (exactly: the results equal those of doing every step in every cycle):
 
@@ -736,9 +737,10 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
     sizes = dict(
         scal=N_SC, heap=NH, req_ctx=NR, req_addr=NR, req_inst=NR, req_step=NR, req_free=NR,
         fifo=(G, NR), fifo_head=G, fifo_len=G, fifo_arr=G, offer_pend=G, ch_next=G,
-        req_map=(NR, 4), req_arr=NR, ctx_pool=NC, ctx_task=NC, ctx_step=NC, ctx_issued=NC, ctx_done=NC,
-        ctx_out=NC, ctx_obj=NC, ctx_lrank=NC, ctx_lcol=NC, ctx_cpu=NC, ctx_step_start=NC,
-        pool_free=NC, pool_off=P + 1, pool_nfree=P, rq=(P, max(T, 1)), rq_head=P, rq_len=P,
+        req_map=(NR, 4), req_arr=NR, ctx_pool=NC, ctx_task=NC, ctx_step=NC, ctx_issued=NC,
+        ctx_done=NC, ctx_out=NC, ctx_obj=NC, ctx_lrank=NC, ctx_lcol=NC, ctx_cpu=NC,
+        ctx_step_start=NC, pool_free=NC, pool_off=P + 1, pool_nfree=P, rq=(P, max(T, 1)),
+        rq_head=P, rq_len=P,
         task_left=T, task_ready=T, task_start=T, task_end=T, task_crit=T, task_bd=(T, 5),
         q_arrival=Q, q_done=Q, q_left=Q, link_free=(D + 1, 2), link_busy=(D + 1, 2),
         link_bytes=(D + 1, 2), inst_reqs=I, inst_local=I, wb_req=NR, wb_cyc=NR,
