@@ -623,21 +623,25 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
 def _channels_window(pg, st, params1, HH, t, t_end):
     """Every channel's part of cycles ``t .. t_end - 1`` (in channel order), then the reads
     they served join the ring in (completion cycle, channel) order -- the order of a
-    cycle-by-cycle run, which ticks the channels of a cycle in channel order."""
+    cycle-by-cycle run, which ticks the channels of a cycle in channel order. Returns True if
+    a channel is to offer its FIFO heads at ``t_end``."""
     G = HH.shape[0]
     dne = st.ch_next
     nwb = 0
     dmin = INF
+    pending = False
     for g in range(G):
         d = dne[g]
         if d <= t_end or st.offer_pend[g] != 0 or st.fifo_len[g] > st.fifo_arr[g]:
             nwb = _channel_window(pg, st, params1, HH[g], g, t, t_end, nwb)
             d = dne[g]
+            if st.offer_pend[g] != 0:
+                pending = True
         if d < dmin:
             dmin = d
     st.scal[SC_DMIN] = dmin
     if nwb == 0:
-        return
+        return pending
     # stable counting sort by completion cycle (all within t_end - t cycles of each other)
     NR = st.done_req.shape[0]
     cnt = st.wb_cnt
@@ -662,6 +666,7 @@ def _channels_window(pg, st, params1, HH, t, t_end):
         st.done_req[k] = st.wb_req[i]
         st.done_cyc[k] = st.wb_cyc[i]
     st.scal[SC_DLEN] += nwb
+    return pending
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -677,8 +682,6 @@ def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_
     """
     Q = st.q_done.shape[0]
     L = ci[CI_WIN]
-    dne = st.ch_next
-    G = dne.shape[0]
     t = st.scal[SC_T]
     while True:
         if st.scal[SC_DONE] >= Q:
@@ -689,16 +692,14 @@ def _run_chunk(pg, st, cf, ci, params, params1, HH, open_arrivals, t_stop, done_
             return 0
         t_end = min(t + L, t_stop)
         t_end = _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end)
-        _channels_window(pg, st, params1, HH, t, t_end)
+        offers_pending = _channels_window(pg, st, params1, HH, t, t_end)
         if st.scal[SC_DONE] >= Q:
             st.scal[SC_T] = t_end
             return 1
         # the next window starts at the first cycle with anything to do
-        nt = _next_work(st, ci, open_arrivals, min(st.scal[SC_DMIN], _next_done(st)) - 1)
-        for g in range(G):
-            if st.offer_pend[g] != 0:
-                nt = t_end
-                break
+        nt = t_end
+        if not offers_pending:
+            nt = _next_work(st, ci, open_arrivals, min(st.scal[SC_DMIN], _next_done(st)) - 1)
         if nt < t_end:
             nt = t_end
         if nt > t_stop:
