@@ -180,7 +180,7 @@ class SimResult:
 def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
              mode: str = "closed", rate_qps: float | None = None, max_inflight: int | None = None,
              seed: int = 0, progress: bool = True, cluster_device: np.ndarray | None = None,
-             chunk_cycles: int = 2_000_000) -> SimResult:
+             chunk_cycles: int = 2_000_000, specialize: bool | None = None) -> SimResult:
     """Simulate ``cfg`` on the logical ``trace``.
 
     Parameters
@@ -195,6 +195,12 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         contexts); open: Poisson arrivals at ``rate_qps`` (seeded).
     cluster_device : (C,) int64, optional
         A placement to use instead of the config's policy.
+    specialize : bool, optional
+        Run the engine compiled with this DRAM configuration's parameters as constants
+        (:mod:`cosmos.specialize`: same results, ~13 % less time, a compilation of about a
+        minute the first time a configuration is seen). Default: ``COSMOS_SPECIALIZE`` (0 or
+        1) if set, else only for runs of at least :data:`cosmos.specialize.MIN_REQUESTS`
+        DRAM requests.
 
     Raises
     ------
@@ -206,6 +212,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     """
     from dram import kernel as dk
     from dram.jitcache import vectorizing
+
+    from cosmos.specialize import specialized_engine, use_specialized
 
     from cosmos.engine import (CF_DATA_WIRE, CF_DEV_BPC, CF_REQ_WIRE, CF_UP_BPC, CI_LINK_LAT,
                                CI_MAP, CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SHIFTS,
@@ -251,6 +259,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                           spread=cfg.layout_spread,
                           vector_ranks=dcfg.ranks if rank_mode else 1, fields=fields)
     pg = build_program(cfg, tr, layout, layout_dev)
+    specialized = use_specialized(specialize, int(pg.step_nreq.sum()))
     psizes = pool_sizes(cfg, agent_contexts=1)
     if max_inflight is None:
         max_inflight = default_max_inflight(cfg)
@@ -275,6 +284,10 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     eng_bytes, n_req = engine_state_bytes(pg, psizes, n_inst, params.n_channels, D)
     check_memory(cfg, G, heap0.nbytes, eng_bytes, n_req)   # before the big allocations
     st = new_engine_state(pg, psizes, n_inst, params.n_channels, D)
+    run_chunk, admit_initial = _run_chunk, _admit_initial
+    if specialized:
+        eng = specialized_engine(params1, heap0)
+        run_chunk, admit_initial = eng._run_chunk, eng._admit_initial
     HH = np.repeat(heap0[None, :], G, axis=0)
     dstate = tuple(dk.State(HH[g]) for g in range(G))
     link = cfg.link
@@ -307,7 +320,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         arrivals = arr.astype(np.int64)
     else:
         with vectorizing():
-            _admit_initial(pg, st, cf, ci, max_inflight)
+            admit_initial(pg, st, cf, ci, max_inflight)
     t0 = time.perf_counter()
     bar = None
     if progress:
@@ -319,7 +332,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     while True:
         t_stop = int(st.scal[0]) + chunk_cycles
         with vectorizing():
-            finished = _run_chunk(pg, st, cf, ci, params, params1, HH, arrivals, t_stop,
+            finished = run_chunk(pg, st, cf, ci, params, params1, HH, arrivals, t_stop,
                                   int(st.scal[SC_DONE]) + max(1, Q // 50))
         done = int(st.scal[SC_DONE])
         if bar is not None:
@@ -349,4 +362,4 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                      dram_params=params, num_instances=n_inst, cycles=end_cycle,
                      wall_s=wall, mode=mode, rate_qps=rate_qps, max_inflight=max_inflight,
                      pool_sizes=psizes,
-                     extra={"requests": int(st.scal[SC_REQS_DONE])})
+                     extra={"requests": int(st.scal[SC_REQS_DONE]), "specialized": specialized})
