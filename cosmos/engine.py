@@ -87,7 +87,7 @@ MAX_IDS = 1 << 22
 # scalar slots of EngineState.scal
 SC_T, SC_NEXTQ, SC_DONE, SC_HEAP, SC_REQFREE, SC_ADMITTED = range(6)
 SC_REQS_DONE, SC_EVENTS = 6, 7
-SC_DMIN = 8      # min(ch_next): no channel tick can change anything before this cycle
+SC_DMIN = 8      # min(ch_next, next FIFO arrival + 1): no channel changes before this cycle
 SC_DHEAD, SC_DLEN = 9, 10    # the ring of served reads waiting for their completion cycle
 N_SC = 11
 INF = dk.INF
@@ -249,9 +249,52 @@ def _link_send(st, cf, ci, dev, direction, nbytes, t):
     return np.int64(np.ceil(x - 1e-9))
 
 
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _enqueue(st, ci, params, req, t):
+    """Request ``req`` will reach its channel's FIFO at cycle ``t`` (>= now): map its address
+    and insert it into that FIFO in (arrival cycle, request id) order, behind every request
+    that arrives earlier -- the order in which arrival events popped from the event heap
+    would append them. Its controller sees it when the channel's part of a window reaches
+    ``t``; the requests already seen (``fifo_arr``) arrived before now."""
+    NRcap = st.fifo.shape[1]
+    a = st.req_addr[req]
+    if ci[CI_SHIFTS] != 0:
+        x = a >> 6
+        ch = (x >> ci[CI_MAP]) & ci[CI_MAP + 1]
+        rank = (x >> ci[CI_MAP + 2]) & ci[CI_MAP + 3]
+        bgi = (x >> ci[CI_MAP + 4]) & ci[CI_MAP + 5]
+        bank = (x >> ci[CI_MAP + 6]) & ci[CI_MAP + 7]
+        row = (x >> ci[CI_MAP + 8]) & ci[CI_MAP + 9]
+    else:
+        ch, rank, bgi, bank, row, col = dk.map_address(params, a)
+    g = st.req_inst[req] * ci[CI_NCH] + ch
+    st.req_map[req, 0] = rank
+    st.req_map[req, 1] = bgi
+    st.req_map[req, 2] = (rank * params.n_bg + bgi) * params.n_banks + bank
+    st.req_map[req, 3] = row
+    st.req_arr[req] = t
+    h = st.fifo_head[g]
+    n = st.fifo_len[g]
+    seen = st.fifo_arr[g]
+    k = h + n
+    if k >= NRcap:
+        k -= NRcap
+    while n > seen:                 # move later arrivals (or equal ones with larger ids) up
+        j = k - 1 if k > 0 else NRcap - 1
+        o = st.fifo[g, j]
+        to = st.req_arr[o]
+        if to < t or (to == t and o < req):
+            break
+        st.fifo[g, k] = o
+        k = j
+        n -= 1
+    st.fifo[g, k] = req
+    st.fifo_len[g] += 1
+
+
 # ----------------------------------------------------------------------------- contexts
 @nb.njit(cache=True, _nrt=False)
-def _issue(pg, st, cf, ci, ctx, t):
+def _issue(pg, st, cf, ci, params, ctx, t):
     """Issue requests of the context's MEM step while under its in-flight limit."""
     s = st.ctx_step[ctx]
     nreq = pg.step_nreq[s]
@@ -288,13 +331,13 @@ def _issue(pg, st, cf, ci, ctx, t):
         t1 = t + lat
         if link != 0:
             t1 = _link_send(st, cf, ci, dev, 0, cf[CF_REQ_WIRE], t1)
-        _event(st, t1, EV_ARRIVE, req)
+        _enqueue(st, ci, params, req, t1)
         st.ctx_issued[ctx] += 1
         st.ctx_out[ctx] += 1
 
 
 @nb.njit(cache=True, _nrt=False)
-def _start_step(pg, st, cf, ci, ctx, t):
+def _start_step(pg, st, cf, ci, params, ctx, t):
     s = st.ctx_step[ctx]
     st.ctx_step_start[ctx] = t
     kind = pg.step_kind[s]
@@ -307,7 +350,7 @@ def _start_step(pg, st, cf, ci, ctx, t):
         st.ctx_lcol[ctx] = 0
         if st.ctx_cpu[ctx] < t:
             st.ctx_cpu[ctx] = float(t)
-        _issue(pg, st, cf, ci, ctx, t)
+        _issue(pg, st, cf, ci, params, ctx, t)
     elif kind == STEP_XFER:
         arr = _link_send(st, cf, ci, pg.step_dev[s], pg.step_link[s], pg.step_wire_bytes[s], t)
         _event(st, arr + pg.step_compute_after[s], EV_STEP, ctx)
@@ -316,25 +359,25 @@ def _start_step(pg, st, cf, ci, ctx, t):
 
 
 @nb.njit(cache=True, _nrt=False)
-def _start_task(pg, st, cf, ci, ctx, task, t):
+def _start_task(pg, st, cf, ci, params, ctx, task, t):
     st.ctx_task[ctx] = task
     st.task_start[task] = t
     st.task_bd[task, 4] += t - st.task_ready[task]
     st.ctx_step[ctx] = pg.task_step_ptr[task]
     st.ctx_cpu[ctx] = float(t)
     # every task has at least one step (checked in new_engine_state): no recursion here
-    _start_step(pg, st, cf, ci, ctx, t)
+    _start_step(pg, st, cf, ci, params, ctx, t)
 
 
 @nb.njit(cache=True, _nrt=False)
-def _make_ready(pg, st, cf, ci, task, t):
+def _make_ready(pg, st, cf, ci, params, task, t):
     st.task_ready[task] = t
     p = pg.task_pool[task]
     if st.pool_nfree[p] > 0:
         n = st.pool_nfree[p] - 1
         st.pool_nfree[p] = n
         ctx = st.pool_free[st.pool_off[p] + n]
-        _start_task(pg, st, cf, ci, ctx, task, t)
+        _start_task(pg, st, cf, ci, params, ctx, task, t)
     else:
         T = st.rq.shape[1]
         st.rq[p, (st.rq_head[p] + st.rq_len[p]) % T] = task
@@ -342,16 +385,16 @@ def _make_ready(pg, st, cf, ci, task, t):
 
 
 @nb.njit(cache=True, _nrt=False)
-def _admit(pg, st, cf, ci, q, t):
+def _admit(pg, st, cf, ci, params, q, t):
     st.q_arrival[q] = t
     st.scal[SC_ADMITTED] += 1
     for task in range(pg.query_task_ptr[q], pg.query_task_ptr[q + 1]):
         if pg.task_npred[task] == 0:
-            _make_ready(pg, st, cf, ci, task, t)
+            _make_ready(pg, st, cf, ci, params, task, t)
 
 
 @nb.njit(cache=True, _nrt=False)
-def _finish_task(pg, st, cf, ci, ctx, t):
+def _finish_task(pg, st, cf, ci, params, ctx, t):
     task = st.ctx_task[ctx]
     st.task_end[task] = t
     st.ctx_task[ctx] = -1
@@ -361,7 +404,7 @@ def _finish_task(pg, st, cf, ci, ctx, t):
         st.task_left[succ] -= 1
         if st.task_left[succ] == 0:
             st.task_crit[succ] = task
-            _make_ready(pg, st, cf, ci, succ, t)
+            _make_ready(pg, st, cf, ci, params, succ, t)
     q = pg.task_query[task]
     st.q_left[q] -= 1
     if st.q_left[q] == 0:
@@ -371,34 +414,34 @@ def _finish_task(pg, st, cf, ci, ctx, t):
             nq = st.scal[SC_NEXTQ]
             if nq < st.q_done.shape[0]:
                 st.scal[SC_NEXTQ] = nq + 1
-                _admit(pg, st, cf, ci, nq, t)
+                _admit(pg, st, cf, ci, params, nq, t)
     # the context takes the next ready task of its pool, or becomes free
     if st.rq_len[p] > 0:
         T = st.rq.shape[1]
         nxt = st.rq[p, st.rq_head[p]]
         st.rq_head[p] = (st.rq_head[p] + 1) % T
         st.rq_len[p] -= 1
-        _start_task(pg, st, cf, ci, ctx, nxt, t)
+        _start_task(pg, st, cf, ci, params, ctx, nxt, t)
     else:
         st.pool_free[st.pool_off[p] + st.pool_nfree[p]] = ctx
         st.pool_nfree[p] += 1
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
-def _step_end(pg, st, cf, ci, ctx, t):
+def _step_end(pg, st, cf, ci, params, ctx, t):
     s = st.ctx_step[ctx]
     task = st.ctx_task[ctx]
     st.task_bd[task, pg.step_cat[s]] += t - st.ctx_step_start[ctx]
     s += 1
     if s < pg.task_step_ptr[task + 1]:
         st.ctx_step[ctx] = s
-        _start_step(pg, st, cf, ci, ctx, t)
+        _start_step(pg, st, cf, ci, params, ctx, t)
     else:
-        _finish_task(pg, st, cf, ci, ctx, t)
+        _finish_task(pg, st, cf, ci, params, ctx, t)
 
 
 @nb.njit(cache=True, _nrt=False)
-def _response(pg, st, cf, ci, req, t):
+def _response(pg, st, cf, ci, params, req, t):
     """The data of ``req`` reached its requester at ``t``."""
     ctx = st.req_ctx[req]
     s = st.req_step[req]
@@ -411,7 +454,7 @@ def _response(pg, st, cf, ci, req, t):
         c = float(t)
     st.ctx_cpu[ctx] = c + pg.step_compute_line[s]
     if st.ctx_issued[ctx] < pg.step_nreq[s]:
-        _issue(pg, st, cf, ci, ctx, t)
+        _issue(pg, st, cf, ci, params, ctx, t)
     if st.ctx_done[ctx] == pg.step_nreq[s]:
         end = np.int64(np.ceil(st.ctx_cpu[ctx] - 1e-9))
         if end < t:
@@ -469,35 +512,6 @@ def _next_work(st, ci, open_arrivals, nt):
     return nt
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
-def _arrive(st, ci, params, req, t):
-    """Request ``req`` reaches its channel's FIFO at cycle ``t`` (its controller sees it when
-    the channel's part of the window reaches ``t``)."""
-    NRcap = st.fifo.shape[1]
-    a = st.req_addr[req]
-    if ci[CI_SHIFTS] != 0:
-        x = a >> 6
-        ch = (x >> ci[CI_MAP]) & ci[CI_MAP + 1]
-        rank = (x >> ci[CI_MAP + 2]) & ci[CI_MAP + 3]
-        bgi = (x >> ci[CI_MAP + 4]) & ci[CI_MAP + 5]
-        bank = (x >> ci[CI_MAP + 6]) & ci[CI_MAP + 7]
-        row = (x >> ci[CI_MAP + 8]) & ci[CI_MAP + 9]
-    else:
-        ch, rank, bgi, bank, row, col = dk.map_address(params, a)
-    g = st.req_inst[req] * ci[CI_NCH] + ch
-    st.req_map[req, 0] = rank
-    st.req_map[req, 1] = bgi
-    st.req_map[req, 2] = (rank * params.n_bg + bgi) * params.n_banks + bank
-    st.req_map[req, 3] = row
-    st.req_arr[req] = t
-    n = st.fifo_len[g]
-    h = st.fifo_head[g] + n
-    if h >= NRcap:
-        h -= NRcap
-    st.fifo[g, h] = req
-    st.fifo_len[g] = n + 1
-
-
 @nb.njit(cache=True, _nrt=False)
 def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
     """The engine's part of cycles ``t .. t_end - 1``: arrivals of queries, events (requests
@@ -511,19 +525,17 @@ def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
             while st.scal[SC_NEXTQ] < Q and open_arrivals[st.scal[SC_NEXTQ]] <= t:
                 q = st.scal[SC_NEXTQ]
                 st.scal[SC_NEXTQ] = q + 1
-                _admit(pg, st, cf, ci, q, t)
+                _admit(pg, st, cf, ci, params, q, t)
         # 2. events due (all at t: time never passes an event), in (time, kind, id) order
         while st.scal[SC_HEAP] > 0 and (st.heap[0] >> _T_SHIFT) <= t:
             key = _hpop(st.heap, st.scal)
             st.scal[SC_EVENTS] += 1
             kind = (key >> 22) & 3
             ident = key & _ID_MASK
-            if kind == EV_ARRIVE:
-                _arrive(st, ci, params, ident, t)
-            elif kind == EV_RESP:
-                _response(pg, st, cf, ci, ident, t)
+            if kind == EV_RESP:
+                _response(pg, st, cf, ci, params, ident, t)
             else:
-                _step_end(pg, st, cf, ci, ident, t)
+                _step_end(pg, st, cf, ci, params, ident, t)
         # 3. the reads that complete at t + 1
         if _next_done(st) <= t + 1:
             _deliver(pg, st, cf, ci, t + 1)
@@ -619,6 +631,19 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
     return nwb
 
 
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _next_arrival(st, g):
+    """Arrival cycle of the first request in channel ``g``'s FIFO that its controller has
+    not seen yet (INF if none)."""
+    a = st.fifo_arr[g]
+    if a >= st.fifo_len[g]:
+        return INF
+    k = st.fifo_head[g] + a
+    if k >= st.fifo.shape[1]:
+        k -= st.fifo.shape[1]
+    return st.req_arr[st.fifo[g, k]]
+
+
 @nb.njit(cache=True, _nrt=False)
 def _channels_window(pg, st, params1, HH, t, t_end):
     """Every channel's part of cycles ``t .. t_end - 1`` (in channel order), then the reads
@@ -632,13 +657,17 @@ def _channels_window(pg, st, params1, HH, t, t_end):
     pending = False
     for g in range(G):
         d = dne[g]
-        if d <= t_end or st.offer_pend[g] != 0 or st.fifo_len[g] > st.fifo_arr[g]:
+        ta = _next_arrival(st, g)
+        if d <= t_end or st.offer_pend[g] != 0 or ta < t_end:
             nwb = _channel_window(pg, st, params1, HH[g], g, t, t_end, nwb)
             d = dne[g]
+            ta = _next_arrival(st, g)
             if st.offer_pend[g] != 0:
                 pending = True
         if d < dmin:
             dmin = d
+        if ta < dmin - 1:           # (an arrival at ta is handled in the channel's cycle ta)
+            dmin = ta + 1
     st.scal[SC_DMIN] = dmin
     if nwb == 0:
         return pending
@@ -796,7 +825,7 @@ def engine_state_bytes(pg: Program, pool_sizes: np.ndarray, num_instances: int,
 
 
 @nb.njit(cache=True, _nrt=False)
-def _admit_initial(pg, st, cf, ci, count):
+def _admit_initial(pg, st, cf, ci, params, count):
     """Closed loop: admit the first ``count`` queries at cycle 0."""
     Q = st.q_done.shape[0]
     for _ in range(count):
@@ -804,4 +833,4 @@ def _admit_initial(pg, st, cf, ci, count):
         if q >= Q:
             break
         st.scal[SC_NEXTQ] = q + 1
-        _admit(pg, st, cf, ci, q, 0)
+        _admit(pg, st, cf, ci, params, q, 0)

@@ -320,7 +320,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         arrivals = arr.astype(np.int64)
     else:
         with vectorizing():
-            admit_initial(pg, st, cf, ci, max_inflight)
+            admit_initial(pg, st, cf, ci, params, max_inflight)
     t0 = time.perf_counter()
     bar = None
     if progress:

@@ -73,6 +73,8 @@ CPU_NAME = "haswell"
 CPU_FEATURES = ("+64bit,+avx,+avx2,+bmi,+bmi2,+cmov,+cx16,+cx8,+f16c,+fma,+fxsr,+lzcnt,+mmx,"
                 "+movbe,+popcnt,+sse,+sse2,+sse3,+sse4.1,+sse4.2,+ssse3,+xsave")
 MODULES = ("dram.kernel", "dram.openloop", "cosmos.engine", "cosmos.program")
+#: name prefix of cosmos.specialize's generated modules -> the module each copies
+SPECIALIZED = {"_cosmos_kernel_": "dram.kernel", "_cosmos_engine_": "cosmos.engine"}
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -197,6 +199,9 @@ def short_name(mangled: str) -> str:
             wrapper = bool(prefix) or (parts[:1] == ["cpython"])
             if parts[:1] == ["cpython"]:
                 parts = parts[1:]
+            # the specialized copies (cosmos.specialize) count as the modules they copy
+            if parts and parts[0].startswith(tuple(SPECIALIZED)):
+                parts = SPECIALIZED[parts[0][:parts[0].rindex("_") + 1]].split(".") + parts[1:]
             # literal arguments numba specialized on (e.g. the probe flag of _schedule)
             lits = re.findall(r"Literal_5b\w+?_5d_28(.+?)_29", s)
             lit = " [" + ", ".join(x.replace("_2d", "-") for x in lits) + "]" if lits else ""
@@ -287,7 +292,8 @@ def _child(a) -> int:
     n = _run_workload(a)
     if a.child:
         with open(a.child, "w") as f:
-            json.dump({"requests": n, "ranges": jit_ranges(MODULES)}, f)
+            spec = tuple(m for m in list(sys.modules) if m.startswith(tuple(SPECIALIZED)))
+            json.dump({"requests": n, "ranges": jit_ranges(MODULES + spec)}, f)
     return 0
 
 
