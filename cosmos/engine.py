@@ -11,8 +11,9 @@ Model (docs/system_model.md has the full story):
 - *Tasks* wait in their pool's FIFO for a free *execution context* (host core, GPC context of
   a device, or the host's I/O agent); a context runs its task's steps one after another.
 - A MEM step issues its 64-byte requests as long as fewer than ``step_mlp`` are in flight. A
-  request spends ``step_lat`` cycles on chip, crosses the CXL link(s) if ``step_link``, waits
-  in its channel's FIFO until the DRAM controller accepts it (``dram.kernel.offer``), completes
+  request spends ``step_lat`` cycles on chip, crosses the CXL link(s) if ``step_link``, reaches
+  its channel's FIFO (it is put there when issued, with its arrival cycle, in (arrival cycle,
+  id) order), waits there until the DRAM controller accepts it (``dram.kernel.offer``), completes
   in the DRAM model, and its data travels back the same way. So a request enters the DRAM
   only when its step has started, i.e. when the step it depends on has completed.
 - Links are FIFO servers per direction: the host's upstream port into the switch (shared by
@@ -25,8 +26,9 @@ that is not inlined still copies every array descriptor of the tuples onto the s
 words for ``_step_end``, measured in the machine code), so the per-step handler is inlined.
 
 Event order within one cycle ``t``: admit queries, handle every event due at ``t`` in
-(time, kind, id) order (kinds: request reaches its channel's FIFO, data reaches the requester,
-step ends), offer each channel's FIFO head(s) to its controller at ``t``, tick every channel
+(time, kind, id) order (kinds: data reaches the requester, step ends; the requests that reach
+a channel's FIFO at ``t`` join it in id order), offer each channel's FIFO head(s) to its
+controller at ``t``, tick every channel
 at ``t + 1`` (in channel order), then the reads that complete at ``t + 1`` (in the order
 their channels served them: by cycle, then channel order).
 
@@ -58,7 +60,16 @@ What is skipped (exactly: the results equal those of doing every step in every c
   ticked only because a read completes. The engine offers only reads, so no read is ever
   forwarded from a write buffer.
 - The engine and each channel jump over the cycles in which they have nothing to do; so do
-  the windows (to the earliest event, open-loop arrival, completion or channel tick).
+  the windows (to the earliest event, open-loop arrival, completion, FIFO arrival or channel
+  tick).
+- A request's arrival at its FIFO is no event: the engine inserts it when it issues the
+  request, behind the requests arriving earlier and those arriving in the same cycle with
+  smaller ids (the order in which arrival events would pop from the heap), and the channel
+  takes it when its part of the window reaches the arrival cycle. This halves the heap's
+  traffic.
+
+:mod:`cosmos.specialize` compiles a copy of this module whose DRAM kernel has one
+configuration's controller parameters as constants (same results, less time).
 """
 
 from __future__ import annotations
@@ -79,7 +90,7 @@ from dram.jitcache import drop_stale
 # the engine's jitted code inlines dram.kernel and compiles in constants of the others
 drop_stale(__file__, dk.__file__, _dram_config.__file__, _program.__file__)
 
-EV_ARRIVE, EV_RESP, EV_STEP = 0, 1, 2
+EV_RESP, EV_STEP = 1, 2   # (kind 0 was a request reaching its FIFO: no event now)
 _T_SHIFT = 24  # event key = time << 24 | kind << 22 | id
 _ID_MASK = (1 << 22) - 1
 MAX_IDS = 1 << 22

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -286,8 +287,13 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     st = new_engine_state(pg, psizes, n_inst, params.n_channels, D)
     run_chunk, admit_initial = _run_chunk, _admit_initial
     if specialized:
-        eng = specialized_engine(params1, heap0)
-        run_chunk, admit_initial = eng._run_chunk, eng._admit_initial
+        try:
+            eng = specialized_engine(params1, heap0)
+            run_chunk, admit_initial = eng._run_chunk, eng._admit_initial
+        except OSError as e:        # e.g. a read-only cache folder: the generic engine
+            warnings.warn(f"cosmos.simulate: no specialized engine ({e}); running the "
+                          "generic one (same results, slower)", RuntimeWarning, stacklevel=2)
+            specialized = False
     HH = np.repeat(heap0[None, :], G, axis=0)
     dstate = tuple(dk.State(HH[g]) for g in range(G))
     link = cfg.link

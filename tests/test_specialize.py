@@ -80,3 +80,24 @@ def test_which_runs_use_it(monkeypatch):
     monkeypatch.setenv("COSMOS_SPECIALIZE", "yes")
     with pytest.raises(ValueError, match="COSMOS_SPECIALIZE='yes': expected 0 or 1"):
         specialize.use_specialized(None, 0)
+
+
+def test_an_unwritable_cache_falls_back_to_the_generic_engine(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("COSMOS_CACHE", str(blocker))        # kernels/ cannot be made in it
+    tr = make_trace(num_queries=4, hops=2, reads_per_hop=4, seed=1)
+    with pytest.warns(RuntimeWarning, match="no specialized engine"):
+        r = simulate(get_preset("cosmos"), tr, specialize=True, progress=False)
+    assert r.extra["specialized"] is False and r.summary()["qps"] > 0
+
+
+def test_old_builds_are_pruned(tmp_path):
+    import os
+
+    for i in range(5):
+        d = tmp_path / f"b{i}"
+        d.mkdir()
+        os.utime(d, (1000 + i, 1000 + i))
+    specialize._prune(tmp_path, keep=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b3", "b4"]
