@@ -6,7 +6,9 @@ Speed (the issue's goal: 10,000 queries of the default SIFT-like workload, one s
     python experiments/bench_cosmos.py --system cosmos --num-queries 10000
 
 prints the wall and CPU time of the simulation (the first run also compiles the numba
-kernels; they are cached, so run it twice), the DRAM requests simulated per second and the QPS.
+kernels, and for 10,000 queries the engine specialized to the configuration, about a minute:
+cosmos.specialize; they are cached, so run it twice), the DRAM requests simulated per second
+and the QPS. ``COSMOS_SPECIALIZE=0`` measures the generic engine.
 On a machine shared with other jobs the CPU time is the steadier figure.
 
 Comparison of the paper's six systems on the default SIFT-like and DEEP-like workloads::
