@@ -287,9 +287,7 @@ def _enqueue(st, ci, params, req, t):
     h = st.fifo_head[g]
     n = st.fifo_len[g]
     seen = st.fifo_arr[g]
-    k = h + n
-    if k >= NRcap:
-        k -= NRcap
+    k = dk._wrap(h + n, NRcap)
     while n > seen:                 # move later arrivals (or equal ones with larger ids) up
         j = k - 1 if k > 0 else NRcap - 1
         o = st.fifo[g, j]
@@ -525,9 +523,9 @@ def _next_work(st, ci, open_arrivals, nt):
 
 @nb.njit(cache=True, _nrt=False)
 def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
-    """The engine's part of cycles ``t .. t_end - 1``: arrivals of queries, events (requests
-    reaching their channel's FIFO, data reaching requesters, step ends) and the reads that
-    complete at each cycle + 1. Returns ``t_end``, or the cycle + 1 at which the last query
+    """The engine's part of cycles ``t .. t_end - 1``: arrivals of queries, events (data
+    reaching requesters, step ends; the requests issued go straight into their channels'
+    FIFOs) and the reads that complete at each cycle + 1. Returns ``t_end``, or the cycle + 1 at which the last query
     completed (the channels then stop at that cycle too)."""
     Q = st.q_done.shape[0]
     while True:
@@ -649,10 +647,7 @@ def _next_arrival(st, g):
     a = st.fifo_arr[g]
     if a >= st.fifo_len[g]:
         return INF
-    k = st.fifo_head[g] + a
-    if k >= st.fifo.shape[1]:
-        k -= st.fifo.shape[1]
-    return st.req_arr[st.fifo[g, k]]
+    return st.req_arr[st.fifo[g, dk._wrap(st.fifo_head[g] + a, st.fifo.shape[1])]]
 
 
 @nb.njit(cache=True, _nrt=False)

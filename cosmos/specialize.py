@@ -65,13 +65,14 @@ def use_specialized(requested: bool | None, requests: int) -> bool:
     return requests >= MIN_REQUESTS
 
 
-def kernel_constants(params, heap0: np.ndarray) -> dict[str, int]:
+def kernel_constants(params, heap0: np.ndarray, src: str | None = None) -> dict[str, int]:
     """Name -> value of every constant of the specialized kernel: the scalar ``params``
     fields and header slots that the code below the kernel's mark uses, for controller
-    states like ``heap0`` (``dram.kernel.new_state(params, ...)``)."""
+    states like ``heap0`` (``dram.kernel.new_state(params, ...)``). ``src``: the kernel's
+    source, if already read."""
     from dram import kernel as dk
 
-    body = _kernel_source().split(_MARK, 1)[1]
+    body = (src if src is not None else _kernel_source()).split(_MARK, 1)[1]
     out = {}
     for f in sorted(set(_PARAM.findall(body)) - _KEEP):
         out[f"_K_P_{f}"] = int(getattr(params, f))
@@ -140,8 +141,8 @@ def specialized_engine(params, heap0: np.ndarray):
     use only with such states). Written to and loaded from the cache directory."""
     from cosmos import engine
 
-    consts = kernel_constants(params, heap0)
-    ksrc = _specialize_kernel(_kernel_source(), consts)
+    src = _kernel_source()
+    ksrc = _specialize_kernel(src, kernel_constants(params, heap0, src))
     esrc = Path(engine.__file__).read_text()
     if esrc.count(_ENGINE_IMPORT) != 1:
         raise RuntimeError("cosmos.specialize: cosmos/engine.py no longer imports the kernel "
