@@ -24,6 +24,10 @@ All kernels run without numba's reference counting (``_nrt=False``: they allocat
 so passing the program and state tuples between them costs no reference counting. A call
 that is not inlined still copies every array descriptor of the tuples onto the stack (516
 words for ``_step_end``, measured in the machine code), so the per-step handler is inlined.
+The per-request functions index through ``dram.kernel._u`` (every index is >= 0): with ~80
+arrays in the tuples most shapes live on the stack, and numba's negative-index wrap-around
+cost a stack load and two instructions per subscript (4,199 -> 3,958 instructions per
+request, ``experiments/profile_jit.py``, specialized engine).
 
 Event order within one cycle ``t``: admit queries, handle every event due at ``t`` in
 (time, kind, id) order (kinds: data reaches the requester, step ends; the requests that reach
@@ -238,11 +242,11 @@ def _event(st, t, kind, ident):
 def _serialize(st, row, direction, x, nbytes, bytes_per_cycle):
     """Queue ``nbytes`` on link ``row`` (a device's link, or row D = the switch's upstream
     port) in ``direction`` from time ``x`` (FIFO); return when the last byte has left."""
-    s = max(x, st.link_free[row, direction])
+    s = max(x, st.link_free[_u(row), _u(direction)])
     ser = nbytes / bytes_per_cycle
-    st.link_free[row, direction] = s + ser
-    st.link_busy[row, direction] += ser
-    st.link_bytes[row, direction] += nbytes
+    st.link_free[_u(row), _u(direction)] = s + ser
+    st.link_busy[_u(row), _u(direction)] += ser
+    st.link_bytes[_u(row), _u(direction)] += nbytes
     return s + ser
 
 
@@ -268,7 +272,7 @@ def _enqueue(st, ci, params, req, t):
     would append them. Its controller sees it when the channel's part of a window reaches
     ``t``; the requests already seen (``fifo_arr``) arrived before now."""
     NRcap = st.fifo.shape[1]
-    a = st.req_addr[req]
+    a = st.req_addr[_u(req)]
     if ci[CI_SHIFTS] != 0:
         x = a >> 6
         ch = (x >> ci[CI_MAP]) & ci[CI_MAP + 1]
@@ -278,146 +282,147 @@ def _enqueue(st, ci, params, req, t):
         row = (x >> ci[CI_MAP + 8]) & ci[CI_MAP + 9]
     else:
         ch, rank, bgi, bank, row, col = dk.map_address(params, a)
-    g = st.req_inst[req] * ci[CI_NCH] + ch
-    st.req_map[req, 0] = rank
-    st.req_map[req, 1] = bgi
-    st.req_map[req, 2] = (rank * params.n_bg + bgi) * params.n_banks + bank
-    st.req_map[req, 3] = row
-    st.req_arr[req] = t
-    h = st.fifo_head[g]
-    n = st.fifo_len[g]
-    seen = st.fifo_arr[g]
+    g = st.req_inst[_u(req)] * ci[CI_NCH] + ch
+    st.req_map[_u(req), 0] = rank
+    st.req_map[_u(req), 1] = bgi
+    st.req_map[_u(req), 2] = (rank * params.n_bg + bgi) * params.n_banks + bank
+    st.req_map[_u(req), 3] = row
+    st.req_arr[_u(req)] = t
+    h = st.fifo_head[_u(g)]
+    n = st.fifo_len[_u(g)]
+    seen = st.fifo_arr[_u(g)]
     k = dk._wrap(h + n, NRcap)
     while n > seen:                 # move later arrivals (or equal ones with larger ids) up
         j = k - 1 if k > 0 else NRcap - 1
-        o = st.fifo[g, j]
-        to = st.req_arr[o]
+        o = st.fifo[_u(g), _u(j)]
+        to = st.req_arr[_u(o)]
         if to < t or (to == t and o < req):
             break
-        st.fifo[g, k] = o
+        st.fifo[_u(g), _u(k)] = o
         k = j
         n -= 1
-    st.fifo[g, k] = req
-    st.fifo_len[g] += 1
+    st.fifo[_u(g), _u(k)] = req
+    st.fifo_len[_u(g)] += 1
 
 
 # ----------------------------------------------------------------------------- contexts
 @nb.njit(cache=True, _nrt=False)
 def _issue(pg, st, cf, ci, params, ctx, t):
     """Issue requests of the context's MEM step while under its in-flight limit."""
-    s = st.ctx_step[ctx]
-    nreq = pg.step_nreq[s]
-    mlp = pg.step_mlp[s]
-    R = pg.step_R[s]
-    rstep = pg.step_rank_step[s]
-    cstep = pg.step_col_step[s]
-    lat = pg.step_lat[s]
-    link = pg.step_link[s]
-    dev = pg.step_dev[s]
-    while st.ctx_issued[ctx] < nreq and st.ctx_out[ctx] < mlp:
-        o = st.ctx_obj[ctx]
-        lr = st.ctx_lrank[ctx]
-        lc = st.ctx_lcol[ctx]
-        addr = np.int64(pg.obj_addr[o]) + lr * rstep + lc * cstep
-        if lc * R + lr + 1 >= pg.obj_lines[o]:       # that was the object's last line
-            st.ctx_obj[ctx] = o + 1
-            st.ctx_lrank[ctx] = 0
-            st.ctx_lcol[ctx] = 0
+    s = st.ctx_step[_u(ctx)]
+    nreq = pg.step_nreq[_u(s)]
+    mlp = pg.step_mlp[_u(s)]
+    R = pg.step_R[_u(s)]
+    rstep = pg.step_rank_step[_u(s)]
+    cstep = pg.step_col_step[_u(s)]
+    lat = pg.step_lat[_u(s)]
+    link = pg.step_link[_u(s)]
+    dev = pg.step_dev[_u(s)]
+    while st.ctx_issued[_u(ctx)] < nreq and st.ctx_out[_u(ctx)] < mlp:
+        o = st.ctx_obj[_u(ctx)]
+        lr = st.ctx_lrank[_u(ctx)]
+        lc = st.ctx_lcol[_u(ctx)]
+        addr = np.int64(pg.obj_addr[_u(o)]) + lr * rstep + lc * cstep
+        if lc * R + lr + 1 >= pg.obj_lines[_u(o)]:       # that was the object's last line
+            st.ctx_obj[_u(ctx)] = o + 1
+            st.ctx_lrank[_u(ctx)] = 0
+            st.ctx_lcol[_u(ctx)] = 0
         else:
             lr += 1
             if lr == R:             # (l % R, l // R) kept without dividing
                 lr = 0
                 lc += 1
-            st.ctx_lrank[ctx] = lr
-            st.ctx_lcol[ctx] = lc
+            st.ctx_lrank[_u(ctx)] = lr
+            st.ctx_lcol[_u(ctx)] = lc
         n = st.scal[SC_REQFREE] - 1
-        req = st.req_free[n]
+        req = st.req_free[_u(n)]
         st.scal[SC_REQFREE] = n
-        st.req_ctx[req] = ctx
-        st.req_addr[req] = addr
-        st.req_inst[req] = dev
-        st.req_step[req] = s
+        st.req_ctx[_u(req)] = ctx
+        st.req_addr[_u(req)] = addr
+        st.req_inst[_u(req)] = dev
+        st.req_step[_u(req)] = s
         t1 = t + lat
         if link != 0:
             t1 = _link_send(st, cf, ci, dev, 0, cf[CF_REQ_WIRE], t1)
         _enqueue(st, ci, params, req, t1)
-        st.ctx_issued[ctx] += 1
-        st.ctx_out[ctx] += 1
+        st.ctx_issued[_u(ctx)] += 1
+        st.ctx_out[_u(ctx)] += 1
 
 
 @nb.njit(cache=True, _nrt=False)
 def _start_step(pg, st, cf, ci, params, ctx, t):
-    s = st.ctx_step[ctx]
-    st.ctx_step_start[ctx] = t
-    kind = pg.step_kind[s]
-    if kind == STEP_MEM and pg.step_nreq[s] > 0:
-        st.ctx_issued[ctx] = 0
-        st.ctx_done[ctx] = 0
-        st.ctx_out[ctx] = 0
-        st.ctx_obj[ctx] = pg.step_obj_ptr[s]
-        st.ctx_lrank[ctx] = 0
-        st.ctx_lcol[ctx] = 0
-        if st.ctx_cpu[ctx] < t:
-            st.ctx_cpu[ctx] = float(t)
+    s = st.ctx_step[_u(ctx)]
+    st.ctx_step_start[_u(ctx)] = t
+    kind = pg.step_kind[_u(s)]
+    if kind == STEP_MEM and pg.step_nreq[_u(s)] > 0:
+        st.ctx_issued[_u(ctx)] = 0
+        st.ctx_done[_u(ctx)] = 0
+        st.ctx_out[_u(ctx)] = 0
+        st.ctx_obj[_u(ctx)] = pg.step_obj_ptr[_u(s)]
+        st.ctx_lrank[_u(ctx)] = 0
+        st.ctx_lcol[_u(ctx)] = 0
+        if st.ctx_cpu[_u(ctx)] < t:
+            st.ctx_cpu[_u(ctx)] = float(t)
         _issue(pg, st, cf, ci, params, ctx, t)
     elif kind == STEP_XFER:
-        arr = _link_send(st, cf, ci, pg.step_dev[s], pg.step_link[s], pg.step_wire_bytes[s], t)
-        _event(st, arr + pg.step_compute_after[s], EV_STEP, ctx)
+        arr = _link_send(st, cf, ci, pg.step_dev[_u(s)], pg.step_link[_u(s)],
+                         pg.step_wire_bytes[_u(s)], t)
+        _event(st, arr + pg.step_compute_after[_u(s)], EV_STEP, ctx)
     else:
-        _event(st, t + pg.step_compute_after[s], EV_STEP, ctx)
+        _event(st, t + pg.step_compute_after[_u(s)], EV_STEP, ctx)
 
 
 @nb.njit(cache=True, _nrt=False)
 def _start_task(pg, st, cf, ci, params, ctx, task, t):
-    st.ctx_task[ctx] = task
-    st.task_start[task] = t
-    st.task_bd[task, 4] += t - st.task_ready[task]
-    st.ctx_step[ctx] = pg.task_step_ptr[task]
-    st.ctx_cpu[ctx] = float(t)
+    st.ctx_task[_u(ctx)] = task
+    st.task_start[_u(task)] = t
+    st.task_bd[_u(task), 4] += t - st.task_ready[_u(task)]
+    st.ctx_step[_u(ctx)] = pg.task_step_ptr[_u(task)]
+    st.ctx_cpu[_u(ctx)] = float(t)
     # every task has at least one step (checked in new_engine_state): no recursion here
     _start_step(pg, st, cf, ci, params, ctx, t)
 
 
 @nb.njit(cache=True, _nrt=False)
 def _make_ready(pg, st, cf, ci, params, task, t):
-    st.task_ready[task] = t
-    p = pg.task_pool[task]
-    if st.pool_nfree[p] > 0:
-        n = st.pool_nfree[p] - 1
-        st.pool_nfree[p] = n
-        ctx = st.pool_free[st.pool_off[p] + n]
+    st.task_ready[_u(task)] = t
+    p = pg.task_pool[_u(task)]
+    if st.pool_nfree[_u(p)] > 0:
+        n = st.pool_nfree[_u(p)] - 1
+        st.pool_nfree[_u(p)] = n
+        ctx = st.pool_free[_u(st.pool_off[_u(p)] + n)]
         _start_task(pg, st, cf, ci, params, ctx, task, t)
     else:
         T = st.rq.shape[1]
-        st.rq[p, (st.rq_head[p] + st.rq_len[p]) % T] = task
-        st.rq_len[p] += 1
+        st.rq[_u(p), _u((st.rq_head[_u(p)] + st.rq_len[_u(p)]) % T)] = task
+        st.rq_len[_u(p)] += 1
 
 
 @nb.njit(cache=True, _nrt=False)
 def _admit(pg, st, cf, ci, params, q, t):
-    st.q_arrival[q] = t
+    st.q_arrival[_u(q)] = t
     st.scal[SC_ADMITTED] += 1
-    for task in range(pg.query_task_ptr[q], pg.query_task_ptr[q + 1]):
-        if pg.task_npred[task] == 0:
+    for task in range(pg.query_task_ptr[_u(q)], pg.query_task_ptr[_u(q + 1)]):
+        if pg.task_npred[_u(task)] == 0:
             _make_ready(pg, st, cf, ci, params, task, t)
 
 
 @nb.njit(cache=True, _nrt=False)
 def _finish_task(pg, st, cf, ci, params, ctx, t):
-    task = st.ctx_task[ctx]
-    st.task_end[task] = t
-    st.ctx_task[ctx] = -1
-    p = st.ctx_pool[ctx]
-    succ = pg.task_succ[task]
+    task = st.ctx_task[_u(ctx)]
+    st.task_end[_u(task)] = t
+    st.ctx_task[_u(ctx)] = -1
+    p = st.ctx_pool[_u(ctx)]
+    succ = pg.task_succ[_u(task)]
     if succ >= 0:
-        st.task_left[succ] -= 1
-        if st.task_left[succ] == 0:
-            st.task_crit[succ] = task
+        st.task_left[_u(succ)] -= 1
+        if st.task_left[_u(succ)] == 0:
+            st.task_crit[_u(succ)] = task
             _make_ready(pg, st, cf, ci, params, succ, t)
-    q = pg.task_query[task]
-    st.q_left[q] -= 1
-    if st.q_left[q] == 0:
-        st.q_done[q] = t
+    q = pg.task_query[_u(task)]
+    st.q_left[_u(q)] -= 1
+    if st.q_left[_u(q)] == 0:
+        st.q_done[_u(q)] = t
         st.scal[SC_DONE] += 1
         if ci[CI_OPEN] == 0:
             nq = st.scal[SC_NEXTQ]
@@ -425,25 +430,25 @@ def _finish_task(pg, st, cf, ci, params, ctx, t):
                 st.scal[SC_NEXTQ] = nq + 1
                 _admit(pg, st, cf, ci, params, nq, t)
     # the context takes the next ready task of its pool, or becomes free
-    if st.rq_len[p] > 0:
+    if st.rq_len[_u(p)] > 0:
         T = st.rq.shape[1]
-        nxt = st.rq[p, st.rq_head[p]]
-        st.rq_head[p] = (st.rq_head[p] + 1) % T
-        st.rq_len[p] -= 1
+        nxt = st.rq[_u(p), _u(st.rq_head[_u(p)])]
+        st.rq_head[_u(p)] = (st.rq_head[_u(p)] + 1) % T
+        st.rq_len[_u(p)] -= 1
         _start_task(pg, st, cf, ci, params, ctx, nxt, t)
     else:
-        st.pool_free[st.pool_off[p] + st.pool_nfree[p]] = ctx
-        st.pool_nfree[p] += 1
+        st.pool_free[_u(st.pool_off[_u(p)] + st.pool_nfree[_u(p)])] = ctx
+        st.pool_nfree[_u(p)] += 1
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
 def _step_end(pg, st, cf, ci, params, ctx, t):
-    s = st.ctx_step[ctx]
-    task = st.ctx_task[ctx]
-    st.task_bd[task, pg.step_cat[s]] += t - st.ctx_step_start[ctx]
+    s = st.ctx_step[_u(ctx)]
+    task = st.ctx_task[_u(ctx)]
+    st.task_bd[_u(task), _u(pg.step_cat[_u(s)])] += t - st.ctx_step_start[_u(ctx)]
     s += 1
-    if s < pg.task_step_ptr[task + 1]:
-        st.ctx_step[ctx] = s
+    if s < pg.task_step_ptr[_u(task + 1)]:
+        st.ctx_step[_u(ctx)] = s
         _start_step(pg, st, cf, ci, params, ctx, t)
     else:
         _finish_task(pg, st, cf, ci, params, ctx, t)
@@ -452,23 +457,23 @@ def _step_end(pg, st, cf, ci, params, ctx, t):
 @nb.njit(cache=True, _nrt=False)
 def _response(pg, st, cf, ci, params, req, t):
     """The data of ``req`` reached its requester at ``t``."""
-    ctx = st.req_ctx[req]
-    s = st.req_step[req]
-    st.req_free[st.scal[SC_REQFREE]] = req
+    ctx = st.req_ctx[_u(req)]
+    s = st.req_step[_u(req)]
+    st.req_free[_u(st.scal[SC_REQFREE])] = req
     st.scal[SC_REQFREE] += 1
-    st.ctx_out[ctx] -= 1
-    st.ctx_done[ctx] += 1
-    c = st.ctx_cpu[ctx]
+    st.ctx_out[_u(ctx)] -= 1
+    st.ctx_done[_u(ctx)] += 1
+    c = st.ctx_cpu[_u(ctx)]
     if c < t:
         c = float(t)
-    st.ctx_cpu[ctx] = c + pg.step_compute_line[s]
-    if st.ctx_issued[ctx] < pg.step_nreq[s]:
+    st.ctx_cpu[_u(ctx)] = c + pg.step_compute_line[_u(s)]
+    if st.ctx_issued[_u(ctx)] < pg.step_nreq[_u(s)]:
         _issue(pg, st, cf, ci, params, ctx, t)
-    if st.ctx_done[ctx] == pg.step_nreq[s]:
-        end = np.int64(np.ceil(st.ctx_cpu[ctx] - 1e-9))
+    if st.ctx_done[_u(ctx)] == pg.step_nreq[_u(s)]:
+        end = np.int64(np.ceil(st.ctx_cpu[_u(ctx)] - 1e-9))
         if end < t:
             end = t
-        _event(st, end + pg.step_compute_after[s], EV_STEP, ctx)
+        _event(st, end + pg.step_compute_after[_u(s)], EV_STEP, ctx)
 
 
 # ----------------------------------------------------------------------------- main loop
@@ -477,7 +482,7 @@ def _next_done(st):
     """Completion cycle of the oldest served read waiting in the ring (INF if none)."""
     if st.scal[SC_DLEN] == 0:
         return INF
-    return st.done_cyc[st.scal[SC_DHEAD]]
+    return st.done_cyc[_u(st.scal[SC_DHEAD])]
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -487,24 +492,24 @@ def _deliver(pg, st, cf, ci, clk):
     NR = st.done_req.shape[0]
     while st.scal[SC_DLEN] > 0:
         h = st.scal[SC_DHEAD]
-        c = st.done_cyc[h]
+        c = st.done_cyc[_u(h)]
         if c > clk:
             break
-        req = st.done_req[h]
+        req = st.done_req[_u(h)]
         h += 1
         if h == NR:
             h = 0
         st.scal[SC_DHEAD] = h
         st.scal[SC_DLEN] -= 1
-        s = st.req_step[req]
-        inst = st.req_inst[req]
-        st.inst_reqs[inst] += 1
+        s = st.req_step[_u(req)]
+        inst = st.req_inst[_u(req)]
+        st.inst_reqs[_u(inst)] += 1
         st.scal[SC_REQS_DONE] += 1
-        if pg.step_rank_local[s] != 0:
-            st.inst_local[inst] += 1
-        if pg.step_link[s] != 0:
+        if pg.step_rank_local[_u(s)] != 0:
+            st.inst_local[_u(inst)] += 1
+        if pg.step_link[_u(s)] != 0:
             c = _link_send(st, cf, ci, inst, 1, cf[CF_DATA_WIRE], c)
-        _event(st, c + pg.step_lat[s], EV_RESP, req)
+        _event(st, c + pg.step_lat[_u(s)], EV_RESP, req)
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
@@ -515,7 +520,7 @@ def _next_work(st, ci, open_arrivals, nt):
         if te < nt:
             nt = te
     if ci[CI_OPEN] != 0 and st.scal[SC_NEXTQ] < st.q_done.shape[0]:
-        te = open_arrivals[st.scal[SC_NEXTQ]]
+        te = open_arrivals[_u(st.scal[SC_NEXTQ])]
         if te < nt:
             nt = te
     return nt
@@ -525,13 +530,13 @@ def _next_work(st, ci, open_arrivals, nt):
 def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
     """The engine's part of cycles ``t .. t_end - 1``: arrivals of queries, events (data
     reaching requesters, step ends; the requests issued go straight into their channels'
-    FIFOs) and the reads that complete at each cycle + 1. Returns ``t_end``, or the cycle + 1 at which the last query
-    completed (the channels then stop at that cycle too)."""
+    FIFOs) and the reads that complete at each cycle + 1. Returns ``t_end``, or the cycle + 1
+    at which the last query completed (the channels then stop at that cycle too)."""
     Q = st.q_done.shape[0]
     while True:
         # 1. open-loop arrivals
         if ci[CI_OPEN] != 0:
-            while st.scal[SC_NEXTQ] < Q and open_arrivals[st.scal[SC_NEXTQ]] <= t:
+            while st.scal[SC_NEXTQ] < Q and open_arrivals[_u(st.scal[SC_NEXTQ])] <= t:
                 q = st.scal[SC_NEXTQ]
                 st.scal[SC_NEXTQ] = q + 1
                 _admit(pg, st, cf, ci, params, q, t)
@@ -569,11 +574,11 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
     Served reads go to the window's list (``wb_req``, ``wb_cyc`` from ``nwb``); returns its
     new length."""
     NRcap = st.fifo.shape[1]
-    h = st.fifo_head[g]
-    n = st.fifo_len[g]
-    a = st.fifo_arr[g]
-    flag = st.offer_pend[g]
-    d = st.ch_next[g]
+    h = st.fifo_head[_u(g)]
+    n = st.fifo_len[_u(g)]
+    a = st.fifo_arr[_u(g)]
+    flag = st.offer_pend[_u(g)]
+    d = st.ch_next[_u(g)]
     ds = dk.State(H)
     c = t
     while True:
@@ -581,7 +586,7 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
             k = h + a
             if k >= NRcap:
                 k -= NRcap
-            if st.req_arr[st.fifo[g, k]] > c:
+            if st.req_arr[_u(st.fifo[_u(g), _u(k)])] > c:
                 break
             if a == 0:
                 flag = 1
@@ -589,11 +594,11 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
         if flag != 0:                       # offers at c
             acc = False
             while a > 0:
-                req = st.fifo[g, h]
-                ok = dk._offer_mapped(params1, H, 0, req, st.req_addr[req], 0,
-                                      pg.step_rank_local[st.req_step[req]], c,
-                                      st.req_map[req, 0], st.req_map[req, 1],
-                                      st.req_map[req, 2], st.req_map[req, 3])
+                req = st.fifo[_u(g), _u(h)]
+                ok = dk._offer_mapped(params1, H, 0, req, st.req_addr[_u(req)], 0,
+                                      pg.step_rank_local[_u(st.req_step[_u(req)])], c,
+                                      st.req_map[_u(req), 0], st.req_map[_u(req), 1],
+                                      st.req_map[_u(req), 2], st.req_map[_u(req), 3])
                 if not ok:
                     break
                 acc = True
@@ -624,7 +629,7 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
                 k = h + a
                 if k >= NRcap:
                     k -= NRcap
-                ta = st.req_arr[st.fifo[g, k]]
+                ta = st.req_arr[_u(st.fifo[_u(g), _u(k)])]
                 if ta < nc:
                     nc = ta
             if nc <= c:
@@ -632,11 +637,11 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
         if nc >= t_end:
             break
         c = nc
-    st.fifo_head[g] = h
-    st.fifo_len[g] = n
-    st.fifo_arr[g] = a
-    st.offer_pend[g] = flag
-    st.ch_next[g] = d
+    st.fifo_head[_u(g)] = h
+    st.fifo_len[_u(g)] = n
+    st.fifo_arr[_u(g)] = a
+    st.offer_pend[_u(g)] = flag
+    st.ch_next[_u(g)] = d
     return nwb
 
 
@@ -644,10 +649,10 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
 def _next_arrival(st, g):
     """Arrival cycle of the first request in channel ``g``'s FIFO that its controller has
     not seen yet (INF if none)."""
-    a = st.fifo_arr[g]
-    if a >= st.fifo_len[g]:
+    a = st.fifo_arr[_u(g)]
+    if a >= st.fifo_len[_u(g)]:
         return INF
-    return st.req_arr[st.fifo[g, dk._wrap(st.fifo_head[g] + a, st.fifo.shape[1])]]
+    return st.req_arr[st.fifo[g, dk._wrap(st.fifo_head[_u(g)] + a, st.fifo.shape[1])]]
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -662,13 +667,13 @@ def _channels_window(pg, st, params1, HH, t, t_end):
     dmin = INF
     pending = False
     for g in range(G):
-        d = dne[g]
+        d = dne[_u(g)]
         ta = _next_arrival(st, g)
-        if d <= t_end or st.offer_pend[g] != 0 or ta < t_end:
+        if d <= t_end or st.offer_pend[_u(g)] != 0 or ta < t_end:
             nwb = _channel_window(pg, st, params1, HH[g], g, t, t_end, nwb)
-            d = dne[g]
+            d = dne[_u(g)]
             ta = _next_arrival(st, g)
-            if st.offer_pend[g] != 0:
+            if st.offer_pend[_u(g)] != 0:
                 pending = True
         if d < dmin:
             dmin = d
@@ -682,24 +687,24 @@ def _channels_window(pg, st, params1, HH, t, t_end):
     cnt = st.wb_cnt
     base = st.wb_cyc[0]
     for i in range(1, nwb):
-        if st.wb_cyc[i] < base:
-            base = st.wb_cyc[i]
+        if st.wb_cyc[_u(i)] < base:
+            base = st.wb_cyc[_u(i)]
     span = t_end - t + 1
     for j in range(span + 1):
-        cnt[j] = 0
+        cnt[_u(j)] = 0
     for i in range(nwb):
-        cnt[st.wb_cyc[i] - base + 1] += 1
+        cnt[_u(st.wb_cyc[_u(i)] - base + 1)] += 1
     for j in range(span):
-        cnt[j + 1] += cnt[j]
+        cnt[_u(j + 1)] += cnt[_u(j)]
     k0 = st.scal[SC_DHEAD] + st.scal[SC_DLEN]
     for i in range(nwb):
-        j = st.wb_cyc[i] - base
-        k = k0 + cnt[j]
-        cnt[j] += 1
+        j = st.wb_cyc[_u(i)] - base
+        k = k0 + cnt[_u(j)]
+        cnt[_u(j)] += 1
         if k >= NR:
             k -= NR
-        st.done_req[k] = st.wb_req[i]
-        st.done_cyc[k] = st.wb_cyc[i]
+        st.done_req[_u(k)] = st.wb_req[_u(i)]
+        st.done_cyc[_u(k)] = st.wb_cyc[_u(i)]
     st.scal[SC_DLEN] += nwb
     return pending
 
@@ -804,7 +809,8 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
          _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices,
                        NR).items()}
     P = pool_sizes.shape[0]
-    a["req_free"][:] = np.arange(NR - 1, -1, -1)
+    a["req_free"][:] = np.arange(NR - 1, -1, -1)     # a stack: the free ids are [:SC_REQFREE]
+    a["scal"][SC_REQFREE] = NR
     a["pool_off"][1:] = np.cumsum(pool_sizes)
     a["ctx_pool"][:] = np.repeat(np.arange(P), pool_sizes)
     # free stacks: pop from the end, so reverse within each pool to hand out low ids first
