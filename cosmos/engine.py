@@ -71,6 +71,11 @@ What is skipped (exactly: the results equal those of doing every step in every c
   smaller ids (the order in which arrival events would pop from the heap), and the channel
   takes it when its part of the window reaches the arrival cycle. This halves the heap's
   traffic.
+- A response (data on its way back) is no event either when it arrives no earlier than the
+  last one queued: it joins a ring (``rsp_*``); the reads are delivered in completion order
+  and one route has one delay, so almost all do (every one for the presets behind a switch).
+  The others go to the heap, and each cycle takes the due ones of both in request id order,
+  the heap's order (``RESPONSE_RING = False`` sends all to the heap: same results).
 
 :mod:`cosmos.specialize` compiles a copy of this module whose DRAM kernel has one
 configuration's controller parameters as constants (same results, less time).
@@ -104,7 +109,8 @@ SC_T, SC_NEXTQ, SC_DONE, SC_HEAP, SC_REQFREE, SC_ADMITTED = range(6)
 SC_REQS_DONE, SC_EVENTS = 6, 7
 SC_DMIN = 8      # min(ch_next, next FIFO arrival + 1): no channel changes before this cycle
 SC_DHEAD, SC_DLEN = 9, 10    # the ring of served reads waiting for their completion cycle
-N_SC = 11
+SC_RHEAD, SC_RLEN, SC_RLAST = 11, 12, 13   # the ring of responses (rsp_*) and its last cycle
+N_SC = 14
 INF = dk.INF
 
 # float config slots
@@ -116,8 +122,10 @@ CI_SWITCH, CI_SW_LAT, CI_LINK_LAT, CI_NCH, CI_MAXINFL, CI_OPEN, CI_NDEV = range(
 CI_SHIFTS = 7
 CI_MAP = 8
 CI_WIN = 18      # cycles per window: at most the read latency (module docstring)
-N_CI = 19
+CI_RING = 19     # 1: responses in arrival order go to the response ring; 0: all to the heap
+N_CI = 20
 WIN_MAX = 64     # longest window (any length up to the read latency gives the same results)
+RESPONSE_RING = True   # CI_RING (either gives the same results; the ring is faster)
 
 
 class EngineState(NamedTuple):
@@ -175,6 +183,9 @@ class EngineState(NamedTuple):
     wb_cnt: np.ndarray          # (WIN_MAX + 2,) int64 scratch: counting sort of those
     done_req: np.ndarray        # (NR,) int64 ring (SC_DHEAD, SC_DLEN): served reads, in
     done_cyc: np.ndarray        # (NR,) int64 issue order, and their completion cycles
+    rsp_req: np.ndarray         # (NR,) int64 ring (SC_RHEAD, SC_RLEN): data on its way back
+    rsp_cyc: np.ndarray         # (NR,) int64 to the requester, and its arrival cycle
+    rsp_due: np.ndarray         # (NR,) int64 scratch: the responses due in one cycle
 
 
 # ----------------------------------------------------------------------------- heap
@@ -509,12 +520,35 @@ def _deliver(pg, st, cf, ci, clk):
             st.inst_local[_u(inst)] += 1
         if pg.step_link[_u(s)] != 0:
             c = _link_send(st, cf, ci, inst, 1, cf[CF_DATA_WIRE], c)
-        _event(st, c + pg.step_lat[_u(s)], EV_RESP, req)
+        _respond(st, ci, c + pg.step_lat[_u(s)], req)
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _respond(st, ci, t, req):
+    """The data of ``req`` will reach its requester at ``t``: appended to the response ring
+    if no response in it arrives later (the usual case: the reads are delivered in completion
+    order, and a response's delay is the same for the requests of one route), else an event
+    in the heap."""
+    n = st.scal[SC_RLEN]
+    if ci[CI_RING] == 0 or (n > 0 and t < st.scal[SC_RLAST]):
+        _event(st, t, EV_RESP, req)
+        return
+    NR = st.rsp_req.shape[0]
+    k = dk._wrap(st.scal[SC_RHEAD] + n, NR)
+    st.rsp_req[_u(k)] = req
+    st.rsp_cyc[_u(k)] = t
+    st.scal[SC_RLEN] = n + 1
+    st.scal[SC_RLAST] = t
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
 def _next_work(st, ci, open_arrivals, nt):
-    """The smaller of ``nt``, the next event's cycle and the next open-loop arrival."""
+    """The smaller of ``nt``, the next event's or response's cycle and the next open-loop
+    arrival."""
+    if st.scal[SC_RLEN] > 0:
+        te = st.rsp_cyc[_u(st.scal[SC_RHEAD])]
+        if te < nt:
+            nt = te
     if st.scal[SC_HEAP] > 0:
         te = st.heap[0] >> _T_SHIFT
         if te < nt:
@@ -524,6 +558,51 @@ def _next_work(st, ci, open_arrivals, nt):
         if te < nt:
             nt = te
     return nt
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _next_response(st):
+    """Cycle of the next response in the ring or the heap (INF if none; a lower bound when the
+    heap's first event is a step end)."""
+    nt = INF
+    if st.scal[SC_RLEN] > 0:
+        nt = st.rsp_cyc[_u(st.scal[SC_RHEAD])]
+    if st.scal[SC_HEAP] > 0:
+        te = st.heap[0] >> _T_SHIFT
+        if te < nt:
+            nt = te
+    return nt
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _responses(pg, st, cf, ci, params, t):
+    """The responses due at ``t`` (the ring's and the heap's) in request id order, as the
+    events' (time, kind, id) order has them."""
+    due = st.rsp_due
+    nd = 0
+    NR = st.rsp_req.shape[0]
+    while st.scal[SC_RLEN] > 0:
+        h = st.scal[SC_RHEAD]
+        if st.rsp_cyc[_u(h)] > t:
+            break
+        due[_u(nd)] = st.rsp_req[_u(h)]
+        nd += 1
+        st.scal[SC_RHEAD] = dk._wrap(h + 1, NR)
+        st.scal[SC_RLEN] -= 1
+    while st.scal[SC_HEAP] > 0 and (st.heap[0] >> _T_SHIFT) <= t and \
+            ((st.heap[0] >> 22) & 3) == EV_RESP:
+        due[_u(nd)] = _hpop(st.heap, st.scal) & _ID_MASK
+        nd += 1
+    for i in range(1, nd):                  # insertion sort by id (a few per cycle)
+        x = due[_u(i)]
+        j = i
+        while j > 0 and due[_u(j - 1)] > x:
+            due[_u(j)] = due[_u(j - 1)]
+            j -= 1
+        due[_u(j)] = x
+    st.scal[SC_EVENTS] += nd
+    for i in range(nd):
+        _response(pg, st, cf, ci, params, due[_u(i)], t)
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -540,7 +619,11 @@ def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
                 q = st.scal[SC_NEXTQ]
                 st.scal[SC_NEXTQ] = q + 1
                 _admit(pg, st, cf, ci, params, q, t)
-        # 2. events due (all at t: time never passes an event), in (time, kind, id) order
+        # 2. events due (all at t: time never passes an event), in (time, kind, id) order:
+        # first the responses (from the ring and the heap, sorted by request id), then the
+        # step ends (a response can add one at t, never a response)
+        if _next_response(st) <= t:
+            _responses(pg, st, cf, ci, params, t)
         while st.scal[SC_HEAP] > 0 and (st.heap[0] >> _T_SHIFT) <= t:
             key = _hpop(st.heap, st.scal)
             st.scal[SC_EVENTS] += 1
@@ -786,7 +869,7 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
         q_arrival=Q, q_done=Q, q_left=Q, link_free=(D + 1, 2), link_busy=(D + 1, 2),
         link_bytes=(D + 1, 2), inst_reqs=I, inst_local=I, wb_req=NR, wb_cyc=NR,
         wb_cnt=WIN_MAX + 2,
-        done_req=NR, done_cyc=NR)
+        done_req=NR, done_cyc=NR, rsp_req=NR, rsp_cyc=NR, rsp_due=NR)
     floats = ("ctx_cpu", "link_free", "link_busy", "link_bytes")
     if set(sizes) != set(EngineState._fields):
         raise AssertionError("cosmos.engine._state_shapes does not match EngineState's fields")

@@ -218,7 +218,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
 
     from cosmos.engine import (CF_DATA_WIRE, CF_DEV_BPC, CF_REQ_WIRE, CF_UP_BPC, CI_LINK_LAT,
                                CI_MAP, CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SHIFTS,
-                               CI_SW_LAT, CI_SWITCH, CI_WIN, N_CI, WIN_MAX,
+                               CI_RING, CI_SW_LAT, CI_SWITCH, CI_WIN, N_CI, RESPONSE_RING,
+                               WIN_MAX,
                                SC_DONE, SC_REQS_DONE, _admit_initial, _run_chunk,
                                engine_state_bytes, new_engine_state)
 
@@ -315,6 +316,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     if params1.read_latency < 1:
         raise ValueError(f"DRAM read latency {params1.read_latency} cycles: expected >= 1")
     ci[CI_WIN] = min(int(params1.read_latency), WIN_MAX)
+    ci[CI_RING] = int(RESPONSE_RING)
     arrivals = np.zeros(1, np.int64)
     if mode == "open":
         rng = np.random.default_rng(seed)
