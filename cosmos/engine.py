@@ -125,6 +125,20 @@ CI_WIN = 18      # cycles per window: at most the read latency (module docstring
 CI_RING = 19     # 1: responses in arrival order go to the response ring; 0: all to the heap
 N_CI = 20
 WIN_MAX = 64     # longest window (any length up to the read latency gives the same results)
+
+# fields of a request's record in EngineState.req_rec: its context, address, step, the cycle
+# it reaches its channel's FIFO, and its rank, bank group (within the rank), flat bank and row.
+# One cache line per request (the record array is 64-byte aligned): a request's fields are
+# read together, each time by a different part of the engine (issue, FIFO, offer, delivery,
+# response), and as separate arrays they cost a cache miss each.
+RQ_CTX, RQ_ADDR, RQ_STEP, RQ_ARR, RQ_RANK, RQ_BG, RQ_FB, RQ_ROW = range(8)
+RW = 8
+# fields of an execution context's record in EngineState.ctx_rec (same reason): its step, the
+# step's requests issued, completed and in flight, the next line to read (object, l % R and
+# l // R of the step's line numbering), and (as float64, through the view ctx_cpu) its core's
+# busy-until cycle
+CX_STEP, CX_ISSUED, CX_DONE, CX_OUT, CX_OBJ, CX_LRANK, CX_LCOL, CX_CPU = range(8)
+CW = 8
 RESPONSE_RING = True   # CI_RING (either gives the same results; the ring is faster)
 
 
@@ -134,10 +148,7 @@ class EngineState(NamedTuple):
 
     scal: np.ndarray            # (N_SC,) int64
     heap: np.ndarray            # (NH,) int64 event keys
-    req_ctx: np.ndarray         # (NR,) int64
-    req_addr: np.ndarray        # (NR,) int64
-    req_inst: np.ndarray        # (NR,) int64 memory instance
-    req_step: np.ndarray        # (NR,) int64 step the request belongs to
+    req_rec: np.ndarray         # (NR * RW,) int64 one 64-byte record per request (RQ_*)
     req_free: np.ndarray        # (NR,) int64 free stack
     fifo: np.ndarray            # (G, NR) int64 ring buffers of request ids per channel
     fifo_head: np.ndarray       # (G,) int64
@@ -145,18 +156,11 @@ class EngineState(NamedTuple):
     fifo_arr: np.ndarray        # (G,) int64 the window) and those its controller has seen
     offer_pend: np.ndarray      # (G,) int64 1: offer the FIFO heads in the channel's next cycle
     ch_next: np.ndarray         # (G,) int64 next cycle a channel's tick can change anything
-    req_map: np.ndarray         # (NR, 4) int64 rank, bank group, flat bank, row of a request
-    req_arr: np.ndarray         # (NR,) int64 cycle the request reached its channel's FIFO
     ctx_pool: np.ndarray        # (NC,) int64
     ctx_task: np.ndarray        # (NC,) int64, -1 idle
-    ctx_step: np.ndarray        # (NC,) int64
-    ctx_issued: np.ndarray      # (NC,) int64
-    ctx_done: np.ndarray        # (NC,) int64
-    ctx_out: np.ndarray         # (NC,) int64
-    ctx_obj: np.ndarray         # (NC,) int64
-    ctx_lrank: np.ndarray       # (NC,) int64 next line l of the object: l % step_R
-    ctx_lcol: np.ndarray        # (NC,) int64 and l // step_R (counted, not divided)
-    ctx_cpu: np.ndarray         # (NC,) float64 core busy until
+    ctx_rec: np.ndarray         # (NC * CW,) int64 one 64-byte record per context (CX_*)
+    ctx_cpu: np.ndarray         # (NC * CW,) float64 view of ctx_rec: [ctx * CW + CX_CPU] is
+                                # the cycle until which the context's core is busy
     ctx_step_start: np.ndarray  # (NC,) int64
     pool_free: np.ndarray       # (NC,) int64 free stacks, pool p at pool_off[p]
     pool_off: np.ndarray        # (P+1,) int64
@@ -186,6 +190,18 @@ class EngineState(NamedTuple):
     rsp_req: np.ndarray         # (NR,) int64 ring (SC_RHEAD, SC_RLEN): data on its way back
     rsp_cyc: np.ndarray         # (NR,) int64 to the requester, and its arrival cycle
     rsp_due: np.ndarray         # (NR,) int64 scratch: the responses due in one cycle
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _rq(req, field):
+    """Index of ``field`` (RQ_*) of request ``req`` in ``EngineState.req_rec``."""
+    return _u(req * RW + field)
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _cx(ctx, field):
+    """Index of ``field`` (CX_*) of context ``ctx`` in ``EngineState.ctx_rec``."""
+    return _u(ctx * CW + field)
 
 
 # ----------------------------------------------------------------------------- heap
@@ -276,14 +292,14 @@ def _link_send(st, cf, ci, dev, direction, nbytes, t):
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
-def _enqueue(st, ci, params, req, t):
+def _enqueue(st, ci, params, req, dev, t):
     """Request ``req`` will reach its channel's FIFO at cycle ``t`` (>= now): map its address
     and insert it into that FIFO in (arrival cycle, request id) order, behind every request
     that arrives earlier -- the order in which arrival events popped from the event heap
     would append them. Its controller sees it when the channel's part of a window reaches
     ``t``; the requests already seen (``fifo_arr``) arrived before now."""
     NRcap = st.fifo.shape[1]
-    a = st.req_addr[_u(req)]
+    a = st.req_rec[_rq(req, RQ_ADDR)]
     if ci[CI_SHIFTS] != 0:
         x = a >> 6
         ch = (x >> ci[CI_MAP]) & ci[CI_MAP + 1]
@@ -293,12 +309,12 @@ def _enqueue(st, ci, params, req, t):
         row = (x >> ci[CI_MAP + 8]) & ci[CI_MAP + 9]
     else:
         ch, rank, bgi, bank, row, col = dk.map_address(params, a)
-    g = st.req_inst[_u(req)] * ci[CI_NCH] + ch
-    st.req_map[_u(req), 0] = rank
-    st.req_map[_u(req), 1] = bgi
-    st.req_map[_u(req), 2] = (rank * params.n_bg + bgi) * params.n_banks + bank
-    st.req_map[_u(req), 3] = row
-    st.req_arr[_u(req)] = t
+    g = dev * ci[CI_NCH] + ch
+    st.req_rec[_rq(req, RQ_RANK)] = rank
+    st.req_rec[_rq(req, RQ_BG)] = bgi
+    st.req_rec[_rq(req, RQ_FB)] = (rank * params.n_bg + bgi) * params.n_banks + bank
+    st.req_rec[_rq(req, RQ_ROW)] = row
+    st.req_rec[_rq(req, RQ_ARR)] = t
     h = st.fifo_head[_u(g)]
     n = st.fifo_len[_u(g)]
     seen = st.fifo_arr[_u(g)]
@@ -306,7 +322,7 @@ def _enqueue(st, ci, params, req, t):
     while n > seen:                 # move later arrivals (or equal ones with larger ids) up
         j = k - 1 if k > 0 else NRcap - 1
         o = st.fifo[_u(g), _u(j)]
-        to = st.req_arr[_u(o)]
+        to = st.req_rec[_rq(o, RQ_ARR)]
         if to < t or (to == t and o < req):
             break
         st.fifo[_u(g), _u(k)] = o
@@ -320,7 +336,7 @@ def _enqueue(st, ci, params, req, t):
 @nb.njit(cache=True, _nrt=False)
 def _issue(pg, st, cf, ci, params, ctx, t):
     """Issue requests of the context's MEM step while under its in-flight limit."""
-    s = st.ctx_step[_u(ctx)]
+    s = st.ctx_rec[_cx(ctx, CX_STEP)]
     nreq = pg.step_nreq[_u(s)]
     mlp = pg.step_mlp[_u(s)]
     R = pg.step_R[_u(s)]
@@ -329,51 +345,50 @@ def _issue(pg, st, cf, ci, params, ctx, t):
     lat = pg.step_lat[_u(s)]
     link = pg.step_link[_u(s)]
     dev = pg.step_dev[_u(s)]
-    while st.ctx_issued[_u(ctx)] < nreq and st.ctx_out[_u(ctx)] < mlp:
-        o = st.ctx_obj[_u(ctx)]
-        lr = st.ctx_lrank[_u(ctx)]
-        lc = st.ctx_lcol[_u(ctx)]
+    while st.ctx_rec[_cx(ctx, CX_ISSUED)] < nreq and st.ctx_rec[_cx(ctx, CX_OUT)] < mlp:
+        o = st.ctx_rec[_cx(ctx, CX_OBJ)]
+        lr = st.ctx_rec[_cx(ctx, CX_LRANK)]
+        lc = st.ctx_rec[_cx(ctx, CX_LCOL)]
         addr = np.int64(pg.obj_addr[_u(o)]) + lr * rstep + lc * cstep
         if lc * R + lr + 1 >= pg.obj_lines[_u(o)]:       # that was the object's last line
-            st.ctx_obj[_u(ctx)] = o + 1
-            st.ctx_lrank[_u(ctx)] = 0
-            st.ctx_lcol[_u(ctx)] = 0
+            st.ctx_rec[_cx(ctx, CX_OBJ)] = o + 1
+            st.ctx_rec[_cx(ctx, CX_LRANK)] = 0
+            st.ctx_rec[_cx(ctx, CX_LCOL)] = 0
         else:
             lr += 1
             if lr == R:             # (l % R, l // R) kept without dividing
                 lr = 0
                 lc += 1
-            st.ctx_lrank[_u(ctx)] = lr
-            st.ctx_lcol[_u(ctx)] = lc
+            st.ctx_rec[_cx(ctx, CX_LRANK)] = lr
+            st.ctx_rec[_cx(ctx, CX_LCOL)] = lc
         n = st.scal[SC_REQFREE] - 1
         req = st.req_free[_u(n)]
         st.scal[SC_REQFREE] = n
-        st.req_ctx[_u(req)] = ctx
-        st.req_addr[_u(req)] = addr
-        st.req_inst[_u(req)] = dev
-        st.req_step[_u(req)] = s
+        st.req_rec[_rq(req, RQ_CTX)] = ctx
+        st.req_rec[_rq(req, RQ_ADDR)] = addr
+        st.req_rec[_rq(req, RQ_STEP)] = s
         t1 = t + lat
         if link != 0:
             t1 = _link_send(st, cf, ci, dev, 0, cf[CF_REQ_WIRE], t1)
-        _enqueue(st, ci, params, req, t1)
-        st.ctx_issued[_u(ctx)] += 1
-        st.ctx_out[_u(ctx)] += 1
+        _enqueue(st, ci, params, req, dev, t1)
+        st.ctx_rec[_cx(ctx, CX_ISSUED)] += 1
+        st.ctx_rec[_cx(ctx, CX_OUT)] += 1
 
 
 @nb.njit(cache=True, _nrt=False)
 def _start_step(pg, st, cf, ci, params, ctx, t):
-    s = st.ctx_step[_u(ctx)]
+    s = st.ctx_rec[_cx(ctx, CX_STEP)]
     st.ctx_step_start[_u(ctx)] = t
     kind = pg.step_kind[_u(s)]
     if kind == STEP_MEM and pg.step_nreq[_u(s)] > 0:
-        st.ctx_issued[_u(ctx)] = 0
-        st.ctx_done[_u(ctx)] = 0
-        st.ctx_out[_u(ctx)] = 0
-        st.ctx_obj[_u(ctx)] = pg.step_obj_ptr[_u(s)]
-        st.ctx_lrank[_u(ctx)] = 0
-        st.ctx_lcol[_u(ctx)] = 0
-        if st.ctx_cpu[_u(ctx)] < t:
-            st.ctx_cpu[_u(ctx)] = float(t)
+        st.ctx_rec[_cx(ctx, CX_ISSUED)] = 0
+        st.ctx_rec[_cx(ctx, CX_DONE)] = 0
+        st.ctx_rec[_cx(ctx, CX_OUT)] = 0
+        st.ctx_rec[_cx(ctx, CX_OBJ)] = pg.step_obj_ptr[_u(s)]
+        st.ctx_rec[_cx(ctx, CX_LRANK)] = 0
+        st.ctx_rec[_cx(ctx, CX_LCOL)] = 0
+        if st.ctx_cpu[_cx(ctx, CX_CPU)] < t:
+            st.ctx_cpu[_cx(ctx, CX_CPU)] = float(t)
         _issue(pg, st, cf, ci, params, ctx, t)
     elif kind == STEP_XFER:
         arr = _link_send(st, cf, ci, pg.step_dev[_u(s)], pg.step_link[_u(s)],
@@ -388,8 +403,8 @@ def _start_task(pg, st, cf, ci, params, ctx, task, t):
     st.ctx_task[_u(ctx)] = task
     st.task_start[_u(task)] = t
     st.task_bd[_u(task), 4] += t - st.task_ready[_u(task)]
-    st.ctx_step[_u(ctx)] = pg.task_step_ptr[_u(task)]
-    st.ctx_cpu[_u(ctx)] = float(t)
+    st.ctx_rec[_cx(ctx, CX_STEP)] = pg.task_step_ptr[_u(task)]
+    st.ctx_cpu[_cx(ctx, CX_CPU)] = float(t)
     # every task has at least one step (checked in new_engine_state): no recursion here
     _start_step(pg, st, cf, ci, params, ctx, t)
 
@@ -454,12 +469,12 @@ def _finish_task(pg, st, cf, ci, params, ctx, t):
 
 @nb.njit(cache=True, inline="always", _nrt=False)
 def _step_end(pg, st, cf, ci, params, ctx, t):
-    s = st.ctx_step[_u(ctx)]
+    s = st.ctx_rec[_cx(ctx, CX_STEP)]
     task = st.ctx_task[_u(ctx)]
     st.task_bd[_u(task), _u(pg.step_cat[_u(s)])] += t - st.ctx_step_start[_u(ctx)]
     s += 1
     if s < pg.task_step_ptr[_u(task + 1)]:
-        st.ctx_step[_u(ctx)] = s
+        st.ctx_rec[_cx(ctx, CX_STEP)] = s
         _start_step(pg, st, cf, ci, params, ctx, t)
     else:
         _finish_task(pg, st, cf, ci, params, ctx, t)
@@ -468,20 +483,20 @@ def _step_end(pg, st, cf, ci, params, ctx, t):
 @nb.njit(cache=True, _nrt=False)
 def _response(pg, st, cf, ci, params, req, t):
     """The data of ``req`` reached its requester at ``t``."""
-    ctx = st.req_ctx[_u(req)]
-    s = st.req_step[_u(req)]
+    ctx = st.req_rec[_rq(req, RQ_CTX)]
+    s = st.req_rec[_rq(req, RQ_STEP)]
     st.req_free[_u(st.scal[SC_REQFREE])] = req
     st.scal[SC_REQFREE] += 1
-    st.ctx_out[_u(ctx)] -= 1
-    st.ctx_done[_u(ctx)] += 1
-    c = st.ctx_cpu[_u(ctx)]
+    st.ctx_rec[_cx(ctx, CX_OUT)] -= 1
+    st.ctx_rec[_cx(ctx, CX_DONE)] += 1
+    c = st.ctx_cpu[_cx(ctx, CX_CPU)]
     if c < t:
         c = float(t)
-    st.ctx_cpu[_u(ctx)] = c + pg.step_compute_line[_u(s)]
-    if st.ctx_issued[_u(ctx)] < pg.step_nreq[_u(s)]:
+    st.ctx_cpu[_cx(ctx, CX_CPU)] = c + pg.step_compute_line[_u(s)]
+    if st.ctx_rec[_cx(ctx, CX_ISSUED)] < pg.step_nreq[_u(s)]:
         _issue(pg, st, cf, ci, params, ctx, t)
-    if st.ctx_done[_u(ctx)] == pg.step_nreq[_u(s)]:
-        end = np.int64(np.ceil(st.ctx_cpu[_u(ctx)] - 1e-9))
+    if st.ctx_rec[_cx(ctx, CX_DONE)] == pg.step_nreq[_u(s)]:
+        end = np.int64(np.ceil(st.ctx_cpu[_cx(ctx, CX_CPU)] - 1e-9))
         if end < t:
             end = t
         _event(st, end + pg.step_compute_after[_u(s)], EV_STEP, ctx)
@@ -512,8 +527,8 @@ def _deliver(pg, st, cf, ci, clk):
             h = 0
         st.scal[SC_DHEAD] = h
         st.scal[SC_DLEN] -= 1
-        s = st.req_step[_u(req)]
-        inst = st.req_inst[_u(req)]
+        s = st.req_rec[_rq(req, RQ_STEP)]
+        inst = pg.step_dev[_u(s)]
         st.inst_reqs[_u(inst)] += 1
         st.scal[SC_REQS_DONE] += 1
         if pg.step_rank_local[_u(s)] != 0:
@@ -669,7 +684,7 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
             k = h + a
             if k >= NRcap:
                 k -= NRcap
-            if st.req_arr[_u(st.fifo[_u(g), _u(k)])] > c:
+            if st.req_rec[_rq(st.fifo[_u(g), _u(k)], RQ_ARR)] > c:
                 break
             if a == 0:
                 flag = 1
@@ -678,10 +693,11 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
             acc = False
             while a > 0:
                 req = st.fifo[_u(g), _u(h)]
-                ok = dk._offer_mapped(params1, H, 0, req, st.req_addr[_u(req)], 0,
-                                      pg.step_rank_local[_u(st.req_step[_u(req)])], c,
-                                      st.req_map[_u(req), 0], st.req_map[_u(req), 1],
-                                      st.req_map[_u(req), 2], st.req_map[_u(req), 3])
+                ok = dk._offer_mapped(params1, H, 0, req, st.req_rec[_rq(req, RQ_ADDR)], 0,
+                                      pg.step_rank_local[_u(st.req_rec[_rq(req, RQ_STEP)])],
+                                      c, st.req_rec[_rq(req, RQ_RANK)],
+                                      st.req_rec[_rq(req, RQ_BG)], st.req_rec[_rq(req, RQ_FB)],
+                                      st.req_rec[_rq(req, RQ_ROW)])
                 if not ok:
                     break
                 acc = True
@@ -712,7 +728,7 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
                 k = h + a
                 if k >= NRcap:
                     k -= NRcap
-                ta = st.req_arr[_u(st.fifo[_u(g), _u(k)])]
+                ta = st.req_rec[_rq(st.fifo[_u(g), _u(k)], RQ_ARR)]
                 if ta < nc:
                     nc = ta
             if nc <= c:
@@ -735,7 +751,8 @@ def _next_arrival(st, g):
     a = st.fifo_arr[_u(g)]
     if a >= st.fifo_len[_u(g)]:
         return INF
-    return st.req_arr[st.fifo[g, dk._wrap(st.fifo_head[_u(g)] + a, st.fifo.shape[1])]]
+    k = dk._wrap(st.fifo_head[_u(g)] + a, st.fifo.shape[1])
+    return st.req_rec[_rq(st.fifo[_u(g), _u(k)], RQ_ARR)]
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -859,10 +876,9 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
     D, I = int(num_devices), int(num_instances)
     i8, f8 = np.int64, np.float64
     sizes = dict(
-        scal=N_SC, heap=NH, req_ctx=NR, req_addr=NR, req_inst=NR, req_step=NR, req_free=NR,
+        scal=N_SC, heap=NH, req_rec=NR * RW, req_free=NR,
         fifo=(G, NR), fifo_head=G, fifo_len=G, fifo_arr=G, offer_pend=G, ch_next=G,
-        req_map=(NR, 4), req_arr=NR, ctx_pool=NC, ctx_task=NC, ctx_step=NC, ctx_issued=NC,
-        ctx_done=NC, ctx_out=NC, ctx_obj=NC, ctx_lrank=NC, ctx_lcol=NC, ctx_cpu=NC,
+        ctx_pool=NC, ctx_task=NC, ctx_rec=NC * CW, ctx_cpu=NC * CW,
         ctx_step_start=NC, pool_free=NC, pool_off=P + 1, pool_nfree=P, rq=(P, max(T, 1)),
         rq_head=P, rq_len=P,
         task_left=T, task_ready=T, task_start=T, task_end=T, task_crit=T, task_bd=(T, 5),
@@ -875,6 +891,13 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
         raise AssertionError("cosmos.engine._state_shapes does not match EngineState's fields")
     return {k: ((v,) if isinstance(v, int) else v, f8 if k in floats else i8)
             for k, v in sizes.items()}
+
+
+def _aligned_zeros(n: int) -> np.ndarray:
+    """int64 zeros starting at a 64-byte boundary (a record then fills one cache line)."""
+    buf = np.zeros(n + 8, np.int64)
+    off = (-buf.ctypes.data % 64) // 8
+    return buf[off:off + n]
 
 
 def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
@@ -891,6 +914,9 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
     a = {k: np.zeros(shape, dtype) for k, (shape, dtype) in
          _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices,
                        NR).items()}
+    a["req_rec"] = _aligned_zeros(NR * RW)
+    a["ctx_rec"] = _aligned_zeros(NC * CW)
+    a["ctx_cpu"] = a["ctx_rec"].view(np.float64)      # the same memory (CX_CPU is a float)
     P = pool_sizes.shape[0]
     a["req_free"][:] = np.arange(NR - 1, -1, -1)     # a stack: the free ids are [:SC_REQFREE]
     a["scal"][SC_REQFREE] = NR
@@ -915,7 +941,9 @@ def engine_state_bytes(pg: Program, pool_sizes: np.ndarray, num_instances: int,
     arguments, without allocating it."""
     NR = request_slots(pg, pool_sizes)
     shapes = _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices, NR)
-    nbytes = sum(int(np.prod(shape)) * np.dtype(dt).itemsize for shape, dt in shapes.values())
+    # ctx_cpu is a view of ctx_rec; the two record arrays carry 8 words for their alignment
+    nbytes = sum((int(np.prod(shape)) + (8 if k in ("req_rec", "ctx_rec") else 0)) *
+                 np.dtype(dt).itemsize for k, (shape, dt) in shapes.items() if k != "ctx_cpu")
     return nbytes, NR
 
 
