@@ -126,19 +126,25 @@ CI_RING = 19     # 1: responses in arrival order go to the response ring; 0: all
 N_CI = 20
 WIN_MAX = 64     # longest window (any length up to the read latency gives the same results)
 
-# fields of a request's record in EngineState.req_rec: its context, address, step, the cycle
-# it reaches its channel's FIFO, and its rank, bank group (within the rank), flat bank and row.
-# One cache line per request (the record array is 64-byte aligned): a request's fields are
-# read together, each time by a different part of the engine (issue, FIFO, offer, delivery,
-# response), and as separate arrays they cost a cache miss each.
-RQ_CTX, RQ_ADDR, RQ_STEP, RQ_ARR, RQ_RANK, RQ_BG, RQ_FB, RQ_ROW = range(8)
+# fields of a request's record in EngineState.req_rec: its context, address, the cycle it
+# reaches its channel's FIFO, and its rank, bank group (within the rank), flat bank and row
+# (one word spare). One cache line per request (the record array is 64-byte aligned): a
+# request's fields are read together, each time by a different part of the engine (issue,
+# FIFO, offer, delivery, response), and as separate arrays they cost a cache miss each.
+RQ_CTX, RQ_ADDR, RQ_ARR, RQ_RANK, RQ_BG, RQ_FB, RQ_ROW = range(7)
 RW = 8
-# fields of an execution context's record in EngineState.ctx_rec (same reason): its step, the
-# step's requests issued, completed and in flight, the next line to read (object, l % R and
-# l // R of the step's line numbering), and (as float64, through the view ctx_cpu) its core's
-# busy-until cycle
+# fields of an execution context's record in EngineState.ctx_rec (same reason), two lines:
+# its step, the step's requests issued, completed and in flight, the next line to read
+# (object, l % R and l // R of the step's line numbering) and (float64, through the view
+# ctx_cpu) its core's busy-until cycle; then a MEM step's parameters that each request
+# needs, copied from the program when the step starts (the step arrays are read at a few
+# hundred steps at once, a miss each): requests, in-flight limit, R, rank and column stride,
+# on-chip latency, route (dev << 2 | link << 1 | rank-local) and (float64) compute per line.
+# The context stays on a MEM step until its last request has returned, so a request in
+# flight reads its step's parameters from its context's record.
 CX_STEP, CX_ISSUED, CX_DONE, CX_OUT, CX_OBJ, CX_LRANK, CX_LCOL, CX_CPU = range(8)
-CW = 8
+CX_NREQ, CX_MLP, CX_R, CX_RSTEP, CX_CSTEP, CX_LAT, CX_ROUTE, CX_LINE = range(8, 16)
+CW = 16
 RESPONSE_RING = True   # CI_RING (either gives the same results; the ring is faster)
 
 
@@ -336,15 +342,15 @@ def _enqueue(st, ci, params, req, dev, t):
 @nb.njit(cache=True, _nrt=False)
 def _issue(pg, st, cf, ci, params, ctx, t):
     """Issue requests of the context's MEM step while under its in-flight limit."""
-    s = st.ctx_rec[_cx(ctx, CX_STEP)]
-    nreq = pg.step_nreq[_u(s)]
-    mlp = pg.step_mlp[_u(s)]
-    R = pg.step_R[_u(s)]
-    rstep = pg.step_rank_step[_u(s)]
-    cstep = pg.step_col_step[_u(s)]
-    lat = pg.step_lat[_u(s)]
-    link = pg.step_link[_u(s)]
-    dev = pg.step_dev[_u(s)]
+    nreq = st.ctx_rec[_cx(ctx, CX_NREQ)]
+    mlp = st.ctx_rec[_cx(ctx, CX_MLP)]
+    R = st.ctx_rec[_cx(ctx, CX_R)]
+    rstep = st.ctx_rec[_cx(ctx, CX_RSTEP)]
+    cstep = st.ctx_rec[_cx(ctx, CX_CSTEP)]
+    lat = st.ctx_rec[_cx(ctx, CX_LAT)]
+    route = st.ctx_rec[_cx(ctx, CX_ROUTE)]
+    link = (route >> 1) & 1
+    dev = route >> 2
     while st.ctx_rec[_cx(ctx, CX_ISSUED)] < nreq and st.ctx_rec[_cx(ctx, CX_OUT)] < mlp:
         o = st.ctx_rec[_cx(ctx, CX_OBJ)]
         lr = st.ctx_rec[_cx(ctx, CX_LRANK)]
@@ -366,7 +372,6 @@ def _issue(pg, st, cf, ci, params, ctx, t):
         st.scal[SC_REQFREE] = n
         st.req_rec[_rq(req, RQ_CTX)] = ctx
         st.req_rec[_rq(req, RQ_ADDR)] = addr
-        st.req_rec[_rq(req, RQ_STEP)] = s
         t1 = t + lat
         if link != 0:
             t1 = _link_send(st, cf, ci, dev, 0, cf[CF_REQ_WIRE], t1)
@@ -387,6 +392,15 @@ def _start_step(pg, st, cf, ci, params, ctx, t):
         st.ctx_rec[_cx(ctx, CX_OBJ)] = pg.step_obj_ptr[_u(s)]
         st.ctx_rec[_cx(ctx, CX_LRANK)] = 0
         st.ctx_rec[_cx(ctx, CX_LCOL)] = 0
+        st.ctx_rec[_cx(ctx, CX_NREQ)] = pg.step_nreq[_u(s)]
+        st.ctx_rec[_cx(ctx, CX_MLP)] = pg.step_mlp[_u(s)]
+        st.ctx_rec[_cx(ctx, CX_R)] = pg.step_R[_u(s)]
+        st.ctx_rec[_cx(ctx, CX_RSTEP)] = pg.step_rank_step[_u(s)]
+        st.ctx_rec[_cx(ctx, CX_CSTEP)] = pg.step_col_step[_u(s)]
+        st.ctx_rec[_cx(ctx, CX_LAT)] = pg.step_lat[_u(s)]
+        st.ctx_rec[_cx(ctx, CX_ROUTE)] = ((pg.step_dev[_u(s)] << 2) | (pg.step_link[_u(s)] << 1)
+                                          | pg.step_rank_local[_u(s)])
+        st.ctx_cpu[_cx(ctx, CX_LINE)] = pg.step_compute_line[_u(s)]
         if st.ctx_cpu[_cx(ctx, CX_CPU)] < t:
             st.ctx_cpu[_cx(ctx, CX_CPU)] = float(t)
         _issue(pg, st, cf, ci, params, ctx, t)
@@ -484,7 +498,6 @@ def _step_end(pg, st, cf, ci, params, ctx, t):
 def _response(pg, st, cf, ci, params, req, t):
     """The data of ``req`` reached its requester at ``t``."""
     ctx = st.req_rec[_rq(req, RQ_CTX)]
-    s = st.req_rec[_rq(req, RQ_STEP)]
     st.req_free[_u(st.scal[SC_REQFREE])] = req
     st.scal[SC_REQFREE] += 1
     st.ctx_rec[_cx(ctx, CX_OUT)] -= 1
@@ -492,13 +505,15 @@ def _response(pg, st, cf, ci, params, req, t):
     c = st.ctx_cpu[_cx(ctx, CX_CPU)]
     if c < t:
         c = float(t)
-    st.ctx_cpu[_cx(ctx, CX_CPU)] = c + pg.step_compute_line[_u(s)]
-    if st.ctx_rec[_cx(ctx, CX_ISSUED)] < pg.step_nreq[_u(s)]:
+    st.ctx_cpu[_cx(ctx, CX_CPU)] = c + st.ctx_cpu[_cx(ctx, CX_LINE)]
+    nreq = st.ctx_rec[_cx(ctx, CX_NREQ)]
+    if st.ctx_rec[_cx(ctx, CX_ISSUED)] < nreq:
         _issue(pg, st, cf, ci, params, ctx, t)
-    if st.ctx_rec[_cx(ctx, CX_DONE)] == pg.step_nreq[_u(s)]:
+    if st.ctx_rec[_cx(ctx, CX_DONE)] == nreq:
         end = np.int64(np.ceil(st.ctx_cpu[_cx(ctx, CX_CPU)] - 1e-9))
         if end < t:
             end = t
+        s = st.ctx_rec[_cx(ctx, CX_STEP)]
         _event(st, end + pg.step_compute_after[_u(s)], EV_STEP, ctx)
 
 
@@ -527,15 +542,16 @@ def _deliver(pg, st, cf, ci, clk):
             h = 0
         st.scal[SC_DHEAD] = h
         st.scal[SC_DLEN] -= 1
-        s = st.req_rec[_rq(req, RQ_STEP)]
-        inst = pg.step_dev[_u(s)]
+        ctx = st.req_rec[_rq(req, RQ_CTX)]
+        route = st.ctx_rec[_cx(ctx, CX_ROUTE)]
+        inst = route >> 2
         st.inst_reqs[_u(inst)] += 1
         st.scal[SC_REQS_DONE] += 1
-        if pg.step_rank_local[_u(s)] != 0:
+        if route & 1 != 0:
             st.inst_local[_u(inst)] += 1
-        if pg.step_link[_u(s)] != 0:
+        if route & 2 != 0:
             c = _link_send(st, cf, ci, inst, 1, cf[CF_DATA_WIRE], c)
-        _respond(st, ci, c + pg.step_lat[_u(s)], req)
+        _respond(st, ci, c + st.ctx_rec[_cx(ctx, CX_LAT)], req)
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
@@ -693,9 +709,9 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
             acc = False
             while a > 0:
                 req = st.fifo[_u(g), _u(h)]
+                rl = st.ctx_rec[_cx(st.req_rec[_rq(req, RQ_CTX)], CX_ROUTE)] & 1
                 ok = dk._offer_mapped(params1, H, 0, req, st.req_rec[_rq(req, RQ_ADDR)], 0,
-                                      pg.step_rank_local[_u(st.req_rec[_rq(req, RQ_STEP)])],
-                                      c, st.req_rec[_rq(req, RQ_RANK)],
+                                      rl, c, st.req_rec[_rq(req, RQ_RANK)],
                                       st.req_rec[_rq(req, RQ_BG)], st.req_rec[_rq(req, RQ_FB)],
                                       st.req_rec[_rq(req, RQ_ROW)])
                 if not ok:
@@ -711,7 +727,9 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
             flag = 0
         if d <= c + 1:                      # the controller's cycle c + 1
             ch0 = dk.changes(ds)
-            dk._tick(params1, H, c + 1)
+            # (dk._tick would check again that the channel has something due at c + 1: it
+            # has, d being its next event and offers only moving that earlier)
+            dk._channel_tick(params1, H, 0, c + 1)
             # (a served read comes with the command that served it, which moved the count)
             if dk.completions_pending(ds) > 0:
                 while dk.completions_pending(ds) > 0:
