@@ -165,9 +165,9 @@ class EngineState(NamedTuple):
     ch_next: np.ndarray         # (G,) int64 next cycle a channel's tick can change anything
     ctx_pool: np.ndarray        # (NC,) int64
     ctx_task: np.ndarray        # (NC,) int64, -1 idle
-    ctx_rec: np.ndarray         # (NC * CW,) int64 one 64-byte record per context (CX_*)
-    ctx_cpu: np.ndarray         # (NC * CW,) float64 view of ctx_rec: [ctx * CW + CX_CPU] is
-                                # the cycle until which the context's core is busy
+    ctx_rec: np.ndarray         # (NC * CW,) int64 a 128-byte record per context (CX_*)
+    ctx_cpu: np.ndarray         # (NC * CW,) float64 view of ctx_rec, for its float fields
+                                # CX_CPU and CX_LINE
     ctx_step_start: np.ndarray  # (NC,) int64
     pool_free: np.ndarray       # (NC,) int64 free stacks, pool p at pool_off[p]
     pool_off: np.ndarray        # (P+1,) int64
