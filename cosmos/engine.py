@@ -325,9 +325,9 @@ def _enqueue(st, ci, params, req, dev, t):
     h = st.fifo_head[_u(g)]
     n = st.fifo_len[_u(g)]
     seen = st.fifo_arr[_u(g)]
-    k = dk._wrap(h + n, NRcap)
+    end = dk._wrap(h + n, NRcap)
+    k = end
     if n > seen and st.fifo_last[_u(g)] >= t:     # (else it goes last, as it usually does)
-        k0 = k
         while n > seen:             # move later arrivals (or equal ones with larger ids) up
             j = k - 1 if k > 0 else NRcap - 1
             o = st.fifo[_u(g), _u(j)]
@@ -337,9 +337,7 @@ def _enqueue(st, ci, params, req, dev, t):
             st.fifo[_u(g), _u(k)] = o
             k = j
             n -= 1
-        if k == k0:
-            st.fifo_last[_u(g)] = t
-    else:
+    if k == end:
         st.fifo_last[_u(g)] = t
     st.fifo[_u(g), _u(k)] = req
     st.fifo_len[_u(g)] += 1
@@ -599,20 +597,6 @@ def _next_work(st, ci, open_arrivals, nt):
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
-def _next_response(st):
-    """Cycle of the next response in the ring or the heap (INF if none; a lower bound when the
-    heap's first event is a step end)."""
-    nt = INF
-    if st.scal[SC_RLEN] > 0:
-        nt = st.rsp_cyc[_u(st.scal[SC_RHEAD])]
-    if st.scal[SC_HEAP] > 0:
-        te = st.heap[0] >> _T_SHIFT
-        if te < nt:
-            nt = te
-    return nt
-
-
-@nb.njit(cache=True, inline="always", _nrt=False)
 def _responses(pg, st, cf, ci, params, t):
     """The responses due at ``t`` (the ring's and the heap's) in request id order, as the
     events' (time, kind, id) order has them."""
@@ -659,18 +643,15 @@ def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
                 _admit(pg, st, cf, ci, params, q, t)
         # 2. events due (all at t: time never passes an event), in (time, kind, id) order:
         # first the responses (from the ring and the heap, sorted by request id), then the
-        # step ends (a response can add one at t, never a response)
-        if _next_response(st) <= t:
+        # step ends, the only events then left at t (a response can add one at t, never a
+        # response). (The open-loop arrivals up to t are in: this is the next response's or
+        # event's cycle.)
+        if _next_work(st, ci, open_arrivals, INF) <= t:
             _responses(pg, st, cf, ci, params, t)
         while st.scal[SC_HEAP] > 0 and (st.heap[0] >> _T_SHIFT) <= t:
             key = _hpop(st.heap, st.scal)
             st.scal[SC_EVENTS] += 1
-            kind = (key >> 22) & 3
-            ident = key & _ID_MASK
-            if kind == EV_RESP:
-                _response(pg, st, cf, ci, params, ident, t)
-            else:
-                _step_end(pg, st, cf, ci, params, ident, t)
+            _step_end(pg, st, cf, ci, params, key & _ID_MASK, t)
         # 3. the reads that complete at t + 1
         if _next_done(st) <= t + 1:
             _deliver(pg, st, cf, ci, t + 1)
@@ -704,10 +685,7 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
     c = t
     while True:
         while a < n:                        # arrivals at c
-            k = h + a
-            if k >= NRcap:
-                k -= NRcap
-            if st.req_rec[_rq(st.fifo[_u(g), _u(k)], RQ_ARR)] > c:
+            if _fifo_arrival(st, g, h + a) > c:
                 break
             if a == 0:
                 flag = 1
@@ -750,10 +728,7 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
         else:
             nc = d - 1
             if a < n:
-                k = h + a
-                if k >= NRcap:
-                    k -= NRcap
-                ta = st.req_rec[_rq(st.fifo[_u(g), _u(k)], RQ_ARR)]
+                ta = _fifo_arrival(st, g, h + a)
                 if ta < nc:
                     nc = ta
             if nc <= c:
@@ -770,14 +745,21 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
+def _fifo_arrival(st, g, k):
+    """Arrival cycle of the request at ring position ``k`` (< twice the capacity: wrapped
+    here) of channel ``g``'s FIFO."""
+    k = dk._wrap(k, st.fifo.shape[1])
+    return st.req_rec[_rq(st.fifo[_u(g), _u(k)], RQ_ARR)]
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
 def _next_arrival(st, g):
     """Arrival cycle of the first request in channel ``g``'s FIFO that its controller has
     not seen yet (INF if none)."""
     a = st.fifo_arr[_u(g)]
     if a >= st.fifo_len[_u(g)]:
         return INF
-    k = dk._wrap(st.fifo_head[_u(g)] + a, st.fifo.shape[1])
-    return st.req_rec[_rq(st.fifo[_u(g), _u(k)], RQ_ARR)]
+    return _fifo_arrival(st, g, st.fifo_head[_u(g)] + a)
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -919,6 +901,11 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
             for k, v in sizes.items()}
 
 
+# record arrays allocated 64-byte aligned (8 words more), and float views of them
+_ALIGNED = ("req_rec", "ctx_rec")
+_VIEWS = {"ctx_cpu": "ctx_rec"}
+
+
 def _aligned_zeros(n: int) -> np.ndarray:
     """int64 zeros starting at a 64-byte boundary (a record then fills one cache line)."""
     buf = np.zeros(n + 8, np.int64)
@@ -937,12 +924,11 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
     if NR >= MAX_IDS or NC >= MAX_IDS:
         raise ValueError(f"too many request slots ({NR}) or contexts ({NC}) for the engine "
                          f"(limit {MAX_IDS})")
-    a = {k: np.zeros(shape, dtype) for k, (shape, dtype) in
-         _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices,
-                       NR).items()}
-    a["req_rec"] = _aligned_zeros(NR * RW)
-    a["ctx_rec"] = _aligned_zeros(NC * CW)
-    a["ctx_cpu"] = a["ctx_rec"].view(np.float64)      # the same memory (CX_CPU is a float)
+    shapes = _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices, NR)
+    a = {k: (_aligned_zeros(shape[0]) if k in _ALIGNED else np.zeros(shape, dtype))
+         for k, (shape, dtype) in shapes.items() if k not in _VIEWS}
+    for k, base in _VIEWS.items():
+        a[k] = a[base].view(shapes[k][1])               # the same memory (float fields)
     P = pool_sizes.shape[0]
     a["req_free"][:] = np.arange(NR - 1, -1, -1)     # a stack: the free ids are [:SC_REQFREE]
     a["scal"][SC_REQFREE] = NR
@@ -967,9 +953,8 @@ def engine_state_bytes(pg: Program, pool_sizes: np.ndarray, num_instances: int,
     arguments, without allocating it."""
     NR = request_slots(pg, pool_sizes)
     shapes = _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices, NR)
-    # ctx_cpu is a view of ctx_rec; the two record arrays carry 8 words for their alignment
-    nbytes = sum((int(np.prod(shape)) + (8 if k in ("req_rec", "ctx_rec") else 0)) *
-                 np.dtype(dt).itemsize for k, (shape, dt) in shapes.items() if k != "ctx_cpu")
+    nbytes = sum((int(np.prod(shape)) + (8 if k in _ALIGNED else 0)) * np.dtype(dt).itemsize
+                 for k, (shape, dt) in shapes.items() if k not in _VIEWS)
     return nbytes, NR
 
 
