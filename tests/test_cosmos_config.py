@@ -11,7 +11,7 @@ from cosmos.layout import AddressFields, build_layout, lines_for
 from cosmos.presets import PRESETS, get_preset
 from cosmos.program import (CAT_DISTANCE, CAT_TRANSFER, CAT_TRAVERSAL, STEP_MEM, STEP_XFER,
                             build_program)
-from cosmos.trace_input import as_trace
+from cosmos.trace_input import POINTERS, REQUIRED, as_trace
 from tests.cosmos_helpers import make_trace
 
 
@@ -114,6 +114,20 @@ def test_trace_validation_names_the_array():
     bad["query_ptr"] = bad["query_ptr"][:-1]
     with pytest.raises(ValueError, match="query_ptr"):
         as_trace(bad)
+
+
+def test_trace_ids_are_int32_shared_not_copied_and_pointers_int64():
+    raw = make_trace(num_queries=3)
+    tr = as_trace(raw)
+    for key in ("read_node", "hop_node", "search_cluster", "hop_degree"):
+        assert getattr(tr, key).dtype == np.int32
+        assert np.shares_memory(getattr(tr, key), raw[key])     # the contract's dtype: no copy
+    wide = {k: (v.astype(np.int64) if k in REQUIRED else v) for k, v in raw.items()}
+    tr64 = as_trace(wide)                                        # any integer dtype is taken
+    for key in REQUIRED:
+        want = np.int64 if key in POINTERS else np.int32
+        assert getattr(tr64, key).dtype == want, key
+        assert np.array_equal(getattr(tr64, key), raw[key]), key
 
 
 # The DRAM model's mapping for a Cosmos device: RoBaRaCoCh, 8 channels x 2 ranks, 16Gb x4
