@@ -126,12 +126,13 @@ CI_RING = 19     # 1: responses in arrival order go to the response ring; 0: all
 N_CI = 20
 WIN_MAX = 64     # longest window (any length up to the read latency gives the same results)
 
-# fields of a request's record in EngineState.req_rec: its context, address, the cycle it
-# reaches its channel's FIFO, and its rank, bank group (within the rank), flat bank and row
-# (one word spare). One cache line per request (the record array is 64-byte aligned): a
-# request's fields are read together, each time by a different part of the engine (issue,
-# FIFO, offer, delivery, response), and as separate arrays they cost a cache miss each.
-RQ_CTX, RQ_ADDR, RQ_ARR, RQ_RANK, RQ_BG, RQ_FB, RQ_ROW = range(7)
+# fields of a request's record in EngineState.req_rec: its context, address, rank, bank
+# group (within the rank), flat bank and row (two words spare). One cache line per request
+# (the record array is 64-byte aligned): a request's fields are read together, each time by
+# a different part of the engine (issue, offer, delivery, response), and as separate arrays
+# they cost a cache miss each. (The cycle it reaches its channel's FIFO is kept beside its id
+# in the FIFO, which is scanned by arrival cycle: no record is read for that.)
+RQ_CTX, RQ_ADDR, RQ_RANK, RQ_BG, RQ_FB, RQ_ROW = range(6)
 RW = 8
 # fields of an execution context's record in EngineState.ctx_rec (same reason), two lines:
 # its step, the step's requests issued, completed and in flight, the next line to read
@@ -156,7 +157,8 @@ class EngineState(NamedTuple):
     heap: np.ndarray            # (NH,) int64 event keys
     req_rec: np.ndarray         # (NR * RW,) int64 one 64-byte record per request (RQ_*)
     req_free: np.ndarray        # (NR,) int64 free stack
-    fifo: np.ndarray            # (G, NR) int64 ring buffers of request ids per channel
+    fifo: np.ndarray            # (G, 2 NR) int64 ring buffers per channel: position k holds
+    #                             a request id at [2k] and its arrival cycle at [2k + 1]
     fifo_head: np.ndarray       # (G,) int64
     fifo_len: np.ndarray        # (G,) int64 requests in the FIFO (some may arrive later in
     fifo_arr: np.ndarray        # (G,) int64 the window) and those its controller has seen
@@ -305,7 +307,7 @@ def _enqueue(st, ci, params, req, dev, t):
     that arrives earlier -- the order in which arrival events popped from the event heap
     would append them. Its controller sees it when the channel's part of a window reaches
     ``t``; the requests already seen (``fifo_arr``) arrived before now."""
-    NRcap = st.fifo.shape[1]
+    NRcap = st.fifo.shape[1] >> 1
     a = st.req_rec[_rq(req, RQ_ADDR)]
     if ci[CI_SHIFTS] != 0:
         x = a >> 6
@@ -321,7 +323,6 @@ def _enqueue(st, ci, params, req, dev, t):
     st.req_rec[_rq(req, RQ_BG)] = bgi
     st.req_rec[_rq(req, RQ_FB)] = (rank * params.n_bg + bgi) * params.n_banks + bank
     st.req_rec[_rq(req, RQ_ROW)] = row
-    st.req_rec[_rq(req, RQ_ARR)] = t
     h = st.fifo_head[_u(g)]
     n = st.fifo_len[_u(g)]
     seen = st.fifo_arr[_u(g)]
@@ -330,16 +331,18 @@ def _enqueue(st, ci, params, req, dev, t):
     if n > seen and st.fifo_last[_u(g)] >= t:     # (else it goes last, as it usually does)
         while n > seen:             # move later arrivals (or equal ones with larger ids) up
             j = k - 1 if k > 0 else NRcap - 1
-            o = st.fifo[_u(g), _u(j)]
-            to = st.req_rec[_rq(o, RQ_ARR)]
+            o = st.fifo[_u(g), _u(2 * j)]
+            to = st.fifo[_u(g), _u(2 * j + 1)]
             if to < t or (to == t and o < req):
                 break
-            st.fifo[_u(g), _u(k)] = o
+            st.fifo[_u(g), _u(2 * k)] = o
+            st.fifo[_u(g), _u(2 * k + 1)] = to
             k = j
             n -= 1
     if k == end:
         st.fifo_last[_u(g)] = t
-    st.fifo[_u(g), _u(k)] = req
+    st.fifo[_u(g), _u(2 * k)] = req
+    st.fifo[_u(g), _u(2 * k + 1)] = t
     st.fifo_len[_u(g)] += 1
 
 
@@ -675,7 +678,7 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
     then the controller's cycle c + 1 if it can change anything (``dram.kernel.next_event``).
     Served reads go to the window's list (``wb_req``, ``wb_cyc`` from ``nwb``); returns its
     new length."""
-    NRcap = st.fifo.shape[1]
+    NRcap = st.fifo.shape[1] >> 1
     h = st.fifo_head[_u(g)]
     n = st.fifo_len[_u(g)]
     a = st.fifo_arr[_u(g)]
@@ -693,7 +696,7 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
         if flag != 0:                       # offers at c
             acc = False
             while a > 0:
-                req = st.fifo[_u(g), _u(h)]
+                req = st.fifo[_u(g), _u(2 * h)]
                 rl = st.ctx_rec[_cx(st.req_rec[_rq(req, RQ_CTX)], CX_ROUTE)] & 1
                 ok = dk._offer_mapped(params1, H, 0, req, st.req_rec[_rq(req, RQ_ADDR)], 0,
                                       rl, c, st.req_rec[_rq(req, RQ_RANK)],
@@ -748,8 +751,8 @@ def _channel_window(pg, st, params1, H, g, t, t_end, nwb):
 def _fifo_arrival(st, g, k):
     """Arrival cycle of the request at ring position ``k`` (< twice the capacity: wrapped
     here) of channel ``g``'s FIFO."""
-    k = dk._wrap(k, st.fifo.shape[1])
-    return st.req_rec[_rq(st.fifo[_u(g), _u(k)], RQ_ARR)]
+    k = dk._wrap(k, st.fifo.shape[1] >> 1)
+    return st.fifo[_u(g), _u(2 * k + 1)]
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
@@ -891,7 +894,7 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
     i8, f8 = np.int64, np.float64
     sizes = dict(
         scal=N_SC, heap=NH, req_rec=NR * RW, req_free=NR,
-        fifo=(G, NR), fifo_head=G, fifo_len=G, fifo_arr=G, fifo_last=G, offer_pend=G,
+        fifo=(G, 2 * NR), fifo_head=G, fifo_len=G, fifo_arr=G, fifo_last=G, offer_pend=G,
         ch_next=G,
         ctx_pool=NC, ctx_task=NC, ctx_rec=NC * CW, ctx_cpu=NC * CW,
         ctx_step_start=NC, pool_free=NC, pool_off=P + 1, pool_nfree=P, rq=(P, max(T, 1)),
