@@ -162,7 +162,6 @@ class EngineState(NamedTuple):
     fifo_head: np.ndarray       # (G,) int64
     fifo_len: np.ndarray        # (G,) int64 requests in the FIFO (some may arrive later in
     fifo_arr: np.ndarray        # (G,) int64 the window) and those its controller has seen
-    fifo_last: np.ndarray       # (G,) int64 arrival cycle of the last one (if any unseen)
     offer_pend: np.ndarray      # (G,) int64 1: offer the FIFO heads in the channel's next cycle
     ch_next: np.ndarray         # (G,) int64 next cycle a channel's tick can change anything
     ctx_pool: np.ndarray        # (NC,) int64
@@ -326,9 +325,8 @@ def _enqueue(st, ci, params, req, dev, t):
     h = st.fifo_head[_u(g)]
     n = st.fifo_len[_u(g)]
     seen = st.fifo_arr[_u(g)]
-    end = dk._wrap(h + n, NRcap)
-    k = end
-    if n > seen and st.fifo_last[_u(g)] >= t:     # (else it goes last, as it usually does)
+    k = dk._wrap(h + n, NRcap)
+    if n > seen and _fifo_arrival(st, g, h + n - 1) >= t:   # (else it goes last, as usual)
         while n > seen:             # move later arrivals (or equal ones with larger ids) up
             j = k - 1 if k > 0 else NRcap - 1
             o = st.fifo[_u(g), _u(2 * j)]
@@ -339,8 +337,6 @@ def _enqueue(st, ci, params, req, dev, t):
             st.fifo[_u(g), _u(2 * k + 1)] = to
             k = j
             n -= 1
-    if k == end:
-        st.fifo_last[_u(g)] = t
     st.fifo[_u(g), _u(2 * k)] = req
     st.fifo[_u(g), _u(2 * k + 1)] = t
     st.fifo_len[_u(g)] += 1
@@ -894,7 +890,7 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
     i8, f8 = np.int64, np.float64
     sizes = dict(
         scal=N_SC, heap=NH, req_rec=NR * RW, req_free=NR,
-        fifo=(G, 2 * NR), fifo_head=G, fifo_len=G, fifo_arr=G, fifo_last=G, offer_pend=G,
+        fifo=(G, 2 * NR), fifo_head=G, fifo_len=G, fifo_arr=G, offer_pend=G,
         ch_next=G,
         ctx_pool=NC, ctx_task=NC, ctx_rec=NC * CW, ctx_cpu=NC * CW,
         ctx_step_start=NC, pool_free=NC, pool_off=P + 1, pool_nfree=P, rq=(P, max(T, 1)),
