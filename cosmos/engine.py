@@ -10,11 +10,11 @@ Model (docs/system_model.md has the full story):
   admitted query's tasks without predecessors become ready.
 - *Tasks* wait in their pool's FIFO for a free *execution context* (host core, GPC context of
   a device, or the host's I/O agent); a context runs its task's steps one after another.
-- A MEM step issues its 64-byte requests as long as fewer than ``step_mlp`` are in flight. A
-  request spends ``step_lat`` cycles on chip, crosses the CXL link(s) if ``step_link``, reaches
-  its channel's FIFO (it is put there when issued, with its arrival cycle, in (arrival cycle,
-  id) order), waits there until the DRAM controller accepts it (``dram.kernel.offer``), completes
-  in the DRAM model, and its data travels back the same way. So a request enters the DRAM
+- A MEM step issues its 64-byte requests as long as fewer than its class's ``cls_mlp`` are in
+  flight. A request spends ``cls_lat`` cycles on chip, crosses the CXL link(s) if ``cls_link``,
+  reaches its channel's FIFO (it is put there when issued, with its arrival cycle, in (arrival
+  cycle, id) order), waits there until the DRAM controller accepts it (``dram.kernel.offer``),
+  completes in the DRAM model, and its data travels back the same way. So a request enters the DRAM
   only when its step has started, i.e. when the step it depends on has completed.
 - Links are FIFO servers per direction: the host's upstream port into the switch (shared by
   all devices) and one link per device. A transfer of ``b`` wire bytes occupies the port for
@@ -87,11 +87,15 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from dram import kernel as dk
 from dram.kernel import _u
 
-from cosmos.program import STEP_MEM, STEP_XFER, STEP_COMPUTE, Program
+from cosmos.program import STEP_MEM, STEP_XFER, STEP_COMPUTE, OBJ_READS, OBJ_VECTOR, Program
 import cosmos.program as _program
 import dram.config as _dram_config
 from dram.jitcache import drop_stale
@@ -134,17 +138,18 @@ WIN_MAX = 64     # longest window (any length up to the read latency gives the s
 # in the FIFO, which is scanned by arrival cycle: no record is read for that.)
 RQ_CTX, RQ_ADDR, RQ_RANK, RQ_BG, RQ_FB, RQ_ROW = range(6)
 RW = 8
-# fields of an execution context's record in EngineState.ctx_rec (same reason), two lines:
-# its step, the step's requests issued, completed and in flight, the next line to read
-# (object, l % R and l // R of the step's line numbering) and (float64, through the view
-# ctx_cpu) its core's busy-until cycle; then a MEM step's parameters that each request
-# needs, copied from the program when the step starts (the step arrays are read at a few
-# hundred steps at once, a miss each): requests, in-flight limit, R, rank and column stride,
-# on-chip latency, route (dev << 2 | link << 1 | rank-local) and (float64) compute per line.
-# The context stays on a MEM step until its last request has returned, so a request in
-# flight reads its step's parameters from its context's record.
-CX_STEP, CX_ISSUED, CX_DONE, CX_OUT, CX_OBJ, CX_LRANK, CX_LCOL, CX_CPU = range(8)
-CX_NREQ, CX_MLP, CX_R, CX_RSTEP, CX_CSTEP, CX_LAT, CX_ROUTE, CX_LINE = range(8, 16)
+# fields of an execution context's record in EngineState.ctx_rec (same reason), two lines.
+# First what each request issued reads and writes: its MEM step's requests still to issue,
+# requests in flight and in-flight limit, the current object (its index, l % R and l // R of
+# the object's line l in the class's numbering, its address and its lines). Then what the
+# step's requests read once per issue or response, copied from the step's class when the
+# step starts: R, rank and column stride, on-chip latency, route (dev << 2 | link << 1 |
+# rank-local), (float64, through the view ctx_cpu) the core's busy-until cycle and the
+# compute per line; and the step. The context stays on a MEM step until its last request
+# has returned, so a request in flight reads its step's parameters from its context's
+# record. (Requests completed = issued - in flight: not kept.)
+CX_TODO, CX_OUT, CX_MLP, CX_OBJ, CX_LRANK, CX_LCOL, CX_ADDR, CX_OLINES = range(8)
+CX_R, CX_RSTEP, CX_CSTEP, CX_LAT, CX_ROUTE, CX_CPU, CX_LINE, CX_STEP = range(8, 16)
 CW = 16
 RESPONSE_RING = True   # CI_RING (either gives the same results; the ring is faster)
 
@@ -210,6 +215,49 @@ def _rq(req, field):
 def _cx(ctx, field):
     """Index of ``field`` (CX_*) of context ``ctx`` in ``EngineState.ctx_rec``."""
     return _u(ctx * CW + field)
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """Hint the core to load ``arr[idx]`` (a 1-D contiguous array, ``idx`` in range) into its
+    caches (``llvm.prefetch``: read, high locality); no effect on any result."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        aty, ity = signature.args
+        ary = context.make_array(aty)(context, builder, args[0])
+        ptr = builder.gep(ary.data, [context.cast(builder, args[1], ity, types.intp)])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, idx), codegen
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _prefetch_step(pg, s):
+    """Prefetch the addresses of the objects of step ``s`` (if it is a MEM step): they are
+    read from the layout's tables by node id, at random (8 MB each for 1 M nodes), and a
+    step starting would otherwise wait for them."""
+    if s >= pg.step_class.shape[0]:
+        return
+    c = pg.step_class[_u(s)]
+    if pg.cls_kind[_u(c)] != STEP_MEM:
+        return
+    o = pg.step_obj[_u(s)]
+    src = pg.cls_obj_src[_u(c)]
+    if src == OBJ_READS:
+        for i in range(pg.step_nreq[_u(s)] // pg.cls_obj_lines[_u(c)]):
+            _prefetch(pg.vector_addr, pg.read_node[_u(o + i)])
+    elif src == OBJ_VECTOR:
+        _prefetch(pg.vector_addr, o)
+    else:
+        _prefetch(pg.node_addr, o)
 
 
 # ----------------------------------------------------------------------------- heap
@@ -346,8 +394,8 @@ def _enqueue(st, ci, params, req, dev, t):
 @nb.njit(cache=True, _nrt=False)
 def _issue(pg, st, cf, ci, params, ctx, t):
     """Issue requests of the context's MEM step while under its in-flight limit."""
-    nreq = st.ctx_rec[_cx(ctx, CX_NREQ)]
     mlp = st.ctx_rec[_cx(ctx, CX_MLP)]
+    olines = st.ctx_rec[_cx(ctx, CX_OLINES)]
     R = st.ctx_rec[_cx(ctx, CX_R)]
     rstep = st.ctx_rec[_cx(ctx, CX_RSTEP)]
     cstep = st.ctx_rec[_cx(ctx, CX_CSTEP)]
@@ -355,15 +403,18 @@ def _issue(pg, st, cf, ci, params, ctx, t):
     route = st.ctx_rec[_cx(ctx, CX_ROUTE)]
     link = (route >> 1) & 1
     dev = route >> 2
-    while st.ctx_rec[_cx(ctx, CX_ISSUED)] < nreq and st.ctx_rec[_cx(ctx, CX_OUT)] < mlp:
-        o = st.ctx_rec[_cx(ctx, CX_OBJ)]
+    while st.ctx_rec[_cx(ctx, CX_TODO)] > 0 and st.ctx_rec[_cx(ctx, CX_OUT)] < mlp:
+        todo = st.ctx_rec[_cx(ctx, CX_TODO)] - 1
         lr = st.ctx_rec[_cx(ctx, CX_LRANK)]
         lc = st.ctx_rec[_cx(ctx, CX_LCOL)]
-        addr = np.int64(pg.obj_addr[_u(o)]) + lr * rstep + lc * cstep
-        if lc * R + lr + 1 >= pg.obj_lines[_u(o)]:       # that was the object's last line
-            st.ctx_rec[_cx(ctx, CX_OBJ)] = o + 1
+        addr = st.ctx_rec[_cx(ctx, CX_ADDR)] + lr * rstep + lc * cstep
+        if lc * R + lr + 1 >= olines:       # that was the object's last line
+            o = st.ctx_rec[_cx(ctx, CX_OBJ)] + 1
+            st.ctx_rec[_cx(ctx, CX_OBJ)] = o
             st.ctx_rec[_cx(ctx, CX_LRANK)] = 0
             st.ctx_rec[_cx(ctx, CX_LCOL)] = 0
+            if todo > 0:                    # (only OBJ_READS steps have more objects)
+                st.ctx_rec[_cx(ctx, CX_ADDR)] = np.int64(pg.vector_addr[_u(pg.read_node[_u(o)])])
         else:
             lr += 1
             if lr == R:             # (l % R, l // R) kept without dividing
@@ -380,7 +431,7 @@ def _issue(pg, st, cf, ci, params, ctx, t):
         if link != 0:
             t1 = _link_send(st, cf, ci, dev, 0, cf[CF_REQ_WIRE], t1)
         _enqueue(st, ci, params, req, dev, t1)
-        st.ctx_rec[_cx(ctx, CX_ISSUED)] += 1
+        st.ctx_rec[_cx(ctx, CX_TODO)] = todo
         st.ctx_rec[_cx(ctx, CX_OUT)] += 1
 
 
@@ -388,28 +439,38 @@ def _issue(pg, st, cf, ci, params, ctx, t):
 def _start_step(pg, st, cf, ci, params, ctx, t):
     s = st.ctx_rec[_cx(ctx, CX_STEP)]
     st.ctx_step_start[_u(ctx)] = t
-    kind = pg.step_kind[_u(s)]
-    if kind == STEP_MEM and pg.step_nreq[_u(s)] > 0:
-        st.ctx_rec[_cx(ctx, CX_ISSUED)] = 0
-        st.ctx_rec[_cx(ctx, CX_DONE)] = 0
+    _prefetch_step(pg, s + 1)
+    c = pg.step_class[_u(s)]
+    kind = pg.cls_kind[_u(c)]
+    nreq = pg.step_nreq[_u(s)]
+    if kind == STEP_MEM and nreq > 0:
+        st.ctx_rec[_cx(ctx, CX_TODO)] = nreq
         st.ctx_rec[_cx(ctx, CX_OUT)] = 0
-        st.ctx_rec[_cx(ctx, CX_OBJ)] = pg.step_obj_ptr[_u(s)]
+        o = pg.step_obj[_u(s)]
+        st.ctx_rec[_cx(ctx, CX_OBJ)] = o
         st.ctx_rec[_cx(ctx, CX_LRANK)] = 0
         st.ctx_rec[_cx(ctx, CX_LCOL)] = 0
-        st.ctx_rec[_cx(ctx, CX_NREQ)] = pg.step_nreq[_u(s)]
-        st.ctx_rec[_cx(ctx, CX_MLP)] = pg.step_mlp[_u(s)]
-        st.ctx_rec[_cx(ctx, CX_R)] = pg.step_R[_u(s)]
-        st.ctx_rec[_cx(ctx, CX_RSTEP)] = pg.step_rank_step[_u(s)]
-        st.ctx_rec[_cx(ctx, CX_CSTEP)] = pg.step_col_step[_u(s)]
-        st.ctx_rec[_cx(ctx, CX_LAT)] = pg.step_lat[_u(s)]
-        st.ctx_rec[_cx(ctx, CX_ROUTE)] = ((pg.step_dev[_u(s)] << 2) | (pg.step_link[_u(s)] << 1)
-                                          | pg.step_rank_local[_u(s)])
-        st.ctx_cpu[_cx(ctx, CX_LINE)] = pg.step_compute_line[_u(s)]
+        src = pg.cls_obj_src[_u(c)]
+        if src == OBJ_READS:
+            a = pg.vector_addr[_u(pg.read_node[_u(o)])]
+            st.ctx_rec[_cx(ctx, CX_OLINES)] = pg.cls_obj_lines[_u(c)]
+        else:                       # one object of all the step's lines
+            a = pg.vector_addr[_u(o)] if src == OBJ_VECTOR else pg.node_addr[_u(o)]
+            st.ctx_rec[_cx(ctx, CX_OLINES)] = nreq
+        st.ctx_rec[_cx(ctx, CX_ADDR)] = np.int64(a)
+        st.ctx_rec[_cx(ctx, CX_MLP)] = pg.cls_mlp[_u(c)]
+        st.ctx_rec[_cx(ctx, CX_R)] = pg.cls_R[_u(c)]
+        st.ctx_rec[_cx(ctx, CX_RSTEP)] = pg.cls_rank_step[_u(c)]
+        st.ctx_rec[_cx(ctx, CX_CSTEP)] = pg.cls_col_step[_u(c)]
+        st.ctx_rec[_cx(ctx, CX_LAT)] = pg.cls_lat[_u(c)]
+        st.ctx_rec[_cx(ctx, CX_ROUTE)] = ((pg.cls_dev[_u(c)] << 2) | (pg.cls_link[_u(c)] << 1)
+                                          | pg.cls_rank_local[_u(c)])
+        st.ctx_cpu[_cx(ctx, CX_LINE)] = pg.cls_compute_line[_u(c)]
         if st.ctx_cpu[_cx(ctx, CX_CPU)] < t:
             st.ctx_cpu[_cx(ctx, CX_CPU)] = float(t)
         _issue(pg, st, cf, ci, params, ctx, t)
     elif kind == STEP_XFER:
-        arr = _link_send(st, cf, ci, pg.step_dev[_u(s)], pg.step_link[_u(s)],
+        arr = _link_send(st, cf, ci, pg.cls_dev[_u(c)], pg.cls_link[_u(c)],
                          pg.step_wire_bytes[_u(s)], t)
         _event(st, arr + pg.step_compute_after[_u(s)], EV_STEP, ctx)
     else:
@@ -489,7 +550,8 @@ def _finish_task(pg, st, cf, ci, params, ctx, t):
 def _step_end(pg, st, cf, ci, params, ctx, t):
     s = st.ctx_rec[_cx(ctx, CX_STEP)]
     task = st.ctx_task[_u(ctx)]
-    st.task_bd[_u(task), _u(pg.step_cat[_u(s)])] += t - st.ctx_step_start[_u(ctx)]
+    st.task_bd[_u(task), _u(pg.cls_cat[_u(pg.step_class[_u(s)])])] += \
+        t - st.ctx_step_start[_u(ctx)]
     s += 1
     if s < pg.task_step_ptr[_u(task + 1)]:
         st.ctx_rec[_cx(ctx, CX_STEP)] = s
@@ -505,15 +567,13 @@ def _response(pg, st, cf, ci, params, req, t):
     st.req_free[_u(st.scal[SC_REQFREE])] = req
     st.scal[SC_REQFREE] += 1
     st.ctx_rec[_cx(ctx, CX_OUT)] -= 1
-    st.ctx_rec[_cx(ctx, CX_DONE)] += 1
     c = st.ctx_cpu[_cx(ctx, CX_CPU)]
     if c < t:
         c = float(t)
     st.ctx_cpu[_cx(ctx, CX_CPU)] = c + st.ctx_cpu[_cx(ctx, CX_LINE)]
-    nreq = st.ctx_rec[_cx(ctx, CX_NREQ)]
-    if st.ctx_rec[_cx(ctx, CX_ISSUED)] < nreq:
+    if st.ctx_rec[_cx(ctx, CX_TODO)] > 0:
         _issue(pg, st, cf, ci, params, ctx, t)
-    if st.ctx_rec[_cx(ctx, CX_DONE)] == nreq:
+    if st.ctx_rec[_cx(ctx, CX_TODO)] == 0 and st.ctx_rec[_cx(ctx, CX_OUT)] == 0:
         end = np.int64(np.ceil(st.ctx_cpu[_cx(ctx, CX_CPU)] - 1e-9))
         if end < t:
             end = t
@@ -857,21 +917,22 @@ def request_slots(pg: Program, pool_sizes: np.ndarray) -> int:
     """Request slots of the engine state: per pool, its contexts (at most one per task) x the
     largest in-flight limit of its MEM steps."""
     T = pg.task_query.shape[0]
-    max_mlp = _max_mlp_per_pool(pg.task_pool, pg.task_step_ptr, pg.step_kind, pg.step_mlp,
-                                pool_sizes.shape[0])
+    max_mlp = _max_mlp_per_pool(pg.task_pool, pg.task_step_ptr, pg.step_class, pg.cls_kind,
+                                pg.cls_mlp, pool_sizes.shape[0])
     return int(max(1, (np.minimum(pool_sizes, T) * max_mlp).sum()))
 
 
 @nb.njit(cache=True)
-def _max_mlp_per_pool(task_pool, task_step_ptr, step_kind, step_mlp, num_pools):
+def _max_mlp_per_pool(task_pool, task_step_ptr, step_class, cls_kind, cls_mlp, num_pools):
     """Largest in-flight limit of the MEM steps of each pool's tasks (0 = none): one pass over
     the program's steps (numpy's masks and repeats took 0.25 s for 10,000 queries)."""
     out = np.zeros(num_pools, np.int64)
     for t in range(task_pool.shape[0]):
         p = task_pool[t]
         for s in range(task_step_ptr[t], task_step_ptr[t + 1]):
-            if step_kind[s] == STEP_MEM and step_mlp[s] > out[p]:
-                out[p] = step_mlp[s]
+            c = step_class[s]
+            if cls_kind[c] == STEP_MEM and cls_mlp[c] > out[p]:
+                out[p] = cls_mlp[c]
     return out
 
 

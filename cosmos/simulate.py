@@ -310,7 +310,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     ci[CI_MAXINFL] = max_inflight
     ci[CI_OPEN] = int(mode == "open")
     ci[CI_NDEV] = D
-    ci[CI_SHIFTS], ci[CI_MAP:CI_MAP + 10] = _shift_mapping(params, fields, pg.obj_addr)
+    ci[CI_SHIFTS], ci[CI_MAP:CI_MAP + 10] = _shift_mapping(
+        params, fields, np.concatenate([pg.vector_addr[:128], pg.node_addr[:128]]))
     # a read served at cycle c is back at c + read latency: no channel's work in a window of
     # at most that many cycles can change what the engine does in it (cosmos.engine)
     if params1.read_latency < 1:

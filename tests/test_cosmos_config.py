@@ -9,8 +9,8 @@ from cosmos.config import (NOT_HARDWARE, SOURCE, SystemConfig, bytes_per_cycle,
                            core_cycles_to_dram, ns_to_cycles, with_overrides)
 from cosmos.layout import AddressFields, build_layout, lines_for
 from cosmos.presets import PRESETS, get_preset
-from cosmos.program import (CAT_DISTANCE, CAT_TRANSFER, CAT_TRAVERSAL, STEP_MEM, STEP_XFER,
-                            build_program)
+from cosmos.program import (CAT_DISTANCE, CAT_TRANSFER, CAT_TRAVERSAL, OBJ_ADJACENCY,
+                            OBJ_READS, OBJ_VECTOR, STEP_MEM, STEP_XFER, build_program)
 from cosmos.trace_input import POINTERS, REQUIRED, as_trace
 from tests.cosmos_helpers import make_trace
 
@@ -233,6 +233,38 @@ def test_programs_read_exactly_the_traces_bytes(name):
         ntasks = np.diff(pg.query_task_ptr)
         assert np.all(ntasks % 2 == 1)
         assert np.all(pg.task_npred[pg.query_task_ptr[1:] - 1] == (ntasks - 1) // 2)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_program_steps_read_the_traces_objects_at_the_layouts_addresses(name):
+    """Each query's MEM steps, expanded object by object (OBJ_*), read the vectors of its
+    entries and of its hops' reads and the adjacency lists of its hops, each once; objects are
+    not copied: the program's node ids are the trace's and its addresses the layout's."""
+    tr, pg = _program(name, num_queries=6, hops=5, reads_per_hop=4, vector_bytes=384, dim=96)
+    assert pg.read_node is tr.read_node
+    vl = lines_for(384)
+    kind, src = pg.step_kind, pg.cls_obj_src[pg.step_class]
+    for q in range(tr.num_queries):
+        steps = np.arange(pg.task_step_ptr[pg.query_task_ptr[q]],
+                          pg.task_step_ptr[pg.query_task_ptr[q + 1]])
+        got_vec, got_adj = [], []
+        for s in steps[kind[steps] == STEP_MEM]:
+            o, n = int(pg.step_obj[s]), int(pg.step_nreq[s])
+            if src[s] == OBJ_READS:
+                assert pg.cls_obj_lines[pg.step_class[s]] == vl and n % vl == 0
+                got_vec += list(pg.vector_addr[tr.read_node[o:o + n // vl]])
+            elif src[s] == OBJ_VECTOR:
+                assert n == vl
+                got_vec.append(pg.vector_addr[o])
+            else:
+                assert src[s] == OBJ_ADJACENCY
+                got_adj.append(pg.node_addr[o])
+        s0, s1 = tr.query_ptr[q], tr.query_ptr[q + 1]
+        h0, h1 = tr.search_hop_ptr[s0], tr.search_hop_ptr[s1]
+        want_vec = np.concatenate([tr.search_entry[s0:s1],
+                                   tr.read_node[tr.hop_read_ptr[h0]:tr.hop_read_ptr[h1]]])
+        assert sorted(got_vec) == sorted(pg.vector_addr[want_vec])
+        assert sorted(got_adj) == sorted(pg.node_addr[tr.hop_node[h0:h1]])
 
 
 @pytest.mark.parametrize("value, expect", [("true", True), ("TRUE", True), ("1", True),
