@@ -215,7 +215,7 @@ def _adjacency_lines(degree, node_lines_max):
 N_PLACES = 17
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _step(sa, ca, si, place, dev, kind, cat, link, rank_local, mlp, lat, cline, geo, src,
           obj, nreq, after, wire):
     """Append step ``si`` (arrays ``sa``) of class ``(place, dev)`` (tables ``ca``, whose row
@@ -246,14 +246,14 @@ def _step(sa, ca, si, place, dev, kind, cat, link, rank_local, mlp, lat, cline, 
     return si + 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _xfer(sa, ca, si, place, dev, direction, wire):
     """A message of ``wire`` bytes over device ``dev``'s link in ``direction``."""
     return _step(sa, ca, si, place, dev, STEP_XFER, CAT_TRANSFER, direction, 0, 1, 0, 0.0,
                  (1, 0, LINE_BYTES, 0), 0, 0, 0, 0, wire)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _compute(sa, ca, si, place, after):
     """``after`` cycles (rounded up) of the context's core, candidate list work."""
     return _step(sa, ca, si, place, -1, STEP_COMPUTE, CAT_CANDIDATE, 0, 0, 1, 0, 0.0,
