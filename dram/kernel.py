@@ -121,7 +121,7 @@ C_NA = 12       # 12..15: active requests whose final command is RD, WR, RD_L, W
 # goes straight to the completion ring) do not move it.
 C_OFFSTAMP = 16
 C_LASTTICK = 17  # open-loop replay: the last cycle this channel was driven to
-# Scheduler memo. An evaluation that finds nothing ready at once (or a probe) knows the decision
+# Scheduler memo. An evaluation that finds nothing ready at once knows the decision
 # at its wake-up cycle: the first request (in FR-FCFS order) whose ready cycle is the earliest.
 # It is kept as (cycle, queue, position, command) with the channel's epoch, which counts what
 # can change a decision other than time: issued commands, refresh requests, and offers that
@@ -633,7 +633,7 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
                       x, x + 1, clk)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def issue_command(params, H, g, cmd, rank, fb, row, clk):
     """Issue ``cmd`` now: timing state, bank state, command statistics and log."""
     update_timing(params, H, g, cmd, rank, fb, clk)
@@ -1138,39 +1138,28 @@ def _channel_tick(params, H, g, clk):
         H[_u(c + C_EPOCH)] += 1
     if clk < H[_u(c + C_WAKE)]:
         return
-    if _schedule(params, H, g, clk, False):
-        # A command issued. Rather than visiting the channel again at the first cycle the
-        # channel-level timing allows (often to find nothing ready), evaluate the scheduler
-        # at that cycle now without issuing: nothing but time changes the decision until
-        # then (offers, completions and refreshes keep their own wake-ups), so its wake-up
-        # is exactly what that visit would have computed.
-        w = _after_issue(params, H, g, clk)
-        H[_u(c + C_WAKE)] = w
-        if w > clk + 1:
-            _schedule(params, H, g, w, True)
+    if _schedule(params, H, g, clk):
+        # A command issued: the channel is next evaluated at the first cycle the channel-level
+        # timing allows (a lower bound). Evaluating the scheduler at that cycle right away
+        # instead (a "probe", sessions 7-20) gave the exact wake-up but cost a full buffer scan
+        # per command that offers arriving in between often made useless; without it the
+        # system engine is ~3 % faster and the open-loop replay no slower (session 21).
+        H[_u(c + C_WAKE)] = _after_issue(params, H, g, clk)
 
 
 @njit(cache=True, _nrt=False)
-def _schedule(params, H, g, clk, probe):
+def _schedule(params, H, g, clk):
     """Steps 3a-3c at ``clk``: issue the chosen command and return True; or, if nothing is
-    ready, set the channel's wake-up cycle and return False. ``probe``: only find out whether
-    a command could issue at ``clk`` (then wake-up = clk); nothing is issued. Either way the
-    decision at the wake-up cycle is kept as the memo (``C_MCLK``) when it is known."""
+    ready, set the channel's wake-up cycle, keep the decision at that cycle as the memo
+    (``C_MCLK``) when it is known, and return False."""
     c = _chs(H, g)
     if H[_u(c + C_MCLK)] == clk and H[_u(c + C_MEPOCH)] == H[_u(c + C_EPOCH)]:
-        if probe:
-            H[_u(c + C_WAKE)] = clk
-            return False
         H[_u(c + C_MCLK)] = -1
         _serve(params, H, g, H[_u(c + C_MQ)], H[_u(c + C_MPOS)], H[_u(c + C_MCMD)], clk)
         return True
     # 3a. active buffer
     pos, cmd, wake, apos, acmd = _pick_active(params, H, g, clk)
     if pos >= 0:
-        if probe:
-            H[_u(c + C_WAKE)] = clk
-            _memo(H, c, clk, Q_ACT, pos, cmd)
-            return False
         _serve(params, H, g, Q_ACT, pos, cmd, clk)
         return True
     # 3b. priority buffer (refresh)
@@ -1182,9 +1171,6 @@ def _schedule(params, H, g, clk, probe):
         rt = ready_time(params, H, g, cmd, rank, fb0)
         if rt <= clk:
             if not _closes_active(params, H, g, cmd, rank, fb0):
-                if probe:
-                    H[_u(c + C_WAKE)] = clk
-                    return False
                 issue_command(params, H, g, cmd, rank, fb0, -1, clk)
                 _recache(params, H, g, cmd, rank, fb0)
                 H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
@@ -1198,7 +1184,7 @@ def _schedule(params, H, g, clk, probe):
             wake = rt
         H[_u(c + C_WAKE)] = wake
         return False
-    # 3c. read or write buffer (a probe runs only when the write mode would not change)
+    # 3c. read or write buffer
     if H[_u(c + C_WMODE)] == 0:
         if H[_u(c + Q_WR)] >= params.wr_high_n or H[_u(c + Q_RD)] == 0:
             H[_u(c + C_WMODE)] = 1
@@ -1208,10 +1194,6 @@ def _schedule(params, H, g, clk, probe):
     qi = Q_WR if H[_u(c + C_WMODE)] == 1 else Q_RD
     pos, cmd, w2, bpos, bcmd = _pick_buffer(params, H, g, qi, clk)
     if pos >= 0:
-        if probe:
-            H[_u(c + C_WAKE)] = clk
-            _memo(H, c, clk, qi, pos, cmd)
-            return False
         _serve(params, H, g, qi, pos, cmd, clk)
         return True
     # nothing ready: the decision at the wake-up cycle, if known (the active buffer first)
