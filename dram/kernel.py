@@ -441,7 +441,7 @@ def _recache_bank(params, H, g, rb, ob, hd):
         s = H[_u(o + SL_LNEXT)]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _recache(params, H, g, cmd, rank, fb):
     """After ``cmd`` issued to (rank, fb): refresh the cache of the requests whose next
     command, eligibility or bank-level ready cycles it can have changed -- those of its bank,
@@ -523,7 +523,7 @@ def _push_completion(H, req_id, cyc):
     H[_u(og + G_CLEN)] += 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _remove_at(H, g, qi, pos):
     oq = _q(H, g, qi)
     c = _chs(H, g) + qi
@@ -597,7 +597,7 @@ def _level_update(params, H, t, rb0, oh0, HM, lc, cmd, first, cnt, tlo, thi, clk
                 _dense_max(H, t, rb0 + (first + x) * NC, d + NC, clk)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def update_timing(params, H, g, cmd, rank, fb, clk):
     """Apply the constraint table for ``cmd`` issued at ``clk`` to (rank, fb) of channel g.
 
@@ -1006,7 +1006,7 @@ def _row_has_other(params, H, g, s):
     return False
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _serve(params, H, g, qi, pos, cmd, clk):
     """Issue ``cmd`` for the request at ``pos`` of queue ``qi`` and advance the request."""
     c = _chs(H, g)
@@ -1147,21 +1147,33 @@ def _channel_tick(params, H, g, clk):
         H[_u(c + C_WAKE)] = _after_issue(params, H, g, clk)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _schedule(params, H, g, clk):
     """Steps 3a-3c at ``clk``: issue the chosen command and return True; or, if nothing is
     ready, set the channel's wake-up cycle, keep the decision at that cycle as the memo
     (``C_MCLK``) when it is known, and return False."""
+    qi, pos, cmd = _decide(params, H, g, clk)
+    if qi < 0:
+        return qi == -2
+    # (one call site, inlined: passing the state's array to a separate function cost a
+    # stall on its stack arguments at every command)
+    _serve(params, H, g, qi, pos, cmd, clk)
+    return True
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _decide(params, H, g, clk):
+    """The command to issue at ``clk``: (queue, position, command) of the request to serve;
+    or (-2, -1, -1) if a refresh command was issued; or (-1, -1, -1) if nothing is ready
+    (then the channel's wake-up cycle and the memo are set)."""
     c = _chs(H, g)
     if H[_u(c + C_MCLK)] == clk and H[_u(c + C_MEPOCH)] == H[_u(c + C_EPOCH)]:
         H[_u(c + C_MCLK)] = -1
-        _serve(params, H, g, H[_u(c + C_MQ)], H[_u(c + C_MPOS)], H[_u(c + C_MCMD)], clk)
-        return True
+        return H[_u(c + C_MQ)], H[_u(c + C_MPOS)], H[_u(c + C_MCMD)]
     # 3a. active buffer
     pos, cmd, wake, apos, acmd = _pick_active(params, H, g, clk)
     if pos >= 0:
-        _serve(params, H, g, Q_ACT, pos, cmd, clk)
-        return True
+        return Q_ACT, pos, cmd
     # 3b. priority buffer (refresh)
     if H[_u(c + C_PQL)] > 0:
         PQ = H[_u(H_PQ)]
@@ -1179,11 +1191,11 @@ def _schedule(params, H, g, clk):
                     H[_u(c + C_PQH)] = _wrap(H[_u(c + C_PQH)] + 1, PQ)
                     H[_u(c + C_PQL)] -= 1
                     H[_u(H[_u(H_O_STATS)] + g * N_STATS + S_REFRESH)] += 1
-                return True
+                return -2, -1, -1
         elif rt < wake:
             wake = rt
         H[_u(c + C_WAKE)] = wake
-        return False
+        return -1, -1, -1
     # 3c. read or write buffer
     if H[_u(c + C_WMODE)] == 0:
         if H[_u(c + Q_WR)] >= params.wr_high_n or H[_u(c + Q_RD)] == 0:
@@ -1194,8 +1206,7 @@ def _schedule(params, H, g, clk):
     qi = Q_WR if H[_u(c + C_WMODE)] == 1 else Q_RD
     pos, cmd, w2, bpos, bcmd = _pick_buffer(params, H, g, qi, clk)
     if pos >= 0:
-        _serve(params, H, g, qi, pos, cmd, clk)
-        return True
+        return qi, pos, cmd
     # nothing ready: the decision at the wake-up cycle, if known (the active buffer first)
     if wake <= w2:
         if apos >= 0:
@@ -1205,7 +1216,7 @@ def _schedule(params, H, g, clk):
         if bpos >= 0:
             _memo(H, c, w2, qi, bpos, bcmd)
     H[_u(c + C_WAKE)] = wake
-    return False
+    return -1, -1, -1
 
 
 @njit(cache=True, inline="always", _nrt=False)
