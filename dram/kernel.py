@@ -597,7 +597,7 @@ def _level_update(params, H, t, rb0, oh0, HM, lc, cmd, first, cnt, tlo, thi, clk
                 _dense_max(H, t, rb0 + (first + x) * NC, d + NC, clk)
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def update_timing(params, H, g, cmd, rank, fb, clk):
     """Apply the constraint table for ``cmd`` issued at ``clk`` to (rank, fb) of channel g.
 
