@@ -129,6 +129,8 @@ C_LASTTICK = 17  # open-loop replay: the last cycle this channel was driven to
 # request, or to the buffer not being read). A visit at that cycle in the same epoch issues it
 # without scanning the buffers again.
 C_EPOCH, C_MCLK, C_MQ, C_MPOS, C_MCMD, C_MEPOCH = 18, 19, 20, 21, 22, 23
+# what the scheduler's decision (_decide) returns instead of a queue when it serves no request
+D_NONE, D_REFRESHED = -1, -2    # nothing ready; a refresh command issued
 NCHF = 24
 # ---- globals
 G_CHEAD, G_CLEN, G_COVF, G_CHANGES, G_LOGLEN = range(5)
@@ -1154,7 +1156,7 @@ def _schedule(params, H, g, clk):
     (``C_MCLK``) when it is known, and return False."""
     qi, pos, cmd = _decide(params, H, g, clk)
     if qi < 0:
-        return qi == -2
+        return qi == D_REFRESHED
     # (one call site, inlined: passing the state's array to a separate function cost a
     # stall on its stack arguments at every command)
     _serve(params, H, g, qi, pos, cmd, clk)
@@ -1164,8 +1166,8 @@ def _schedule(params, H, g, clk):
 @njit(cache=True, inline="always", _nrt=False)
 def _decide(params, H, g, clk):
     """The command to issue at ``clk``: (queue, position, command) of the request to serve;
-    or (-2, -1, -1) if a refresh command was issued; or (-1, -1, -1) if nothing is ready
-    (then the channel's wake-up cycle and the memo are set)."""
+    or (D_REFRESHED, -1, -1) if a refresh command was issued; or (D_NONE, -1, -1) if nothing
+    is ready (then the channel's wake-up cycle and the memo are set)."""
     c = _chs(H, g)
     if H[_u(c + C_MCLK)] == clk and H[_u(c + C_MEPOCH)] == H[_u(c + C_EPOCH)]:
         H[_u(c + C_MCLK)] = -1
@@ -1191,11 +1193,11 @@ def _decide(params, H, g, clk):
                     H[_u(c + C_PQH)] = _wrap(H[_u(c + C_PQH)] + 1, PQ)
                     H[_u(c + C_PQL)] -= 1
                     H[_u(H[_u(H_O_STATS)] + g * N_STATS + S_REFRESH)] += 1
-                return -2, -1, -1
+                return D_REFRESHED, -1, -1
         elif rt < wake:
             wake = rt
         H[_u(c + C_WAKE)] = wake
-        return -1, -1, -1
+        return D_NONE, -1, -1
     # 3c. read or write buffer
     if H[_u(c + C_WMODE)] == 0:
         if H[_u(c + Q_WR)] >= params.wr_high_n or H[_u(c + Q_RD)] == 0:
@@ -1216,7 +1218,7 @@ def _decide(params, H, g, clk):
         if bpos >= 0:
             _memo(H, c, w2, qi, bpos, bcmd)
     H[_u(c + C_WAKE)] = wake
-    return -1, -1, -1
+    return D_NONE, -1, -1
 
 
 @njit(cache=True, inline="always", _nrt=False)

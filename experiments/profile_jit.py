@@ -202,7 +202,7 @@ def short_name(mangled: str) -> str:
             # the specialized copies (cosmos.specialize) count as the modules they copy
             if parts and parts[0].startswith(tuple(SPECIALIZED)):
                 parts = SPECIALIZED[parts[0][:parts[0].rindex("_") + 1]].split(".") + parts[1:]
-            # literal arguments numba specialized on (e.g. the probe flag of _schedule)
+            # literal arguments numba specialized on (e.g. the engine's channel 0 in _channel_tick)
             lits = re.findall(r"Literal_5b\w+?_5d_28(.+?)_29", s)
             lit = " [" + ", ".join(x.replace("_2d", "-") for x in lits) + "]" if lits else ""
             return ("(wrapper) " if wrapper else "") + ".".join(parts) + lit
