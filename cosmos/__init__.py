@@ -4,4 +4,4 @@ The subpackages ``dram``, ``graphs`` and ``placement`` are independent top-level
 of the same distribution; see docs/contracts.md for the interfaces between them.
 """
 
-__version__ = "0.1.0"
+from cosmos_common import __version__  # noqa: F401  (one version for every package)

@@ -23,8 +23,7 @@ SUBCOMMAND_MODULES = (
 )
 
 
-class UserError(Exception):
-    """An error caused by the user's input; printed as one line, without a traceback."""
+from cosmos_common import UserError  # noqa: F401  (re-exported: the one user-facing error type)
 
 
 def build_parser() -> argparse.ArgumentParser:

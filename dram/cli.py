@@ -344,7 +344,7 @@ def _versions() -> dict:
     import numpy
 
     try:
-        from cosmos import __version__ as cosmos_version
+        from cosmos_common import __version__ as cosmos_version
     except Exception:  # pragma: no cover - dram is usable without the cosmos package
         cosmos_version = None
     return {"cosmos": cosmos_version, "numpy": numpy.__version__, "numba": numba.__version__,

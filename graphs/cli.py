@@ -52,7 +52,7 @@ def register(subparsers) -> None:
 
 
 def _load(args):
-    from cosmos.cli import UserError
+    from cosmos_common import UserError
     from graphs.dataset import load_dataset
     from graphs.workload import get_dataset
 
@@ -82,7 +82,7 @@ def _check_options(args) -> None:
 
 
 def _check_out(path, force):
-    from cosmos.cli import UserError
+    from cosmos_common import UserError
 
     if path is not None and path.exists() and not force:
         raise UserError(f"{path}: already exists (use --force to overwrite)")
@@ -129,7 +129,7 @@ def _trace(args) -> int:
     _check_out(args.clusters_out, args.force)
     ds = _load(args)
     if ds.queries is None:
-        from cosmos.cli import UserError
+        from cosmos_common import UserError
 
         raise UserError("no queries: give --queries with --base")
     # check the search parameters before building anything
