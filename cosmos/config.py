@@ -5,7 +5,7 @@ hardware names its source (``SOURCE`` dict below and docs/system_model.md). A ch
 ``dataclasses.replace``; presets (the paper's six systems) live in :mod:`cosmos.presets`.
 
 Time: the engine runs on one global clock, the DRAM clock (DDR5-4800, tCK = 416 ps, the
-figure DESIGN.md and the DRAM reference runs use). Latencies given here in ns and compute
+figure of the Cosmos paper's DDR5-4800 devices and of the DRAM reference runs). Latencies given here in ns and compute
 costs given in cycles of the host or GPC clock are converted to DRAM cycles once, rounding
 up, by :func:`ns_to_cycles` and :func:`core_cycles_to_dram`.
 """
@@ -33,7 +33,7 @@ SOURCE: dict[str, str] = {
     "link.request_slots": "an M2S read request (MemRd) fits one 16-byte slot (CXL 2.0 spec.)",
     "link.data_slots": "a 64-byte data response takes 4 data slots plus a header slot: 5 slots "
     "(CXL 2.0 spec., 68B flit: slot 0 of a flit holds the header)",
-    "switch.latency_ns": "a CXL switch hop adds about 90 ns round trip (DESIGN.md modeling "
+    "switch.latency_ns": "a CXL switch hop adds about 90 ns round trip (docs/design.md, modeling "
     "notes; CXL switch figures of about 90 ns per hop): 45 ns each way",
     "switch.upstream_bandwidth_GBps": "one x16 upstream port from the host root port to the "
     "switch: PCIe 5.0 x16 = 63 GB/s per direction",
@@ -64,11 +64,11 @@ SOURCE: dict[str, str] = {
     "cycles (stated estimate)",
     "host.merge_cycles_per_result": "merging the probes' top-k lists: one compare+copy per "
     "result, about 4 cycles (stated estimate)",
-    "device.count": "Cosmos evaluates four CXL devices behind one switch (DESIGN.md notes)",
+    "device.count": "Cosmos evaluates four CXL devices behind one switch (Cosmos paper; docs/design.md)",
     "device.dram": "(not a field: the DRAM standard and organization of a device are the "
     "dram.DRAMConfig defaults, DDR5-4800AN with 16Gb x4 chips; with device.channels and "
     "device.ranks) 4 DDR5-4800 DIMM channels = 8 32-bit subchannels x 2 ranks of 16Gb x4 "
-    "chips = 256 GiB per device (Cosmos paper, DESIGN.md notes)",
+    "chips = 256 GiB per device (Cosmos paper; docs/design.md, modeling notes)",
     "device.onchip_latency_ns": "device controller/GPC to its memory controller: 10 ns each way "
     "(an on-chip interconnect crossing at about 1-2 GHz, stated estimate)",
     "gpc.cores": "the paper gives no core count; 8 cores per device is a stated assumption "
@@ -96,12 +96,12 @@ SOURCE: dict[str, str] = {
     "channel, single rank)",
     "link.slots_per_flit": "CXL 2.0 68B flit: 4 slots of 16 bytes plus 2 bytes of CRC and 2 of "
     "protocol id (CXL 2.0 specification, 68B flit mode)",
-    "switch.present": "the paper's four devices sit behind one CXL switch (DESIGN.md notes)",
+    "switch.present": "the paper's four devices sit behind one CXL switch (Cosmos paper; docs/design.md)",
     "device.channels": "4 DDR5 DIMM channels per device, each two independent 32-bit "
-    "subchannels (JESD79-5): 8 (Cosmos paper, DESIGN.md notes)",
-    "device.ranks": "2 ranks per DIMM channel (Cosmos paper, DESIGN.md notes)",
+    "subchannels (JESD79-5): 8 (Cosmos paper; docs/design.md, modeling notes)",
+    "device.ranks": "2 ranks per DIMM channel (Cosmos paper; docs/design.md, modeling notes)",
     "device.capacity_bytes": "8 subchannels x 2 ranks x 8 x4 chips of 16 Gb = 256 GiB per "
-    "device (Cosmos paper, DESIGN.md notes)",
+    "device (Cosmos paper; docs/design.md, modeling notes)",
     "gpc.distance_overhead_cycles": "loop setup, horizontal reduction of a 4-lane NEON "
     "accumulator and the compare: the host's 20-cycle estimate kept, so host and GPC differ "
     "only in clock and SIMD width (stated estimate)",

@@ -10,7 +10,7 @@ Defaults and why (docs/graphs.md has the details):
   placement; ``num_probes=8`` probes 1/8 of the data (IVF-style routing).
 - ``M=32`` -> level-0 max degree 64 = DiskANN's R=64 (Subramanya et al., NeurIPS 2019); with
   ~40 unvisited neighbors per hop this gives the ~40 distance computations per node read of the
-  big-ann-benchmarks DiskANN run quoted in DESIGN.md (2,268 / 56).
+  big-ann-benchmarks NeurIPS'21 DiskANN run (2,268 / 56; docs/design.md).
 - ``ef_construction=100`` = DiskANN's build list size L=100.
 - ``cand_list_len=64``, ``k=10``: recall@10 target of the issue; L within DiskANN's usual
   search range (L >= k, 50-100 for recall@10 ~ 0.9-0.95).

@@ -253,7 +253,7 @@ def test_dram_busy_fractions_agree_with_the_bandwidth():
 def _deep_like(seed=5):
     # DEEP-like: 96-dim float32 = 384-byte vectors (6 lines), 64-entry adjacency lists, ~40
     # vectors read per expanded node (big-ann-benchmarks DiskANN: 2,268 distances / 56 node
-    # reads per query at one billion points; DESIGN.md)
+    # reads per query at one billion points; docs/design.md, modeling notes)
     return make_trace(num_queries=128, num_clusters=8, cluster_size=400, probes=2, hops=6,
                       reads_per_hop=40, dim=96, vector_bytes=384, max_degree=64, seed=seed)
 
