@@ -9,7 +9,8 @@ prints the wall and CPU time of the simulation (the first run also compiles the 
 kernels, and for 10,000 queries the engine specialized to the configuration, about a minute:
 cosmos.specialize; they are cached, so run it twice), the DRAM requests simulated per second
 and the QPS. ``COSMOS_SPECIALIZE=0`` measures the generic engine.
-On a machine shared with other jobs the CPU time is the steadier figure.
+On a machine shared with other jobs the CPU time is the steadier figure. ``--json PATH`` also
+writes the figures to one JSON file (experiments/perf_report.py reads it).
 
 Comparison of the paper's six systems on the default SIFT-like and DEEP-like workloads::
 
@@ -108,12 +109,20 @@ def main(argv=None) -> int:
     p.add_argument("--num-queries", type=int, default=10_000)
     p.add_argument("--compare", action="store_true", help="all six systems on sift and deep")
     p.add_argument("--out", default=None, help="results root for --compare")
+    p.add_argument("--json", default=None, help="also write the figures of a single run to this JSON file")
     a = p.parse_args(argv)
     if a.compare:
         compare(a.num_queries, a.out)
         return 0
     r = run_one(a.system, a.workload, a.num_queries)
+    import resource
+
+    r["peak_rss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(r, indent=2))
+    if a.json:
+        from experiments.common import write_json
+
+        write_json(a.json, r, overwrite=True)
     per_10k = r["simulate_total_s"] * 10_000 / r["num_queries"]
     goal = "met" if per_10k <= 60 else "NOT met"
     print(f"{r['num_queries']} queries of {a.workload} on {a.system}: {r['simulate_total_s']:.1f} s "

@@ -1,12 +1,14 @@
 """Speed of the DRAM model on the set A traces (124 runs), beside Ramulator 2.1's replay loop.
 
-    python experiments/bench_dram.py [--out results] [--only SUBSTRING] [--repeat 1]
+    python experiments/bench_dram.py [--out results] [--only SUBSTRING] [--repeat 1] [--json PATH]
 
 Prints the first-call compile time (numba, separately: 0 s once the on-disk cache is warm),
 then simulated requests per second per pattern and in total (trace lines / seconds spent in the
 simulation loop, trace generation excluded), Ramulator 2.1's figure on the same runs (its
 ``wall_s`` column: replay loop only, measured with 2 runs in parallel on a 2-core machine), and
-the peak resident memory. Writes ``bench.csv`` and ``config.json`` into a new results folder.
+the peak resident memory. Writes ``bench.csv`` and ``config.json`` into a new results folder;
+``--json PATH`` also writes the printed figures to one JSON file (experiments/perf_report.py
+reads it).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="results")
     ap.add_argument("--only", default="", help="only traces whose name contains this")
     ap.add_argument("--repeat", type=int, default=1, help="replays per run (best time kept)")
+    ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     a = ap.parse_args(argv)
 
     from dram import DRAMConfig, replay, synth
@@ -63,6 +66,8 @@ def main(argv=None) -> int:
     print(f"{'pattern':18s} {'runs':>4s} {'requests':>10s} {'ours req/s':>12s} "
           f"{'(per CPU s)':>12s} {'Ramulator req/s':>16s} {'speedup':>8s}")
     groups = list(df.groupby("pattern", sort=False)) + [("TOTAL", df)]
+    figures = {"compile_or_cache_load_s": compile_s, "peak_rss_MB": peak_MB, "only": a.only,
+               "repeat": a.repeat, "patterns": {}}
     for pat, d in groups:
         n = d["n_requests"].sum()
         ours = n / d["wall_s"].sum()
@@ -70,7 +75,12 @@ def main(argv=None) -> int:
         theirs = n / d["ramulator_wall_s"].sum()
         print(f"{pat:18s} {len(d):4d} {n:10d} {ours:12,.0f} {ours_cpu:12,.0f} {theirs:16,.0f} "
               f"{ours / theirs:7.1f}x")
+        figures["patterns"][pat] = {"runs": int(len(d)), "requests": int(n),
+                                    "requests_per_s": ours, "requests_per_cpu_s": ours_cpu,
+                                    "ramulator_requests_per_s": theirs, "speedup": ours / theirs}
     print(f"peak resident memory: {peak_MB:.0f} MB")
+    if a.json:
+        write_json(a.json, figures, overwrite=True)
 
     folder = new_results_dir(a.out, "bench_dram")
     write_json(folder / "config.json", {"only": a.only, "repeat": a.repeat,

@@ -137,7 +137,11 @@ def main(argv=None) -> int:
         save_trace(args.save_trace, trace_index(idx, ds, args.num_probes, args.cand_list_len, args.k,
                                                 progress=False))
     if args.json is not None:
-        args.json.write_text(json.dumps(fig, indent=2, default=str))
+        from experiments.common import write_json
+
+        fig["peak_rss_MB"] = peak_rss_MB()
+        fig["config"]["json"] = fig["config"]["save_trace"] = None
+        write_json(args.json, json.loads(json.dumps(fig, default=str)), overwrite=True)
     return 0
 
 

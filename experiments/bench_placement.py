@@ -10,6 +10,7 @@ printed, since on a shared machine the wall time grows with the other jobs.
     python experiments/bench_placement.py                       # adjacency, 1 M clusters, 64 devices
     python experiments/bench_placement.py --policies adjacency size_balanced round_robin random
     python experiments/bench_placement.py --capacity-slack 0.02 # equal devices, 2 % headroom
+    python experiments/bench_placement.py --json figures.json   # also write the figures as JSON
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def main(argv=None):
     ap.add_argument("--capacity-slack", type=float, default=None,
                     help="equal devices of (1 + slack) x total / D; default unconstrained")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
 
     t = time.perf_counter()
@@ -69,6 +71,8 @@ def main(argv=None):
             return ""
         return f"  goal (1M clusters, 64 devices) < 10 s: {'met' if dt < 10 else 'MISSED'}"
 
+    figures = {"clusters": int(C), "devices": args.devices, "neighbors": args.neighbors,
+               "capacity_slack": args.capacity_slack, "load_average_1min": load, "policies": {}}
     for policy in args.policies:
         t, cpu = time.perf_counter(), time.process_time()
         dev = placement.place(sizes, args.devices, policy, adjacency=adj, capacities=caps, seed=args.seed)
@@ -77,6 +81,13 @@ def main(argv=None):
         same = (dev[adj[:, 0]] == dev).mean()  # nearest neighbor on the same device
         print(f"{policy:14s} {dt:6.2f} s wall, {dcpu:5.2f} s CPU  ({dt / C * 1e6:.2f} us/cluster)  size max/mean {used.max() / used.mean():.4f}  "
               f"nearest neighbor co-located {same:.4f}" + goal(dt))
+        figures["policies"][policy] = {"wall_s": dt, "cpu_s": dcpu,
+                                       "size_max_over_mean": float(used.max() / used.mean()),
+                                       "nearest_colocated_fraction": float(same)}
+    if args.json:
+        from experiments.common import write_json
+
+        write_json(args.json, figures, overwrite=True)
     return 0
 
 
