@@ -1,0 +1,72 @@
+"""experiments/perf_report.py: the benchmarks' JSON figures become docs/performance.md's table."""
+
+from __future__ import annotations
+
+import json
+
+from experiments import bench_placement, perf_report
+from tests.test_docs import journal_offenses, link_offenses, performance_header_end
+
+FAKE = {
+    "bench_dram": {"_args": [], "compile_or_cache_load_s": 0.7, "peak_rss_MB": 224.0, "patterns": {
+        "TOTAL": {"runs": 124, "requests": 11_200_000, "requests_per_s": 2.5e6,
+                  "ramulator_requests_per_s": 2.25e5, "speedup": 11.1},
+        "anns": {"runs": 28, "requests": 2_800_000, "requests_per_s": 2.8e6,
+                 "ramulator_requests_per_s": 2.3e5, "speedup": 12.2},
+        "random_read": {"runs": 28, "requests": 2_800_000, "requests_per_s": 2.3e6,
+                        "ramulator_requests_per_s": 2.2e5, "speedup": 10.5}}},
+    "bench_cosmos": {"_args": ["--system", "cosmos", "--num-queries", "10000"], "system": "cosmos",
+                     "num_queries": 10_000, "requests": 138_900_000, "simulate_total_s": 46.0,
+                     "simulate_cpu_s": 45.5, "engine_s": 44.3, "requests_per_s": 3.0e6,
+                     "peak_rss_MB": 1500.0},
+}
+
+
+def test_table_has_one_row_per_figure_and_the_commands():
+    rows = perf_report.table_rows(FAKE)
+    cmds = [r[0] for r in rows if r[0]]
+    assert cmds == ["`python experiments/bench_dram.py`",
+                    "`python experiments/bench_cosmos.py --system cosmos --num-queries 10000`"]
+    text = "\n".join(" | ".join(r) for r in rows)
+    assert "2,500,000 requests/s (11.1x" in text and "`anns` traces (28 runs)" in text
+    assert "46.0 s (45.5 s CPU)" in text and "1.7 s; 1,500 MB" in text
+
+
+def test_page_names_cpu_and_revision_once_and_keeps_the_journal_out(tmp_path):
+    text = perf_report.render(FAKE, False, "Some CPU, 2 CPUs", "abc1234", "2030-01-02")
+    lines = text.splitlines()
+    end = performance_header_end(lines)
+    header, body = "\n".join(lines[:end]), "\n".join(lines[end:])
+    assert "Some CPU" in header and "abc1234" in header and "2030-01-02" in header
+    assert "abc1234" not in body and "2030" not in body
+    page = tmp_path / "docs" / "performance.md"
+    page.parent.mkdir()
+    assert journal_offenses(page, text) == []
+    assert perf_report.render(FAKE, True, "c", "r", "d").count("quick mode") == 1
+
+
+def test_static_text_links_resolve():
+    from pathlib import Path
+
+    page = Path(perf_report.ROOT) / "docs" / "performance.md"
+    assert link_offenses(page, perf_report.STATIC) == []
+
+
+def test_bench_placement_json_feeds_the_report(tmp_path):
+    out = tmp_path / "p.json"
+    assert bench_placement.main(["--side", "40", "--devices", "8", "--neighbors", "8",
+                                 "--policies", "adjacency", "round_robin", "--json", str(out)]) == 0
+    fig = json.loads(out.read_text())
+    assert fig["clusters"] == 1600 and set(fig["policies"]) == {"adjacency", "round_robin"}
+    fig["_args"] = ["--side", "40", "--policies", "round_robin", "adjacency"]
+    rows = perf_report.table_rows({"bench_placement": fig})
+    assert [r[1].split("`")[-2] for r in rows] == ["placement.place(..., \"round_robin\")", "adjacency"]
+
+
+def test_main_writes_the_page_atomically(tmp_path):
+    out = tmp_path / "performance.md"
+    out.write_text("old page\n")
+    assert perf_report.main(["--quick", "--only", "bench_placement", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# Performance") and "bench_placement.py --side 300" in text
+    assert [p.name for p in tmp_path.iterdir()] == ["performance.md"]   # no temporary left
