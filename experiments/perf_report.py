@@ -1,6 +1,6 @@
 """Write docs/performance.md from the benchmark scripts: one table of the speed and memory figures.
 
-    python experiments/perf_report.py            # full sizes (about 15 minutes on 2 cores)
+    python experiments/perf_report.py            # full sizes (5-10 minutes on 2 cores)
     python experiments/perf_report.py --quick    # small sizes, about a minute with warm caches
 
 Runs each benchmark script of ``experiments/`` (bench_dram, bench_cosmos, bench_graphs,
