@@ -445,18 +445,20 @@ def _blocks(inp: _Input, block_bytes: int) -> Iterator[tuple[bytes, int]]:
     of the block's first line.
 
     ``block_bytes`` of text are read per step; a line longer than that is carried over and
-    completed by the following reads. A UTF-8 byte-order mark at the start becomes spaces. A
+    completed by the following reads, which double in size while the line is unfinished (up to
+    what the longest accepted line needs), so a long line costs few reads. A UTF-8 byte-order mark at the start becomes spaces. A
     line longer than :data:`MAX_LINE_BYTES` is an error as soon as it is seen to be; every line
     before it has been yielded by then.
     """
     parts: list[bytes] = []  # pieces of an unfinished line
     pending = 0              # their total length
     next_line = 1            # number of the first line not yet yielded
+    read_bytes = block_bytes
     head = inp.read_text(len(_UTF8_BOM))
     chunk = b"   " if head == _UTF8_BOM else head
     while True:
         if not chunk:
-            chunk = inp.read_text(block_bytes)
+            chunk = inp.read_text(read_bytes)
             if not chunk:
                 break
         cut = chunk.rfind(b"\n")
@@ -465,8 +467,10 @@ def _blocks(inp: _Input, block_bytes: int) -> Iterator[tuple[bytes, int]]:
             pending += len(chunk)
             if pending > MAX_LINE_BYTES:
                 raise _long_line(inp.name, next_line)
+            read_bytes = min(2 * read_bytes, max(block_bytes, MAX_LINE_BYTES + 1))
             chunk = b""
             continue
+        read_bytes = block_bytes
         parts.append(chunk[: cut + 1])
         buf = b"".join(parts)
         parts = [chunk[cut + 1:]]
