@@ -256,7 +256,8 @@ def check_capacity(trace: MemTrace, capacity_bytes: int, *, wrap: bool = False) 
     """
     capacity_bytes = int(capacity_bytes)
     if capacity_bytes <= 0 or capacity_bytes % LINE_BYTES:
-        raise TraceError(f"capacity_bytes must be a positive multiple of {LINE_BYTES}, got {capacity_bytes}")
+        raise TraceError(f"capacity_bytes must be a positive multiple of {LINE_BYTES}, "
+                         f"got {capacity_bytes}")
     if len(trace) == 0:
         return trace
     cap = np.uint64(capacity_bytes)
@@ -446,9 +447,9 @@ def _blocks(inp: _Input, block_bytes: int) -> Iterator[tuple[bytes, int]]:
 
     ``block_bytes`` of text are read per step; a line longer than that is carried over and
     completed by the following reads, which double in size while the line is unfinished (up to
-    what the longest accepted line needs), so a long line costs few reads. A UTF-8 byte-order mark at the start becomes spaces. A
-    line longer than :data:`MAX_LINE_BYTES` is an error as soon as it is seen to be; every line
-    before it has been yielded by then.
+    what the longest accepted line needs), so a long line costs few reads. A UTF-8 byte-order
+    mark at the start becomes spaces. A line longer than :data:`MAX_LINE_BYTES` is an error as
+    soon as it is seen to be; every line before it has been yielded by then.
     """
     parts: list[bytes] = []  # pieces of an unfinished line
     pending = 0              # their total length
@@ -979,7 +980,8 @@ def read_trace(
         raise TraceError(f"unknown trace format {format!r}; valid: auto, {', '.join(FORMATS)}")
     if unaligned not in ("align", "error"):
         raise TraceError(f"unaligned must be 'align' or 'error', got {unaligned!r}")
-    if isinstance(block_bytes, bool) or not isinstance(block_bytes, (int, np.integer)) or block_bytes < 1:
+    if (isinstance(block_bytes, bool) or not isinstance(block_bytes, (int, np.integer))
+            or block_bytes < 1):
         raise TraceError(f"block_bytes must be a positive integer, got {block_bytes!r}")
     if capacity_bytes is None and config is not None:
         capacity_bytes = config_capacity_bytes(config)
