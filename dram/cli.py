@@ -57,7 +57,9 @@ def register(subparsers) -> None:
             "take the dram.DRAMConfig defaults (see 'cosmos dram presets')."
         ),
     )
-    rp.add_argument("trace", metavar="TRACE", help="trace file (text or gzip)")
+    rp.add_argument("trace", metavar="TRACE",
+                    help="trace file (text or gzip; also a pipe such as <(gzip -c t.trace)), "
+                         "or - to read it from standard input")
     g = rp.add_argument_group("memory system (default: dram.DRAMConfig, or --config)")
     g.add_argument("--standard", help="timing preset (JEDEC speed bin), e.g. DDR5_4800AN")
     g.add_argument("--org", help="device organization preset, e.g. 16Gb_x4")
@@ -279,17 +281,17 @@ def _replay_function():
 def _cmd_replay(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from dram.output import _json_text, file_sha256, new_run_dir, summary_table, write_run
+    from dram.output import _json_text, new_run_dir, summary_table, write_run
     from dram.traces import read_trace
 
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise FileExistsError(f"--out {args.out} is a file; expected a results folder")
     config = build_config(args)
     opts = replay_options(args)
-    trace_path = Path(args.trace)
+    trace_path = _trace_path(args.trace)
     t0 = time.perf_counter()
-    trace = read_trace(trace_path, opts["format"], config=config, wrap=opts["wrap"],
-                       unaligned=opts["unaligned"])
+    trace = read_trace(args.trace, opts["format"], config=config, wrap=opts["wrap"],
+                       unaligned=opts["unaligned"])  # read once: pipes and - work too
     read_s = time.perf_counter() - t0
     replay = _replay_function()
     progress, close = _progress_bar(len(trace), disable=args.no_progress)
@@ -311,10 +313,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         run_config = {
             "dram_config": dataclasses.asdict(config),
             "trace": {
-                "path": str(trace_path.resolve()),
+                "path": trace_path,
                 "format": trace.format,
-                "bytes": trace_path.stat().st_size,
-                "sha256": file_sha256(trace_path),
+                "bytes": trace.source_bytes,
+                "sha256": trace.source_sha256,
                 "n_requests": len(trace),
             },
             "replay": opts,
@@ -329,10 +331,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rerun_command(trace_path: Path, config_json: Path, opts: dict) -> str:
+def _trace_path(arg: str) -> str:
+    """The trace as config.json records it: a regular file by its absolute path; standard
+    input (``-``), a pipe or a device as given (their bytes cannot be read again: the sha256
+    in config.json identifies them)."""
+    path = Path(arg)
+    return str(path.resolve()) if arg != "-" and path.is_file() else arg
+
+
+def _rerun_command(trace_path: str, config_json: Path, opts: dict) -> str:
     """A command that repeats this run: the same trace, memory system and replay options
     (written out, although ``--config`` alone restores them)."""
-    parts = ["cosmos", "dram", "replay", str(trace_path.resolve()), "--config",
+    parts = ["cosmos", "dram", "replay", trace_path, "--config",
              str(config_json.resolve()), "--format", opts["format"],
              "--wrap" if opts["wrap"] else "--no-wrap",
              "--strict-align" if opts["unaligned"] == "error" else "--no-strict-align"]

@@ -30,26 +30,41 @@ address >= capacity is an error naming the line, unless ``wrap=True``, which tak
 capacity. For a power-of-two capacity that is exactly Ramulator's behaviour of dropping the
 address bits above the mapped ones.
 
-Parsing is vectorised numpy over blocks of the file (no Python work per line), so a
-100,000-line trace parses in tens of milliseconds; errors still name the file, the 1-based line
-number, the offending text and what was expected.
+**Input:** a trace is read once, front to back, so anything that streams works: a file, a named
+pipe, a shell's ``<(gzip -c t.trace)``, ``"-"`` for standard input, an open binary stream. Its
+first bytes are read ahead to recognise gzip and kept for the parser (nothing is opened twice);
+the format is detected from the blocks already read, which the parser then uses.
+
+Parsing is vectorised numpy over blocks of the text (no Python work per line): read the source
+once into blocks of whole lines -> parse each block into arrays -> check what spans blocks
+(arrival order, capacity) -> concatenate. Errors name the source, the 1-based line number in
+the original (uncompressed) file, the offending text and what was expected, and the error
+reported is the one on the first bad line of the file, whatever the block size.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gzip
+import hashlib
+import io
+import itertools
 import os
+import sys
 import tempfile
+import zlib
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator, NamedTuple
 
 import numpy as np
+
+from cosmos_common import UserError
 
 __all__ = [
     "FORMATS",
     "LINE_BYTES",
     "MemTrace",
+    "TraceError",
     "read_trace",
     "write_trace",
     "detect_format",
@@ -98,9 +113,14 @@ class MemTrace:
         1-based line of each request in its source file (for error messages); ``None`` when
         the trace was not read from a file.
     source : str or None
-        Path of the file the trace was read from.
+        Where the trace was read from: the path as given, ``<stdin>``, or a stream's name.
     format : str or None
         Format of that file (one of :data:`FORMATS`).
+    source_bytes : int or None
+        Bytes read from the source, as stored (compressed size for gzip).
+    source_sha256 : str or None
+        sha256 (hex) of those bytes: identifies the input of a run even when it came
+        through a pipe.
     """
 
     addr: np.ndarray
@@ -110,6 +130,8 @@ class MemTrace:
     line: np.ndarray | None = None
     source: str | None = None
     format: str | None = None
+    source_bytes: int | None = None
+    source_sha256: str | None = None
 
     def __post_init__(self) -> None:
         addr = _as_1d(self.addr, np.uint64, "addr")
@@ -223,7 +245,8 @@ def check_capacity(trace: MemTrace, capacity_bytes: int, *, wrap: bool = False) 
     capacity_bytes : int
         Addressable bytes; addresses must be ``< capacity_bytes``.
     wrap : bool
-        ``False``: an address at or beyond the capacity raises ``ValueError`` naming its line.
+        ``False``: an address at or beyond the capacity raises :class:`TraceError` (a
+        ``ValueError``) naming its line.
         ``True``: addresses are taken modulo the capacity (``addr % capacity_bytes``).
 
     Returns
@@ -233,7 +256,8 @@ def check_capacity(trace: MemTrace, capacity_bytes: int, *, wrap: bool = False) 
     """
     capacity_bytes = int(capacity_bytes)
     if capacity_bytes <= 0 or capacity_bytes % LINE_BYTES:
-        raise ValueError(f"capacity_bytes must be a positive multiple of {LINE_BYTES}, got {capacity_bytes}")
+        raise TraceError(f"capacity_bytes must be a positive multiple of {LINE_BYTES}, "
+                         f"got {capacity_bytes}")
     if len(trace) == 0:
         return trace
     cap = np.uint64(capacity_bytes)
@@ -243,12 +267,9 @@ def check_capacity(trace: MemTrace, capacity_bytes: int, *, wrap: bool = False) 
     if wrap:
         return trace.replace(addr=trace.addr % cap)
     i = int(np.flatnonzero(over)[0])
-    n_over = int(np.count_nonzero(over))
-    raise ValueError(
-        f"{trace._where(i)}address 0x{int(trace.addr[i]):x} is beyond the memory's capacity of "
-        f"{_fmt_bytes(capacity_bytes)} (0x{capacity_bytes:x}); {n_over} of {len(trace)} requests "
-        f"are; use a larger configuration, or wrap=True (--wrap) to take addresses modulo the capacity"
-    )
+    line = int(trace.line[i]) if trace.line is not None else None
+    raise TraceError(_capacity_message(trace._where(i), int(trace.addr[i]), capacity_bytes,
+                                       int(np.count_nonzero(over)), len(trace)), line)
 
 
 def _fmt_bytes(n: int) -> str:
@@ -271,66 +292,201 @@ _OTHER_MAGIC = {
     b"PK\x03\x04": "zip",
     b"\x93NUMPY": "numpy .npy",
 }
+_SNIFF_BYTES = 8  # enough for every magic number above
 _UTF8_BOM = b"\xef\xbb\xbf"
-#: Longest accepted line; a longer one means the file is not a text trace.
+#: Longest accepted line (bytes, without its newline); a longer one means the file is not a
+#: text trace. The rule holds for every line, comments included, whatever the block size.
 MAX_LINE_BYTES = 1 << 20
+#: Name of standard input in messages (the source ``"-"``).
+STDIN_NAME = "<stdin>"
 
 
-def _open_binary(path: Path):
-    """Open ``path`` for reading bytes, decompressing gzip (detected by magic bytes)."""
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such trace file")
-    if path.is_dir():
-        raise ValueError(f"{path}: is a directory, expected a trace file")
-    with open(path, "rb") as f:
-        magic = f.read(8)
-    if magic[:2] == _GZIP_MAGIC:
-        return gzip.open(path, "rb")
-    for sig, kind in _OTHER_MAGIC.items():
-        if magic.startswith(sig):
-            raise ValueError(f"{path}: is a {kind} file; expected a text trace, plain or gzip")
-    return open(path, "rb")
+class TraceError(UserError):
+    """A trace source that cannot be read as a trace.
 
-
-def _blocks(path: Path, block_bytes: int) -> Iterator[bytes]:
-    """Yield the file's text in blocks that end with a newline (the last one gets one added).
-
-    A UTF-8 byte-order mark at the start becomes spaces. A line longer than
-    :data:`MAX_LINE_BYTES` is an error (the file is not a text trace).
+    The message names the source (file path as given, ``<stdin>``, or a stream's name), the
+    1-based line of the original file when the problem is on a line, the offending text and
+    what was expected. ``line`` holds that line number (``None`` when the problem is not on one
+    line: an empty file, a damaged compressed stream, a directory).
     """
-    with _open_binary(path) as f:
-        parts: list[bytes] = []  # pieces of an unfinished line
-        pending = 0
-        lines_done = 0
-        head = None
-        while True:
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+def _open_source(source: Any) -> tuple[Any, str, bool]:
+    """Open a trace source for reading bytes, once. Returns (binary stream, name, owned).
+
+    ``source`` is a path (a regular file, a named pipe, ``/dev/fd/N`` of a shell's ``<(...)``),
+    ``"-"`` for standard input, or a binary file object (read from where it stands, not closed
+    here). ``owned`` says whether the caller must close the stream.
+    """
+    if hasattr(source, "read"):
+        if isinstance(source, io.TextIOBase):
+            raise TraceError(f"{getattr(source, 'name', '<stream>')}: a text stream; expected "
+                             f"a binary one (open the trace with 'rb', or pass sys.stdin.buffer)")
+        name = getattr(source, "name", None)
+        return source, (name if isinstance(name, str) else "<stream>"), False
+    text = os.fspath(source)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if text == "-":
+        stdin = sys.stdin
+        if stdin is None or not hasattr(stdin, "buffer"):
+            raise TraceError(f"{STDIN_NAME}: standard input is closed; pipe a trace into it")
+        if stdin.isatty():
+            # reading a terminal would wait for typed requests: refuse instead of hanging
+            raise TraceError(f"{STDIN_NAME}: standard input is a terminal; pipe a trace into it, "
+                             f"e.g. 'cat t.trace | cosmos dram replay -'")
+        return stdin.buffer, STDIN_NAME, False
+    path = Path(text)
+    if not path.exists():
+        raise FileNotFoundError(f"{text}: no such trace file")
+    if path.is_dir():
+        raise TraceError(f"{text}: is a directory, expected a trace file")
+    return open(path, "rb"), text, True
+
+
+class _Input:
+    """One pass over a trace source: its bytes as stored are read once, counted and hashed on
+    the way, and decompressed when they are gzip.
+
+    The first bytes are read ahead to recognise gzip (magic ``1f 8b``, whatever the name) and
+    other containers; they are kept and handed out again by :meth:`read`, so nothing is read
+    twice and a pipe or standard input loses nothing. :attr:`text` is the stream of trace text
+    (a :class:`gzip.GzipFile` over this object for gzip, else this object).
+    """
+
+    def __init__(self, source: Any):
+        self._raw, self.name, self._owned = _open_source(source)
+        self._sha = hashlib.sha256()
+        self.n_bytes = 0
+        self._broken: TraceError | None = None  # the damage found in a gzip stream
+        try:
+            head = b""
+            while len(head) < _SNIFF_BYTES:  # a pipe may hand out fewer bytes per read
+                more = self._read_raw(_SNIFF_BYTES - len(head))
+                if not more:
+                    break
+                head += more
+            self._head = head
+            for sig, kind in _OTHER_MAGIC.items():
+                if head.startswith(sig):
+                    raise TraceError(f"{self.name}: is a {kind} file; expected a text trace, "
+                                     f"plain or gzip")
+            self.compressed = head[:2] == _GZIP_MAGIC
+            self.text = gzip.GzipFile(fileobj=self, mode="rb") if self.compressed else self
+        except BaseException:
+            self.close()
+            raise
+
+    def _read_raw(self, n: int) -> bytes:
+        data = self._raw.read(n)
+        if data is None:  # a non-blocking stream with nothing ready
+            raise TraceError(f"{self.name}: a non-blocking stream; expected a blocking one")
+        self._sha.update(data)
+        self.n_bytes += len(data)
+        return data
+
+    def read(self, n: int = -1) -> bytes:
+        """The source's bytes as stored: the kept head first, then the rest of the stream."""
+        head = self._head
+        if head:
+            if 0 <= n <= len(head):
+                self._head = head[n:]
+                return head[:n]
+            self._head = b""
+            return head + self._read_raw(n - len(head) if n >= 0 else -1)
+        return self._read_raw(n)
+
+    def read_text(self, n: int) -> bytes:
+        """Up to ``n`` bytes of trace text (decompressed); ``b""`` at the end.
+
+        A damaged or truncated gzip stream raises :class:`TraceError`, but only once the text
+        decompressed before the damage has been handed out (it is collected piecewise with
+        ``read1``, so none is lost in a failed large read): the lines before the damage are
+        parsed and checked first, whatever the block size.
+        """
+        if not self.compressed:
+            return self.read(n)
+        if self._broken is not None:
+            raise self._broken
+        got: list[bytes] = []
+        size = 0
+        while size < n:
             try:
-                if head is None:
-                    head = f.read(len(_UTF8_BOM))
-                    chunk = (b"   " if head == _UTF8_BOM else head) + f.read(block_bytes)
-                else:
-                    chunk = f.read(block_bytes)
-            except (OSError, EOFError) as exc:  # corrupt or truncated gzip stream
-                raise ValueError(f"{path}: cannot read the compressed file: {exc}") from None
+                piece = self.text.read1(n - size)
+            except (OSError, EOFError, zlib.error) as exc:  # corrupt or truncated gzip stream
+                self._broken = TraceError(f"{self.name}: cannot read the compressed file: {exc}")
+                if not got:
+                    raise self._broken from None
+                break
+            if not piece:
+                break
+            got.append(piece)
+            size += len(piece)
+        return b"".join(got)
+
+    def finish(self) -> tuple[int, str]:
+        """Read what is left of the source (bytes after the end of a gzip stream) so that the
+        count and the digest cover it all. Returns (bytes, sha256 hex digest)."""
+        while self.read(1 << 20):
+            pass
+        return self.n_bytes, self._sha.hexdigest()
+
+    def close(self) -> None:
+        if self._owned:
+            self._raw.close()
+
+
+def _blocks(inp: _Input, block_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """Yield the source's text as ``(block, first line)``: blocks of whole lines (each ends with
+    a newline; the last line gets one added) and the 1-based line number, in the original file,
+    of the block's first line.
+
+    ``block_bytes`` of text are read per step; a line longer than that is carried over and
+    completed by the following reads, which double in size while the line is unfinished (up to
+    what the longest accepted line needs), so a long line costs few reads. A UTF-8 byte-order
+    mark at the start becomes spaces. A line longer than :data:`MAX_LINE_BYTES` is an error as
+    soon as it is seen to be; every line before it has been yielded by then.
+    """
+    parts: list[bytes] = []  # pieces of an unfinished line
+    pending = 0              # their total length
+    next_line = 1            # number of the first line not yet yielded
+    read_bytes = block_bytes
+    head = inp.read_text(len(_UTF8_BOM))
+    chunk = b"   " if head == _UTF8_BOM else head
+    while True:
+        if not chunk:
+            chunk = inp.read_text(read_bytes)
             if not chunk:
                 break
-            cut = chunk.rfind(b"\n")
-            if cut < 0:
-                parts.append(chunk)
-                pending += len(chunk)
-                if pending > MAX_LINE_BYTES:
-                    raise ValueError(f"{path}, line {lines_done + 1}: longer than "
-                                     f"{MAX_LINE_BYTES} bytes; not a text trace file?")
-                continue
-            parts.append(chunk[: cut + 1])
-            buf = b"".join(parts)
-            parts = [chunk[cut + 1:]]
-            pending = len(parts[0])
-            lines_done += buf.count(b"\n")
-            yield buf
-        rest = b"".join(parts)
-        if rest:
-            yield rest + b"\n"
+        cut = chunk.rfind(b"\n")
+        if cut < 0:
+            parts.append(chunk)
+            pending += len(chunk)
+            if pending > MAX_LINE_BYTES:
+                raise _long_line(inp.name, next_line)
+            read_bytes = min(2 * read_bytes, max(block_bytes, MAX_LINE_BYTES + 1))
+            chunk = b""
+            continue
+        read_bytes = block_bytes
+        parts.append(chunk[: cut + 1])
+        buf = b"".join(parts)
+        parts = [chunk[cut + 1:]]
+        pending = len(parts[0])
+        first, next_line = next_line, next_line + buf.count(b"\n")
+        chunk = b""
+        yield buf, first
+    rest = b"".join(parts)
+    if rest:
+        yield rest + b"\n", next_line
+
+
+def _long_line(name: str, line: int) -> TraceError:
+    return TraceError(f"{name}, line {line}: longer than {MAX_LINE_BYTES} bytes; not a text "
+                      f"trace file?", line)
 
 
 # Lookup tables over byte values.
@@ -361,8 +517,8 @@ def _word_key(word: str) -> int:
 class _Block:
     """One block of text, tokenised; helpers that turn token columns into values or errors."""
 
-    def __init__(self, buf: bytes, first_line: int, path: Path, fmt: str):
-        self.path, self.fmt, self.first_line = path, fmt, first_line
+    def __init__(self, buf: bytes, first_line: int, name: str, fmt: str):
+        self.name, self.fmt, self.first_line = name, fmt, first_line
         data = np.frombuffer(buf, np.uint8)
         nl = np.flatnonzero(data == 10)
         self.nl = nl
@@ -399,13 +555,16 @@ class _Block:
     def token_text(self, t: int) -> str:
         return self.raw[int(self.tok_start[t]): int(self.tok_end[t])].decode("utf-8", "replace")
 
-    def error(self, li: int, reason: str) -> ValueError:
+    def error(self, li: int, reason: str) -> TraceError:
+        """The error for block line ``li``: source, line number, reason, text, expected form."""
         text = self.text(li)
         if len(text) > 200:
             text = text[:200] + "..."
-        return ValueError(
-            f"{self.path}, line {self.first_line + li}: {reason} in {text!r}; "
-            f"expected {self.fmt} lines {FORMATS[self.fmt]}"
+        line = self.first_line + li
+        return TraceError(
+            f"{self.name}, line {line}: {reason} in {text!r}; "
+            f"expected {self.fmt} lines {FORMATS[self.fmt]}",
+            line,
         )
 
     # -- token columns --------------------------------------------------------------------------
@@ -467,10 +626,17 @@ class _Block:
 
 
 class _Errors:
-    """Collects error candidates of one block; raises the one on the earliest line."""
+    """The error candidates of one block; the one on the earliest line is the block's error.
+
+    Every check adds the first line its mask marks. Between checks that mark the same line, the
+    first added wins; the checks run in a fixed order (line length, field count, then the fields
+    left to right, then arrival range, order and alignment), so which error a line gets does
+    not depend on how the file was cut into blocks.
+    """
 
     def __init__(self, block: _Block):
-        self.block, self.best = block, None
+        self.block = block
+        self.best: tuple[int, Callable[[], TraceError]] | None = None
 
     def add(self, lines: np.ndarray, mask: np.ndarray, reason: Callable[[int], str]) -> None:
         """``mask[k]`` marks an error on block line ``lines[k]``; ``reason(k)`` describes it."""
@@ -478,12 +644,20 @@ class _Errors:
             k = int(np.flatnonzero(mask)[0])
             li = int(lines[k])
             if self.best is None or li < self.best[0]:
-                self.best = (li, reason, k)
+                self.best = (li, lambda: self.block.error(li, reason(k)))
 
-    def raise_first(self) -> None:
-        if self.best is not None:
-            li, reason, k = self.best
-            raise self.block.error(li, reason(k))
+    def add_error(self, li: int, make: Callable[[], TraceError]) -> None:
+        """An error on block line ``li`` whose whole message ``make()`` builds."""
+        if self.best is None or li < self.best[0]:
+            self.best = (li, make)
+
+    @property
+    def line(self) -> int | None:
+        """Line number (in the file) of the block's first error; ``None`` if it has none."""
+        return None if self.best is None else self.block.first_line + self.best[0]
+
+    def error(self) -> TraceError:
+        return self.best[1]()
 
 
 _RW = {"READ": 0, "WRITE": 1}
@@ -491,14 +665,34 @@ _LDST = {"LD": 0, "ST": 1}
 _FIELDS = {"dramsim3": (3,), "ramulator": (2,), "dramsys": (3, 4)}
 
 
-def _parse_block(b: _Block) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
-    """Parse one tokenised block. Returns (addr, is_write, arrival or None, block line index)."""
+class _Parsed(NamedTuple):
+    """One block's requests and its first error (see :func:`_parse_block`)."""
+
+    addr: np.ndarray             # (n,) uint64, as written (not yet aligned)
+    is_write: np.ndarray         # (n,) uint8
+    arrival: np.ndarray | None   # (n,) int64 for the timed formats
+    line: np.ndarray             # (n,) int64, index of each request's line in the block
+    errors: _Errors              # candidates; the values on and after errors.line are not valid
+
+
+def _parse_block(b: _Block) -> _Parsed:
+    """Parse one tokenised block into request arrays and its error candidates; raises nothing.
+
+    This is the parser's one step: text in, arrays out, with no state between blocks (the
+    reader checks what spans blocks: arrival order, capacity). A faster scanner can take its
+    place if it returns the same arrays for a valid block; on a block with an error it may hand
+    the block to this function for the message, which then names the same line.
+    """
     fmt = b.fmt
     allowed = _FIELDS[fmt]
+    errs = _Errors(b)
+    long_lines = np.flatnonzero(b.nl - b.line_start > MAX_LINE_BYTES)
+    if long_lines.size:
+        li = int(long_lines[0])
+        errs.add_error(li, lambda: _long_line(b.name, b.first_line + li))
     data_lines = np.flatnonzero(b.ntok > 0)
     nt = b.ntok[data_lines]
     count_ok = np.isin(nt, allowed)
-    errs = _Errors(b)
     want = " or ".join(str(a) for a in allowed)
     errs.add(data_lines, ~count_ok, lambda k: f"{int(nt[k])} fields where {want} were expected")
     lines = data_lines[count_ok]
@@ -558,50 +752,179 @@ def _parse_block(b: _Block) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, 
         arrival = cycles(first, trim=1)
         kind = keyword(first + 1, _RW, "command")
         addr = hex_addr(first + 2)
-    errs.raise_first()
-    return addr, kind.astype(np.uint8), arrival, lines
+    return _Parsed(addr, kind.astype(np.uint8), arrival, lines, errs)
 
 
-def detect_format(path: str | os.PathLike) -> str:
-    """Detect a trace file's format from its first request line (comments and blanks skipped).
+def _detect(blocks: Iterator[tuple[bytes, int]], name: str) -> tuple[str, list[tuple[bytes, int]]]:
+    """Detect the format from the first request line (comments and blanks skipped).
 
-    Raises ``ValueError`` naming the file and line when the line fits no format, or when the
-    file has no request line.
+    Returns the format and the blocks read to find it, which the parser then reads first:
+    detection reads no byte that the parser does not get.
     """
-    path = Path(path)
-    line_no = 0
-    for buf in _blocks(path, 1 << 16):
-        for raw in buf.split(b"\n")[:-1]:
-            line_no += 1
-            text = raw.split(b"#", 1)[0].decode("utf-8", "replace")
-            tokens = text.split()
-            if not tokens:
-                continue
-            fmt = _classify(tokens)
-            if fmt is None:
-                shown = raw[:200].decode("utf-8", "replace").rstrip("\r")
-                raise ValueError(
-                    f"{path}, line {line_no}: cannot tell the trace format from {shown!r}; expected "
-                    + "; or ".join(f"{k} {v}" for k, v in FORMATS.items())
-                    + " (or pass the format explicitly)"
-                )
-            return fmt
-    raise ValueError(f"{path}: no request lines (the file is empty or holds only comments)")
+    kept = []
+    for buf, line in blocks:
+        kept.append((buf, line))
+        pos = 0
+        while pos < len(buf):
+            end = buf.index(b"\n", pos)
+            if end - pos > MAX_LINE_BYTES:
+                raise _long_line(name, line)
+            raw = buf[pos:end]
+            tokens = raw.split(b"#", 1)[0].split()  # bytes.split(): the parser's whitespace
+            if tokens:
+                fmt = _classify(tokens)
+                if fmt is None:
+                    shown = raw[:200].decode("utf-8", "replace").rstrip("\r")
+                    raise TraceError(
+                        f"{name}, line {line}: cannot tell the trace format from {shown!r}; "
+                        "expected " + "; or ".join(f"{k} {v}" for k, v in FORMATS.items())
+                        + " (or pass the format explicitly)", line)
+                return fmt, kept
+            pos = end + 1
+            line += 1
+    raise _no_requests(name)
 
 
-def _classify(tokens: list[str]) -> str | None:
+def _classify(tokens: list[bytes]) -> str | None:
     up = [t.upper() for t in tokens]
-    if up[0] in _LDST:
+    if up[0] in (b"LD", b"ST"):
         return "ramulator"
-    if up[0].endswith(":"):
+    if up[0].endswith(b":"):
         return "dramsys"
-    if len(up) >= 2 and up[1] in _RW:
+    if len(up) >= 2 and up[1] in (b"READ", b"WRITE"):
         return "dramsim3"
     return None
 
 
+def _no_requests(name: str) -> TraceError:
+    return TraceError(f"{name}: no request lines (the file is empty or holds only comments)")
+
+
+def detect_format(source: str | os.PathLike | BinaryIO) -> str:
+    """Detect a trace's format from its first request line (comments and blanks skipped).
+
+    ``source`` is what :func:`read_trace` takes. The source is read up to that line only (a
+    stream is consumed that far).
+
+    Raises :class:`TraceError` naming the source and line when the line fits no format, or when
+    the source has no request line.
+    """
+    inp = _Input(source)
+    try:
+        return _detect(_blocks(inp, 1 << 16), inp.name)[0]
+    finally:
+        inp.close()
+
+
+def _capacity_message(where: str, addr: int, capacity_bytes: int, n_over: int, n_seen: int,
+                      stopped_at: int | None | bool = False) -> str:
+    """The capacity error. ``stopped_at``: ``False`` when every request was read, else the line
+    of the later error that stopped the reading (``None`` if that error is not on a line)."""
+    if stopped_at is False:
+        count = f"{n_over} of {n_seen} requests are"
+    elif stopped_at is None:
+        count = f"{n_over} of the {n_seen} requests read before a later error are"
+    else:
+        count = (f"{n_over} of the {n_seen} requests before line {stopped_at} are "
+                 f"(that line has an error too)")
+    return (
+        f"{where}address 0x{addr:x} is beyond the memory's capacity of "
+        f"{_fmt_bytes(capacity_bytes)} (0x{capacity_bytes:x}); {count}; use a larger "
+        f"configuration, or wrap=True (--wrap) to take addresses modulo the capacity"
+    )
+
+
+class _Reader:
+    """Turns the blocks of one source into a :class:`MemTrace`, checking what spans blocks.
+
+    The error reported is the one on the first bad line of the file, whatever the block size:
+    within a block the earliest candidate wins (:class:`_Errors`), and blocks are read in
+    order and stop at the first block with an error. An address beyond the capacity does not
+    stop the reading (the message counts how many requests are beyond), but it is reported
+    before any error on a later line.
+    """
+
+    def __init__(self, name: str, fmt: str, unaligned: str, capacity_bytes: int | None):
+        self.name, self.fmt, self.unaligned = name, fmt, unaligned
+        self.capacity_bytes = capacity_bytes
+        self.addrs: list[np.ndarray] = []
+        self.kinds: list[np.ndarray] = []
+        self.arrivals: list[np.ndarray] = []
+        self.lines: list[np.ndarray] = []
+        self.prev_arrival: int | None = None
+        self.n_requests = 0
+        self.over: tuple[int, int] | None = None  # (line, address) of the first one beyond
+        self.n_over = 0
+
+    def add(self, buf: bytes, first_line: int) -> None:
+        """Parse and check one block; raise :class:`TraceError` for its first bad line."""
+        b = _Block(buf, first_line, self.name, self.fmt)
+        p = _parse_block(b)
+        errs, li = p.errors, p.line
+        if p.arrival is not None and li.size:
+            arr = p.arrival
+            errs.add(li, arr > MAX_ARRIVAL_CYCLE,
+                     lambda k: f"arrival cycle {int(arr[k])} is beyond the largest the model "
+                               f"takes, 2**48 = {MAX_ARRIVAL_CYCLE}")
+            prev = np.empty_like(arr)
+            prev[1:] = arr[:-1]
+            prev[0] = arr[0] if self.prev_arrival is None else self.prev_arrival
+            errs.add(li, arr < prev,
+                     lambda k: f"arrival cycle {int(arr[k])} is before the previous request's "
+                               f"{int(prev[k])} (cycles must not decrease)")
+        if self.unaligned == "error" and li.size:
+            errs.add(li, (p.addr & np.uint64(LINE_BYTES - 1)) != 0,
+                     lambda k: f"address 0x{int(p.addr[k]):x} is not a multiple of {LINE_BYTES}")
+        stop = errs.line
+        addr = p.addr & ~np.uint64(LINE_BYTES - 1)
+        if self.capacity_bytes is not None and li.size:
+            valid = li.size if stop is None else int(np.searchsorted(li, stop - first_line))
+            over = np.flatnonzero(addr[:valid] >= np.uint64(self.capacity_bytes))
+            if over.size and self.over is None:
+                self.over = (first_line + int(li[over[0]]), int(addr[over[0]]))
+            self.n_over += int(over.size)
+            if stop is not None:
+                self.n_requests += valid
+        if stop is not None:
+            raise errs.error()
+        self.addrs.append(addr)
+        self.kinds.append(p.is_write)
+        self.lines.append(li + first_line)
+        if p.arrival is not None and li.size:
+            self.arrivals.append(p.arrival)
+            self.prev_arrival = int(p.arrival[-1])
+        self.n_requests += int(li.size)
+
+    def capacity_error(self, stopped_at: int | None | bool = False) -> TraceError | None:
+        """The error for the first address beyond the capacity, if there was one."""
+        if self.over is None:
+            return None
+        line, addr = self.over
+        return TraceError(_capacity_message(f"{self.name}, line {line}: ", addr,
+                                            self.capacity_bytes, self.n_over, self.n_requests,
+                                            stopped_at), line)
+
+    def trace(self, n_bytes: int, sha256: str) -> MemTrace:
+        if self.n_requests == 0:
+            raise _no_requests(self.name)
+        error = self.capacity_error()
+        if error is not None:
+            raise error
+        timed = _TIMED[self.fmt]
+        return MemTrace(
+            addr=np.concatenate(self.addrs),
+            is_write=np.concatenate(self.kinds),
+            arrival=np.concatenate(self.arrivals) if timed else None,
+            line=np.concatenate(self.lines),
+            source=self.name,
+            format=self.fmt,
+            source_bytes=n_bytes,
+            source_sha256=sha256,
+        )
+
+
 def read_trace(
-    path: str | os.PathLike,
+    source: str | os.PathLike | BinaryIO,
     format: str = "auto",
     *,
     config: Any = None,
@@ -610,12 +933,16 @@ def read_trace(
     unaligned: str = "align",
     block_bytes: int = _BLOCK_BYTES,
 ) -> MemTrace:
-    """Read a memory trace file.
+    """Read a memory trace, in one pass over its bytes.
 
     Parameters
     ----------
-    path : path-like
-        Text trace, optionally gzip-compressed (detected from the first bytes).
+    source : path-like, ``"-"``, or binary file object
+        A trace file, optionally gzip-compressed (detected from the first bytes, whatever the
+        name). Anything that can be read once from start to end works: a named pipe, a shell's
+        ``<(gzip -c t.trace)`` (``/dev/fd/N``), ``"-"`` for standard input, an open binary
+        stream (read from its current position and left open). Messages name the source as
+        given, ``<stdin>`` for standard input. (A file named ``-`` is ``./-``.)
     format : {"auto", "dramsim3", "ramulator", "dramsys"}
         ``"auto"`` detects it from the first request line.
     config : dram.DRAMConfig, optional
@@ -628,71 +955,60 @@ def read_trace(
         ``"align"``: an address that is not a multiple of 64 is aligned down to its 64-B line;
         ``"error"``: such a line is rejected.
     block_bytes : int
-        Bytes of text parsed per vectorised step (memory bound; results do not depend on it).
+        Bytes of text parsed per vectorised step (bounds the parser's temporary memory, about
+        40x this). Neither the result nor the error reported depends on it.
 
     Returns
     -------
     MemTrace
         ``arrival`` is set for the timed formats (dramsim3, dramsys), ``None`` for ramulator;
-        ``line`` holds each request's 1-based line number.
+        ``line`` holds each request's 1-based line number in the original (uncompressed) file;
+        ``source_bytes`` and ``source_sha256`` describe the bytes read, as stored.
 
     Raises
     ------
     FileNotFoundError
-        The file does not exist.
-    ValueError
-        Unknown format; a malformed line (the message names the file, the line number, the
-        text and the expected form); decreasing arrival cycles; an unaligned address with
-        ``unaligned="error"``; an address beyond the capacity without ``wrap``; no requests.
+        The path does not exist.
+    TraceError
+        (a ``ValueError``) Unknown format; a malformed line (the message names the source, the
+        line number, the text and the expected form); decreasing arrival cycles; an unaligned
+        address with ``unaligned="error"``; an address beyond the capacity without ``wrap``;
+        no requests; a damaged compressed file. When a trace has several problems, the one on
+        its first bad line is reported.
     """
-    path = Path(path)
     if format not in ("auto", *FORMATS):
-        raise ValueError(f"unknown trace format {format!r}; valid: auto, {', '.join(FORMATS)}")
+        raise TraceError(f"unknown trace format {format!r}; valid: auto, {', '.join(FORMATS)}")
     if unaligned not in ("align", "error"):
-        raise ValueError(f"unaligned must be 'align' or 'error', got {unaligned!r}")
-    fmt = detect_format(path) if format == "auto" else format
-    addrs, kinds, arrivals, lines = [], [], [], []
-    line0 = 1
-    prev_arrival = None
-    for buf in _blocks(path, block_bytes):
-        b = _Block(buf, line0, path, fmt)
-        addr, kind, arrival, li = _parse_block(b)
-        if unaligned == "error" and addr.size:
-            bad = (addr & np.uint64(LINE_BYTES - 1)) != 0
-            if bad.any():
-                k = int(np.flatnonzero(bad)[0])
-                raise b.error(int(li[k]), f"address 0x{int(addr[k]):x} is not a multiple of {LINE_BYTES}")
-        if arrival is not None and arrival.size:
-            dec = np.flatnonzero(arrival[1:] < arrival[:-1]) + 1
-            if prev_arrival is not None and arrival[0] < prev_arrival:
-                dec = np.r_[0, dec]
-            if dec.size:
-                k = int(dec[0])
-                before = prev_arrival if k == 0 else int(arrival[k - 1])
-                raise b.error(int(li[k]), f"arrival cycle {int(arrival[k])} is before the previous "
-                                          f"request's {before} (cycles must not decrease)")
-            prev_arrival = int(arrival[-1])
-            arrivals.append(arrival)
-        addrs.append(addr)
-        kinds.append(kind)
-        lines.append(li + line0)
-        line0 += b.n_lines
-    n = sum(a.size for a in addrs)
-    if n == 0:
-        raise ValueError(f"{path}: no request lines (the file is empty or holds only comments)")
-    addr = np.concatenate(addrs) & ~np.uint64(LINE_BYTES - 1)
-    trace = MemTrace(
-        addr=addr,
-        is_write=np.concatenate(kinds),
-        arrival=np.concatenate(arrivals) if _TIMED[fmt] else None,
-        line=np.concatenate(lines),
-        source=str(path),
-        format=fmt,
-    )
+        raise TraceError(f"unaligned must be 'align' or 'error', got {unaligned!r}")
+    if (isinstance(block_bytes, bool) or not isinstance(block_bytes, (int, np.integer))
+            or block_bytes < 1):
+        raise TraceError(f"block_bytes must be a positive integer, got {block_bytes!r}")
     if capacity_bytes is None and config is not None:
         capacity_bytes = config_capacity_bytes(config)
     if capacity_bytes is not None:
-        trace = check_capacity(trace, capacity_bytes, wrap=wrap)
+        capacity_bytes = int(capacity_bytes)
+        if capacity_bytes <= 0 or capacity_bytes % LINE_BYTES:
+            raise TraceError(f"capacity_bytes must be a positive multiple of {LINE_BYTES}, "
+                             f"got {capacity_bytes}")
+    inp = _Input(source)
+    try:
+        blocks = _blocks(inp, int(block_bytes))
+        fmt, kept = _detect(blocks, inp.name) if format == "auto" else (format, [])
+        reader = _Reader(inp.name, fmt, unaligned, None if wrap else capacity_bytes)
+        try:
+            for buf, first_line in itertools.chain(kept, blocks):
+                reader.add(buf, first_line)
+        except TraceError as exc:
+            earlier = reader.capacity_error(stopped_at=exc.line)
+            if earlier is not None:
+                raise earlier from None
+            raise
+        n_bytes, sha256 = inp.finish()
+    finally:
+        inp.close()
+    trace = reader.trace(n_bytes, sha256)
+    if wrap and capacity_bytes is not None:
+        trace = check_capacity(trace, capacity_bytes, wrap=True)
     return trace
 
 
