@@ -52,11 +52,12 @@ def cache_info(root: Path) -> list[dict]:
     return rows
 
 
-def cache_verify(root: Path, kinds: list[str], delete: bool = False, out=sys.stdout):
+def cache_verify(root: Path, kinds: list[str], delete: bool = False, out=None):
     """Check every entry of ``kinds`` under ``root``; print one line per bad entry (and delete
     its files if ``delete``). Returns (entries checked, bad entries)."""
     from cosmos_common import cacheio
 
+    out = out or sys.stdout
     checked = bad = 0
     for kind in kinds:
         for path, files, problem in cacheio.entries(root, kind):

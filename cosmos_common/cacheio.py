@@ -11,8 +11,10 @@ the caller, e.g. :func:`key_of` of a dict of parameters). Two layouts:
       {"cosmos_cache": 1, "kind": ..., "key": ..., "fields": {name: JSON type},
        "sha256": ..., "value": ...}
 
-  ``fields`` records the names and JSON types of a dict value's fields (so a damaged entry
-  is reported as "missing field 'qps'" or "field 'qps' is a string, expected a number");
+  The value keeps its own key order (a row read back has its columns in the order they
+  had). ``fields`` records the names and JSON types of a dict value's fields (so a damaged
+  entry is reported as "missing field 'value.qps'" or "field 'value.qps' is a string,
+  expected a number");
   ``sha256`` is the SHA-256 of the canonical JSON (sorted keys, no spaces) of every other
   member, so it covers the key the entry answers as well as its content.
 - **file entries** (everything else): content files written by the caller (a ``.npz``, vector
@@ -211,10 +213,6 @@ def _header(doc: dict, kind: str | None, key: str | None) -> None:
     got_kind = _field(doc, "kind", "string")
     got_key = _field(doc, "key", "string")
     digest = _field(doc, "sha256", "string")
-    if kind is not None and got_kind != kind:
-        raise _Bad(f"an entry of kind '{got_kind}', expected '{kind}'")
-    if key is not None and got_key != key:
-        raise _Bad("answers another key (a renamed or copied entry)")
     body = {k: v for k, v in doc.items() if k != "sha256"}
     try:
         ok = hashlib.sha256(canonical(body)).hexdigest() == digest
@@ -222,6 +220,10 @@ def _header(doc: dict, kind: str | None, key: str | None) -> None:
         ok = False
     if not ok:
         raise _Bad("checksum mismatch (the entry was changed after it was written)")
+    if kind is not None and got_kind != kind:
+        raise _Bad(f"an entry of kind '{got_kind}', expected '{kind}'")
+    if key is not None and got_key != key:
+        raise _Bad("answers another key (a renamed or copied entry)")
 
 
 def _fields_of(value: Any) -> dict | None:
@@ -299,7 +301,10 @@ def write_value(path: str | os.PathLike, kind: str, key: str, value: Any) -> Pat
     if fields is not None:
         doc["fields"] = fields
     doc["sha256"] = hashlib.sha256(canonical(doc)).hexdigest()
-    return atomic_write(path, canonical(doc) + b"\n")
+    # stored in the value's own order (a row's columns come back in the order they had),
+    # checked in canonical form
+    text = json.dumps(doc, separators=(",", ":"), allow_nan=True, ensure_ascii=True)
+    return atomic_write(path, text.encode() + b"\n")
 
 
 def read_value(path: str | os.PathLike, kind: str, key: str) -> Any | None:
