@@ -62,7 +62,9 @@ def cache_verify(root: Path, kinds: list[str], delete: bool = False, out=None):
     for kind in kinds:
         for path, files, problem in cacheio.entries(root, kind):
             checked += 1
-            problem = problem or cacheio.check_entry(path)
+            # a simulation entry is found by its key: its file name must be the key it answers
+            problem = problem or cacheio.check_entry(
+                path, key=path.stem if kind == "simulations" else None)
             if problem is None:
                 continue
             bad += 1

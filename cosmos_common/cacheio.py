@@ -377,17 +377,17 @@ def read_files(record: str | os.PathLike, kind: str, key: str,
 
 
 # ------------------------------------------------------------------------------- scanning
-def check_entry(path: str | os.PathLike) -> str | None:
+def check_entry(path: str | os.PathLike, key: str | None = None) -> str | None:
     """What is wrong with the entry whose value file or record is ``path``, or None if it is
-    intact (header, fields, types and checksums; the key it answers is not known here, so
-    only its consistency with the checksums is checked)."""
+    intact: header, fields, types and checksums, and, if ``key`` is given, that it answers
+    ``key`` (else only the consistency of its key with its checksums is checked)."""
     path = Path(path)
     try:
         doc = _parse(path)
         if path.name.endswith(RECORD_SUFFIX):
-            _check_record(path, doc, None, None, None)
+            _check_record(path, doc, None, key, None)
         else:
-            _check_value(doc, None, None)
+            _check_value(doc, None, key)
     except _Bad as bad:
         return str(bad)
     return None

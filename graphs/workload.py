@@ -63,8 +63,9 @@ def get_dataset(
     ``msspacev``), real set name (``siftsmall``, ``bigann10k``) or as given, cut to ``n`` base
     vectors and ``num_queries`` queries.
 
-    Synthetic sets default to n=100,000 and 1,000 queries; their exact ground truth is cached
-    under ``cache_dir/groundtruth`` (verified by a key of the data's fingerprint).
+    Synthetic sets default to n=100,000 and 1,000 queries; their vectors are cached under
+    ``cache_dir/datasets`` and their exact ground truth under ``cache_dir/groundtruth``, both
+    verified by checksums at every read (:mod:`cosmos_common.cacheio`).
     """
     if isinstance(dataset, Dataset):
         ds = dataset

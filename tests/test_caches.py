@@ -292,7 +292,11 @@ def clean(tmp_path_factory):
     tr = make_workload("sift", cache_dir=cache, **SMALL)
     ds = get_dataset("sift", SMALL["n"], SMALL["num_queries"], cache_dir=cache)
     idx, _ = get_index(ds, IndexParams(num_clusters=8), cache, progress=False)
-    return tr, ds, idx
+    return tr, ds, idx, cache
+
+
+def clean_cache_dir(clean) -> Path:
+    return clean[3]
 
 
 def _same_trace(a, b) -> None:
@@ -357,6 +361,39 @@ def test_entry_of_the_old_layout_is_a_miss_with_a_note(tmp_path, clean):
     _same_trace(tr, clean[0])
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(which=st.sampled_from(["npz", "record"]), pos=st.floats(0, 1, exclude_max=True),
+       xor=st.integers(1, 255))
+def test_fuzz_trace_cache_loader(tmp_path_factory, clean, which, pos, xor):
+    """A byte of a cached trace or its record changed anywhere -> the cached trace equal to
+    the clean one, or None with one CacheWarning; never another exception."""
+    import shutil
+
+    from graphs.index import IndexParams
+    from graphs.workload import _cached_trace, _trace_entry
+
+    tr, ds, _, _ = clean
+    params = IndexParams(num_clusters=8)
+    spar = {"num_probes": 2, "cand_list_len": 64, "k": 10, "entry": "medoid"}
+    root = tmp_path_factory.mktemp("fuzz")
+    src_path, src_rec, _ = _trace_entry(ds, params, spar, Path(clean_cache_dir(clean)))
+    path, rec, _ = _trace_entry(ds, params, spar, root)
+    path.parent.mkdir(parents=True)
+    shutil.copy(src_path, path)
+    shutil.copy(src_rec, rec)
+    target = path if which == "npz" else rec
+    raw = bytearray(target.read_bytes())
+    raw[int(pos * len(raw))] ^= xor
+    target.write_bytes(bytes(raw))
+    with Warned() as w:
+        got, _ = _cached_trace(ds, params, spar, root, warn=True)
+    if got is None:
+        assert len(w.lines) == 1 and str(target) in w.lines[0]
+    else:
+        assert w.lines == []
+        _same_trace(got, tr)
+
+
 # ------------------------------------------------------------------------ kernels
 def test_kernel_build_damage_is_rewritten(tmp_path):
     from cosmos.specialize import _write_build
@@ -419,6 +456,13 @@ def test_cache_info_and_verify(tmp_path, capsys):
         assert what in lines
     rc, lines = _verify(tmp_path, "--kind", "simulations")
     assert rc == 1 and lines.count("\n") == 0 and sim.name in lines
+    moved = sim.with_name("0" * 40 + ".json")          # an intact entry under another key
+    ResultCache(tmp_path / "simulations").put(KEY, ROW)
+    sim.rename(moved)
+    rc, lines = _verify(tmp_path, "--kind", "simulations")
+    assert rc == 1 and "answers another key" in lines
+    moved.rename(sim)
+    _damage(sim)
     rc, lines = _verify(tmp_path, "--delete")
     assert rc == 1 and lines.count("(deleted)") == 4
     assert not sim.exists() and not list((tmp_path / "datasets").iterdir())
