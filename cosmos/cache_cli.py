@@ -111,7 +111,7 @@ def _verify(args) -> int:
     from cosmos_common import cacheio
 
     root = _root(args)
-    kinds = args.kind or list(cacheio.KINDS)
+    kinds = list(dict.fromkeys(args.kind)) if args.kind else list(cacheio.KINDS)
     checked, bad = cache_verify(root, kinds, delete=args.delete)
     what = "deleted" if args.delete else "bad"
     print(f"checked {checked} entries ({', '.join(kinds)}) in {root.resolve()}: "
