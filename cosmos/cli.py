@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES = (
     "graphs.cli",
     "cosmos.simulate_cli",
     "experiments.cli",
+    "cosmos.cache_cli",
 )
 
 

@@ -102,22 +102,44 @@ def _specialize_kernel(src: str, consts: dict[str, int]) -> str:
 
 
 def _cache_root() -> Path:
-    from graphs.index import default_cache_dir
+    from cosmos_common.cacheio import default_cache_dir
 
     return default_cache_dir() / "kernels"
 
 
-def _write_once(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` unless it holds it already (a temporary name, then a
-    rename: another process may be writing the same file)."""
+def _holds(path: Path, text: str) -> bool | None:
+    """Whether ``path`` holds exactly ``text`` (None: there is no such file)."""
     try:
-        if path.read_text() == text:
-            return
-    except OSError:
-        pass
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+        return path.read_bytes() == text.encode()
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return False
+
+
+def _write_build(folder: Path, tag: str, sources: dict[str, str]) -> None:
+    """Make ``folder`` hold exactly ``sources`` (file name -> text) and their checksum
+    record (a file entry of kind ``kernels`` of :mod:`cosmos_common.cacheio`, for ``cosmos
+    cache verify``). A file that differs from its generated text (damaged, edited) is
+    reported in one warning line and written again; its changed modification time makes
+    numba compile it again instead of using its cached code. Files are written to a
+    temporary name and renamed: another process may be writing the same build."""
+    from cosmos_common import cacheio
+
+    record = cacheio.record_path(folder, "build")
+    same = {name: _holds(folder / name, text) for name, text in sources.items()}
+    for name, ok in same.items():
+        if ok is False:
+            cacheio.report(folder / name, "differs from the source generated for this build",
+                           "writing it again")
+    if all(same.values()):
+        with cacheio.quiet():       # a build of an older version has no record: no news
+            if cacheio.read_files(record, "kernels", tag,
+                                  [folder / n for n in sources]) is not None:
+                return
+    cacheio.store_files(record, "kernels", tag, {
+        folder / name: (lambda p, t=text: None if _holds(p, t) else cacheio.atomic_write(p, t.encode()))
+        for name, text in sources.items()})
 
 
 def _load(name: str, path: Path):
@@ -158,8 +180,7 @@ def specialized_engine(params, heap0: np.ndarray):
     folder.mkdir(parents=True, exist_ok=True)
     os.utime(folder)                # most recently used: kept by _prune
     _prune(folder.parent)
-    _write_once(folder / f"{kname}.py", ksrc)
-    _write_once(folder / f"{ename}.py", esrc)
+    _write_build(folder, tag, {f"{kname}.py": ksrc, f"{ename}.py": esrc})
     _load(kname, folder / f"{kname}.py")
     return _load(ename, folder / f"{ename}.py")
 

@@ -16,11 +16,17 @@ key that hashes exactly those:
 Identical simulations asked for by different experiments therefore run once (of the 68 points
 of the devices, ranks and load sweeps of ``cosmos reproduce``, 6 are points of another sweep).
 
-Entries are JSON files ``<cache>/simulations/<key[:2]>/<key>.json``, written to a temporary
-name and renamed, so a run killed mid-write leaves no partial entry. Rows are normalized to
-plain Python values (numpy scalars become ints and floats) whether they come from the cache
-or from a fresh simulation, so a resumed run writes the same CSVs as an uninterrupted one.
-Delete the folder to drop the cache; ``--no-sim-cache`` neither reads nor writes it.
+Entries are value entries of :mod:`cosmos_common.cacheio` (kind ``simulations``), JSON files
+``<cache>/simulations/<key[:2]>/<key>.json`` holding the row, the key it answers, the names
+and JSON types of the row's fields and a SHA-256 over all of it; they are written to a
+temporary name and renamed, so a run killed mid-write leaves no partial entry. Every read
+verifies the entry: a damaged one (a flipped byte, a missing field, a wrong type, another
+key, an older layout) is reported in one warning line naming the file, simulated again and
+overwritten, and does not count as read from the cache. Rows are normalized to plain Python
+values (numpy scalars become ints and floats) whether they come from the cache or from a
+fresh simulation, so a resumed run writes the same CSVs as an uninterrupted one. ``cosmos
+cache verify`` checks every entry; delete the folder to drop the cache; ``--no-sim-cache``
+neither reads nor writes it.
 """
 
 from __future__ import annotations
@@ -33,11 +39,14 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
+from cosmos_common import cacheio
+
 __all__ = ["ResultCache", "code_digest", "file_digest", "normalize"]
 
 #: packages whose source decides a simulation's result
 _PACKAGES = ("cosmos", "dram", "graphs", "placement")
-_FORMAT = 1  # bump when the entry layout changes
+_FORMAT = 1  # bump when what a key covers changes (the entry layout is cacheio's)
+KIND = "simulations"
 
 _file_digests: dict[tuple, str] = {}
 _code_digest: str | None = None
@@ -139,20 +148,13 @@ class ResultCache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Any | None:
-        """The stored row, or None (no entry, or an unreadable one: it is simulated again)."""
-        try:
-            with open(self._path(key), encoding="utf-8") as fh:
-                return json.load(fh)["row"]
-        except (OSError, ValueError, KeyError):
-            return None
+        """The stored row, or None: no entry, or one that does not verify (reported by a
+        one-line :class:`cosmos_common.cacheio.CacheWarning`; it is simulated again)."""
+        return cacheio.read_value(self._path(key), KIND, key)
 
     def put(self, key: str, row: Any) -> None:
         """Store ``row`` (atomically: a temporary file renamed into place)."""
-        from experiments.common import atomic_write_text
-
-        atomic_write_text(self._path(key),
-                          json.dumps({"key": key, "row": normalize(row)}, allow_nan=True),
-                          overwrite=True)
+        cacheio.write_value(self._path(key), KIND, key, normalize(row))
 
     def sweep(self, fn: Callable, tasks: list[dict],
               run: Callable[..., list[Any]]) -> tuple[list[Any], int]:

@@ -24,12 +24,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from cosmos_common import cacheio
+from cosmos_common.cacheio import default_cache_dir  # noqa: F401  (re-exported)
 
 from .dataset import Dataset
 from .io import atomic_write_bytes
@@ -41,9 +43,6 @@ __all__ = ["IndexParams", "ClusteredIndex", "build_index", "get_index", "default
 INDEX_FORMAT_VERSION = 1
 
 
-def default_cache_dir() -> Path:
-    """``$COSMOS_CACHE`` or ``~/.cache/cosmos``."""
-    return Path(os.environ.get("COSMOS_CACHE") or Path.home() / ".cache" / "cosmos")
 
 
 @dataclass(frozen=True)
@@ -163,8 +162,10 @@ class ClusteredIndex:
         return atomic_write_bytes(path, lambda f: np.savez(f, **arrays), overwrite=overwrite)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, expect: dict | None = None) -> "ClusteredIndex":
-        """Load and verify an index file.
+    def load(cls, path: str | os.PathLike, expect: dict | None = None,
+             verify: bool = True) -> "ClusteredIndex":
+        """Load and verify an index file (``verify=False``: skip the per-array checksums, for
+        a file whose bytes were verified already, as the index cache does).
 
         Raises
         ------
@@ -184,7 +185,7 @@ class ClusteredIndex:
         for k, want in (expect or {}).items():
             if meta.get(k) != want:
                 raise ValueError(f"{path}: stale index, meta '{k}' is {meta.get(k)!r}, expected {want!r}")
-        for k in _ARRAYS:
+        for k in _ARRAYS if verify else ():
             if array_checksum(arrays[k]) != meta["checksums"].get(k):
                 raise ValueError(f"{path}: checksum of array '{k}' does not match (corrupted file)")
         idx = cls(
@@ -391,8 +392,11 @@ def get_index(
 ) -> tuple[ClusteredIndex, Path]:
     """The index of ``dataset`` with ``params`` from the on-disk cache, building it if needed.
 
-    A cached file is verified (format version, dataset fingerprint, parameters, per-array
-    checksums, CSR structure); a corrupted or stale one is reported with a warning and rebuilt.
+    A cached index is a file entry of :mod:`cosmos_common.cacheio` (kind ``indexes``: the
+    ``.npz`` and its record ``<name>.entry.json``) answering the key of the dataset's
+    fingerprint and ``params``. Every read verifies the record and the file's SHA-256, then
+    the meta (format version, dataset fingerprint, parameters) and the CSR structure; a
+    corrupted, stale or unrecorded one is reported in one warning line and rebuilt.
 
     Returns
     -------
@@ -401,12 +405,15 @@ def get_index(
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in dataset.name)[:60]
     path = cache / "indexes" / f"{safe}-{index_key(dataset, params)}.npz"
+    record = cacheio.record_path(path.parent, path.stem)
+    key = cacheio.key_of({"kind": "index", "v": INDEX_FORMAT_VERSION, "fp": dataset.fingerprint(),
+                          "params": asdict(params)})
     expect = {"params": asdict(params), "dataset_fingerprint": dataset.fingerprint(), "n": dataset.n}
-    if path.exists():
+    if cacheio.read_files(record, "indexes", key, [path]) is not None:
         try:
-            return ClusteredIndex.load(path, expect=expect), path
+            return ClusteredIndex.load(path, expect=expect, verify=False), path
         except ValueError as exc:
-            warnings.warn(f"rebuilding the index: {exc}", stacklevel=2)
+            cacheio.report(path, str(exc))
     idx = build_index(dataset, params, threads=threads, progress=progress)
-    idx.save(path, overwrite=True)
+    cacheio.store_files(record, "indexes", key, {path: lambda p: idx.save(p, overwrite=True)})
     return idx, path

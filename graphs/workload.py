@@ -19,14 +19,16 @@ Defaults and why (docs/graphs.md has the details):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import warnings
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+
+from cosmos_common import cacheio
 
 from .dataset import Dataset, real_dataset
 from .groundtruth import exact_knn, recall_at_k
@@ -61,8 +63,9 @@ def get_dataset(
     ``msspacev``), real set name (``siftsmall``, ``bigann10k``) or as given, cut to ``n`` base
     vectors and ``num_queries`` queries.
 
-    Synthetic sets default to n=100,000 and 1,000 queries; their exact ground truth is cached
-    under ``cache_dir/groundtruth`` (verified by a key of the data's fingerprint).
+    Synthetic sets default to n=100,000 and 1,000 queries; their vectors are cached under
+    ``cache_dir/datasets`` and their exact ground truth under ``cache_dir/groundtruth``, both
+    verified by checksums at every read (:mod:`cosmos_common.cacheio`).
     """
     if isinstance(dataset, Dataset):
         ds = dataset
@@ -94,30 +97,41 @@ def get_dataset(
 def cached_groundtruth(ds: Dataset, k: int, cache_dir: str | os.PathLike | None = None,
                        progress: bool = False) -> np.ndarray:
     """Exact top-``k`` ids of ``ds``'s queries under its metric, computed once and cached under
-    ``cache_dir/groundtruth`` by the dataset's fingerprint. (Q, k) int64."""
+    ``cache_dir/groundtruth`` by the dataset's fingerprint. (Q, k) int64.
+
+    The entry (kind ``groundtruth`` of :mod:`cosmos_common.cacheio`: the ``.npz`` and its
+    record) answers the key of the fingerprint, ``k`` and the number of queries; a file that
+    does not verify (changed bytes, even a valid ``.npz`` rewritten with other ids) is
+    reported in one warning line and computed again."""
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     nq = len(ds.queries)
     path = cache / "groundtruth" / f"{_safe(ds.name)}-{ds.fingerprint()[:16]}-k{k}.npz"
-    if path.exists():
+    record = cacheio.record_path(path.parent, path.stem)
+    key = cacheio.key_of({"kind": "groundtruth", "fp": ds.fingerprint(), "k": int(k),
+                          "num_queries": nq, "metric": ds.metric})
+    if cacheio.read_files(record, "groundtruth", key, [path]) is not None:
         try:
             with np.load(path, allow_pickle=False) as z:
-                if str(z["fingerprint"]) == ds.fingerprint() and z["ids"].shape == (nq, k):
-                    return z["ids"].astype(np.int64)
-        except Exception as exc:  # damaged cache file: recompute
-            warnings.warn(f"{path}: unreadable ground truth cache ({exc}); recomputing", stacklevel=2)
+                ids = z["ids"]
+            if ids.shape != (nq, k) or ids.dtype.kind not in "iu":
+                raise ValueError(f"ids of shape {ids.shape} and type {ids.dtype}, expected "
+                                 f"({nq}, {k}) integers")
+            return ids.astype(np.int64)
+        except Exception as exc:  # noqa: BLE001 -- a verified file that does not load: recompute
+            cacheio.report(path, f"does not load ({type(exc).__name__}: {exc})")
     gt, _ = exact_knn(ds.base, ds.queries, k, ds.metric, progress=progress)
     gt = np.asarray(gt, dtype=np.int64)
-    atomic_write_bytes(
-        path, lambda f: np.savez(f, ids=gt, fingerprint=np.array(ds.fingerprint())), overwrite=True
-    )
+    cacheio.store_files(record, "groundtruth", key, {path: lambda p: atomic_write_bytes(
+        p, lambda f: np.savez(f, ids=gt, fingerprint=np.array(ds.fingerprint())), overwrite=True)})
     return gt
 
 
 def _synthetic_cached(spec, n: int, num_queries: int, seed: int, cache: Path) -> Dataset:
     """Synthetic base and queries, memory-mapped from ``cache/datasets`` (generated once).
 
-    The files are verified against the fingerprint stored beside them; a damaged or partial
-    file is regenerated with a warning.
+    The two vector files are one entry of kind ``datasets`` (:mod:`cosmos_common.cacheio`)
+    whose record also holds the data's fingerprint, trusted once the files verify; a damaged,
+    partial or unrecorded file is reported in one warning line and regenerated.
     """
     from .io import read_vectors, write_vectors
     from .synthetic import GENERATOR_VERSION
@@ -125,24 +139,35 @@ def _synthetic_cached(spec, n: int, num_queries: int, seed: int, cache: Path) ->
     name = f"{spec.name}-n{n}-q{num_queries}-s{seed}"
     ext = {"uint8": "u8bin", "int8": "i8bin", "float32": "fbin"}[spec.dtype]
     stem = cache / "datasets" / f"{name}-g{GENERATOR_VERSION}"
-    bpath, qpath, mpath = Path(f"{stem}-base.{ext}"), Path(f"{stem}-query.{ext}"), Path(f"{stem}.json")
-    if bpath.exists() and qpath.exists() and mpath.exists():
+    bpath, qpath = Path(f"{stem}-base.{ext}"), Path(f"{stem}-query.{ext}")
+    record = cacheio.record_path(stem.parent, stem.name)
+    key = cacheio.key_of({"kind": "dataset", "family": spec.name, "dtype": spec.dtype, "n": n,
+                          "num_queries": num_queries, "seed": seed,
+                          "generator_version": GENERATOR_VERSION})
+    meta = cacheio.read_files(record, "datasets", key, [bpath, qpath])
+    if meta is not None:
         try:
-            fp = json.loads(mpath.read_text())["fingerprint"]
-            ds = Dataset(name=name, base=read_vectors(bpath), queries=read_vectors(qpath), metric=spec.metric)
-            if ds.fingerprint() == fp and ds.n == n and len(ds.queries) == num_queries:
-                return ds
-            warnings.warn(f"{stem}: cached synthetic vectors do not match their fingerprint; regenerating",
-                          stacklevel=3)
-        except (ValueError, KeyError, OSError) as exc:
-            warnings.warn(f"{stem}: unreadable cached synthetic vectors ({exc}); regenerating", stacklevel=3)
+            fp = meta.get("fingerprint")
+            if not isinstance(fp, str):
+                raise ValueError("its record has no fingerprint")
+            base, queries = read_vectors(bpath), read_vectors(qpath)
+            if base.shape[0] != n or queries.shape[0] != num_queries:
+                raise ValueError(f"{base.shape[0]} base vectors and {queries.shape[0]} queries, "
+                                 f"expected {n} and {num_queries}")
+            return Dataset(name=name, base=base, queries=queries, metric=spec.metric,
+                           _fp={"fp": fp})
+        except (ValueError, OSError) as exc:
+            cacheio.report(record, f"does not load ({exc})", "regenerating")
     base = generate(spec, n, seed)
     queries = generate(spec, num_queries, seed, queries=True)
     ds = Dataset(name=name, base=base, queries=queries, metric=spec.metric)
-    write_vectors(bpath, base, ext, overwrite=True)
-    write_vectors(qpath, queries, ext, overwrite=True)
-    meta = json.dumps({"fingerprint": ds.fingerprint(), "generator_version": GENERATOR_VERSION})
-    atomic_write_bytes(mpath, lambda f: f.write(meta.encode()), overwrite=True)
+    legacy = Path(f"{stem}.json")       # the fingerprint file of the layout before records
+    if legacy.exists():
+        legacy.unlink()
+    cacheio.store_files(record, "datasets", key, {
+        bpath: lambda p: write_vectors(p, base, ext, overwrite=True),
+        qpath: lambda p: write_vectors(p, queries, ext, overwrite=True),
+    }, meta={"fingerprint": ds.fingerprint(), "generator_version": GENERATOR_VERSION})
     return ds
 
 
@@ -235,33 +260,46 @@ def export_clusters(path: str | os.PathLike, index: ClusteredIndex, overwrite: b
     return save_clusters(path, index.cluster_sizes, index.centroids, index.cluster_adjacency(), overwrite=overwrite)
 
 
+def _trace_entry(ds: Dataset, params: IndexParams, spar: dict, cache: Path):
+    """(path, record, key) of the cache entry of ``ds``'s trace with ``params`` and ``spar``.
+
+    The key leaves out the ground truth: the trace depends on it only through its recall."""
+    request = {"v": TRACE_FORMAT_VERSION, "index": index_key(ds, params), "s": spar}
+    short = hashlib.blake2b(json.dumps(request, sort_keys=True).encode(), digest_size=8).hexdigest()
+    path = cache / "traces" / f"{_safe(ds.name)}-{short}.npz"
+    key = cacheio.key_of({"kind": "trace", "fp": ds.fingerprint(), "params": asdict(params),
+                          **request})
+    return path, cacheio.record_path(path.parent, path.stem), key
+
+
+def _store_trace(path: Path, record: Path, key: str, tr: LogicalTrace) -> None:
+    cacheio.store_files(record, "traces", key, {path: lambda p: save_trace(p, tr, overwrite=True)})
+
+
 def _cached_trace(ds: Dataset, params: IndexParams, spar: dict, cache: Path, warn: bool):
     """(the cached trace of ``ds`` with index ``params`` and search ``spar``, or None; its path).
 
-    The key leaves out the ground truth: the trace depends on it only through its recall."""
-    key = hashlib.blake2b(
-        json.dumps({"v": TRACE_FORMAT_VERSION, "index": index_key(ds, params), "s": spar}, sort_keys=True).encode(),
-        digest_size=8,
-    ).hexdigest()
-    path = cache / "traces" / f"{_safe(ds.name)}-{key}.npz"
-    if not path.exists():
-        return None, path
+    The entry (kind ``traces`` of :mod:`cosmos_common.cacheio`) is verified by its record's
+    SHA-256, then its meta is compared with the request. With ``warn`` False nothing is
+    reported (a caller that only peeks; :func:`make_workload` reads it again and reports)."""
+    path, record, key = _trace_entry(ds, params, spar, cache)
     expect = {
         **spar, "dataset_fingerprint": ds.fingerprint(), "M": params.M,
         "ef_construction": params.ef_construction, "seed": params.seed,
         "num_clusters": params.num_clusters, "n": ds.n, "num_queries": len(ds.queries),
     }
-    try:
-        tr = load_trace(path)
-    except ValueError as exc:
-        if warn:
-            warnings.warn(f"recomputing the trace: {exc}", stacklevel=3)
-        return None, path
-    bad = {a: tr.meta.get(a) for a, b in expect.items() if tr.meta.get(a) != b}
-    if bad:
-        if warn:
-            warnings.warn(f"{path}: stale trace cache ({bad} differ); recomputing", stacklevel=3)
-        return None, path
+    with (contextlib.nullcontext() if warn else cacheio.quiet()):
+        if cacheio.read_files(record, "traces", key, [path]) is None:
+            return None, path
+        try:
+            tr = load_trace(path, verify=False)     # the whole file was verified just now
+        except ValueError as exc:
+            cacheio.report(path, f"does not load ({exc})", stacklevel=4)
+            return None, path
+        bad = {a: tr.meta.get(a) for a, b in expect.items() if tr.meta.get(a) != b}
+        if bad:
+            cacheio.report(path, f"stale trace ({bad} differ)", stacklevel=4)
+            return None, path
     return tr, path
 
 
@@ -345,10 +383,10 @@ def make_workload(
         if tr.meta.get("recall") is None and ds.groundtruth is not None and len(ds.queries):
             # cached before the ground truth was known: add the recall, keep the search
             tr = _fill_recall(tr, ds, k)
-            save_trace(path, tr, overwrite=True)
+            _store_trace(path, *_trace_entry(ds, params, spar, cache)[1:], tr)
         return tr
     index, _ = get_index(ds, params, cache, threads=threads, progress=progress)
     validate_search(index, ds.queries, num_probes, cand_list_len, k, entry)
     tr = trace_index(index, ds, num_probes, cand_list_len, k, entry, progress=progress)
-    save_trace(path, tr, overwrite=True)
+    _store_trace(path, *_trace_entry(ds, params, spar, cache)[1:], tr)
     return tr

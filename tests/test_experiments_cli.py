@@ -99,7 +99,7 @@ def test_user_dataset_is_cut_to_the_scale_and_its_ground_truth_computed_once(tmp
     assert "the base is cut to the tiny scale's size: only its first 3,000 vectors" in out
     assert "file's ids refer to the uncut base" in out
     assert calls == [100]  # one computation (100 queries) for every trace of the run
-    assert len(list((tmp_path / "cache" / "groundtruth").iterdir())) == 1
+    assert len(list((tmp_path / "cache" / "groundtruth").glob("*.npz"))) == 1
     (root,) = (tmp_path / "r").iterdir()
     lir = pd.read_csv(root / "fig5a_lir" / "lir.csv")
     assert set(lir.dataset) == {"siftsmall_base"} and sorted(set(lir.num_probes)) == [4, 8, 16]
@@ -178,7 +178,7 @@ def test_user_dataset_uncut_with_its_ground_truth_and_ip_metric(tmp_path, capsys
     (folder,) = (tmp_path / "r").iterdir()
     plan = json.loads((folder / "config.json").read_text())["dataset_plan"]
     assert plan["groundtruth_source"] == "file" and plan["num_clusters"] == 16
-    metas = [load_trace(p).meta for p in sorted((cache / "traces").iterdir())]
+    metas = [load_trace(p).meta for p in sorted((cache / "traces").glob("*.npz"))]
     assert len(metas) == 3 and all(m["n"] == 1200 and m["num_queries"] == 30 for m in metas)
     assert all(m["recall"] is not None and m["recall"] > 0.5 for m in metas)
 
@@ -189,7 +189,7 @@ def test_user_dataset_uncut_with_its_ground_truth_and_ip_metric(tmp_path, capsys
                "--no-progress"])
     assert rc == 0
     assert "the file's last 100 vectors, held out of the base" in capsys.readouterr().out
-    ip = [load_trace(p).meta for p in (cache / "traces").iterdir()]
+    ip = [load_trace(p).meta for p in (cache / "traces").glob("*.npz")]
     ip = [m for m in ip if m["metric"] == "ip"]
     assert len(ip) == 1 and ip[0]["n"] == 1100 and ip[0]["num_queries"] == 100
 

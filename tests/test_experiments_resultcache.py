@@ -87,10 +87,11 @@ def test_interrupted_sweep_keeps_what_finished_and_corrupt_entries_rerun(tmp_pat
     tasks[2]["x"] = 5
     entries[0].write_text("{not json")                 # a damaged entry is simulated again
     log.clear()
-    rows, hits = cache.sweep(_fake_sim, tasks, _runner(log))
+    with pytest.warns(UserWarning, match="not valid JSON"):
+        rows, hits = cache.sweep(_fake_sim, tasks, _runner(log))
     assert hits == 1 and len(log) == 3 and [r["count"] for r in rows] == [1, 2, 5, 3]
     stored = json.loads(cache._path(cache.key(_fake_sim, tasks[3])).read_text())
-    assert stored["row"] == {"value": 6.0, "count": 3}
+    assert stored["value"] == {"value": 6.0, "count": 3}
 
 
 def test_context_caches_simulations_and_no_sim_cache_turns_it_off(tmp_path):

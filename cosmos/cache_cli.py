@@ -1,0 +1,156 @@
+"""``cosmos cache info`` and ``cosmos cache verify``: what the cache folder holds, and whether
+every entry is intact.
+
+The cache folder (``$COSMOS_CACHE`` or ``~/.cache/cosmos``, or ``--cache-dir``) holds one
+folder per kind of entry (:data:`cosmos_common.cacheio.KINDS`); every entry carries the
+checksums of :mod:`cosmos_common.cacheio`, which the simulator verifies at each read (and
+recomputes a bad entry). ``verify`` checks every entry now, without running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+__all__ = ["register", "cache_info", "cache_verify"]
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n} B"  # pragma: no cover
+
+
+def _root(args) -> Path:
+    from cosmos_common.cacheio import default_cache_dir
+
+    return Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+
+
+def cache_info(root: Path) -> list[dict]:
+    """One dict per kind (and per other folder found under ``root``): ``kind``, ``entries``,
+    ``bytes``, ``holds``."""
+    from cosmos_common import cacheio
+
+    rows = []
+    for kind, holds in cacheio.KINDS.items():
+        ents = cacheio.entries(root, kind)
+        rows.append({"kind": kind, "entries": len(ents),
+                     "bytes": sum(cacheio.sizes(files) for _, files, _ in ents),
+                     "holds": holds})
+    if root.is_dir():
+        for p in sorted(root.iterdir()):
+            if p.name in cacheio.KINDS:
+                continue
+            files = [f for f in p.rglob("*") if f.is_file()] if p.is_dir() else [p]
+            rows.append({"kind": p.name, "entries": len(files),
+                         "bytes": cacheio.sizes(files), "holds": "not the simulator's (not checked)"})
+    return rows
+
+
+def cache_verify(root: Path, kinds: list[str], delete: bool = False, out=None):
+    """Check every entry of ``kinds`` under ``root``; print one line per bad entry (and delete
+    its files if ``delete``). Returns (entries checked, bad entries)."""
+    from cosmos_common import cacheio
+
+    out = out or sys.stdout
+    checked = bad = 0
+    for kind in kinds:
+        for path, files, problem in cacheio.entries(root, kind):
+            checked += 1
+            # a simulation entry is found by its key: its file name must be the key it answers
+            problem = problem or cacheio.check_entry(
+                path, key=path.stem if kind == "simulations" else None)
+            if problem is None:
+                continue
+            bad += 1
+            note = ""
+            if delete:
+                for f in files:
+                    try:
+                        f.unlink()
+                    except FileNotFoundError:
+                        pass
+                _prune_empty(path.parent, root / kind)
+                note = " (deleted)"
+            print(f"{path}: {problem}{note}", file=out)
+    return checked, bad
+
+
+def _prune_empty(folder: Path, top: Path) -> None:
+    """Remove ``folder`` and its parents up to (not including) ``top`` while they hold
+    nothing but empty ``__pycache__`` folders."""
+    folder, top = folder.resolve(), top.resolve()
+    while folder != top and top in folder.parents:
+        rest = [p for p in folder.iterdir()
+                if not (p.is_dir() and p.name == "__pycache__" and not any(p.iterdir()))]
+        if rest:
+            return
+        shutil.rmtree(folder, ignore_errors=True)
+        folder = folder.parent
+
+
+def _info(args) -> int:
+    root = _root(args)
+    rows = cache_info(root)
+    print(f"cache folder: {root.resolve()}{'' if root.is_dir() else ' (does not exist yet)'}")
+    w = max(len(r["kind"]) for r in rows)
+    print(f"{'kind':<{w}}  {'entries':>8}  {'size':>9}  holds")
+    for r in rows:
+        print(f"{r['kind']:<{w}}  {r['entries']:>8}  {_human(r['bytes']):>9}  {r['holds']}")
+    total = sum(r["bytes"] for r in rows)
+    print(f"{'total':<{w}}  {sum(r['entries'] for r in rows):>8}  {_human(total):>9}")
+    return 0
+
+
+def _verify(args) -> int:
+    from cosmos_common import cacheio
+
+    root = _root(args)
+    kinds = list(dict.fromkeys(args.kind)) if args.kind else list(cacheio.KINDS)
+    checked, bad = cache_verify(root, kinds, delete=args.delete)
+    what = "deleted" if args.delete else "bad"
+    print(f"checked {checked} entries ({', '.join(kinds)}) in {root.resolve()}: "
+          f"{bad} {what}" + ("" if bad or not checked else ", all intact"))
+    return 1 if bad else 0
+
+
+def register(sub) -> None:
+    from cosmos_common.cacheio import KINDS
+
+    p = sub.add_parser(
+        "cache", help="inspect and verify the cache folder",
+        description="The cache folder ($COSMOS_CACHE or ~/.cache/cosmos) keeps datasets, ground "
+                    "truth, indexes, traces, finished simulations and specialized kernels. Every "
+                    "entry carries SHA-256 checksums of its content and of the key it answers; "
+                    "every read verifies them and recomputes a bad entry.")
+    p.add_argument("--cache-dir", type=Path, default=None,
+                   help="the cache folder (default: $COSMOS_CACHE or ~/.cache/cosmos)")
+    csub = p.add_subparsers(dest="cache_command", metavar="ACTION")
+    pi = csub.add_parser("info", help="entries and bytes per kind, and the location",
+                         description="Print the cache folder and, per kind of entry, the number "
+                                     "of entries and their size.")
+    pi.set_defaults(func=_info)
+    pv = csub.add_parser(
+        "verify", help="check every entry's checksums",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Check every cache entry (record, fields, types, sizes and SHA-256 "
+                    "checksums) and print one line per bad entry, then a summary.\n\n"
+                    "exit status: 0 if every entry is intact, 1 if bad entries were found "
+                    "(also with --delete), 2 on a usage error.")
+    pv.add_argument("--delete", action="store_true",
+                    help="delete the files of every bad entry (the simulator recomputes them "
+                         "when it needs them)")
+    pv.add_argument("--kind", action="append", choices=list(KINDS), default=None,
+                    help="check only this kind (repeatable; default: all)")
+    pv.set_defaults(func=_verify)
+
+    def usage(args) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(func=usage)
