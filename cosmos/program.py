@@ -1,4 +1,5 @@
-"""Turn each query of the logical trace into a program of dependent steps, per system kind.
+"""Turn each query of the logical trace into a program of dependent steps, as its system's
+execution model (a cosmos.systems declaration) says.
 
 A *program* is flat integer/float arrays (built by one numba kernel, no Python per hop):
 
@@ -37,8 +38,10 @@ contiguous lines). Nothing per object is stored: the objects' ids are the trace'
 addresses the layout's (for 10,000 default ``cosmos`` queries, 15.7 M steps of 32 bytes and
 no object array, where per-step fields and an object copy took 3 GB).
 
-Every step carries a breakdown category (``CAT_*``, the paper's Fig. 4b). The step sequences
-of the four kinds are documented in docs/system_model.md and in :func:`build_program`.
+Every step carries a breakdown category (``CAT_*``, the paper's Fig. 4b). The steps at each
+place of a query come from the system's declaration (cosmos.systems), resolved by
+:func:`step_rows` into a small table that one generic kernel (:func:`_build`) interprets: no
+system is known here by name.
 All times are DRAM cycles (tCK = 416 ps; cosmos.config).
 """
 
@@ -511,17 +514,12 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     cluster_device : (C,) int64
         Placement.
 
-    Step sequences per search (``r`` = vectors read at a hop):
-
-    - host-cxl / host-dram: MEM entry vector [distance]; per hop: MEM adjacency list
-      [traversal] + visited checks; MEM r vectors [distance] with per-line distance compute;
-      COMPUTE inserts + select [candidate]. Query end: COMPUTE merge [candidate].
-    - cxl-anns: XFER query + entry id down, device MEM entry vector, XFER distance up; per hop:
-      host MEM adjacency via link [traversal]; XFER r ids down, device MEM r vectors
-      [distance], XFER r distances up [transfer]; COMPUTE select only (inserts deferred).
-    - cosmos: per device: agent XFER query down; GPC task: per search the same hop sequence as
-      the host, device-local, with rank-local segment reads and partial sums when rank PUs are
-      enabled; XFER local top-k up. Host agent merges when every device has answered.
+    The steps come from the execution model ``cfg.kind`` names (cosmos.systems): per
+    cluster search its ``entry`` steps, per hop its ``adjacency``, ``vectors`` (if the hop
+    reads any) and ``candidates`` steps; per query its ``merge`` steps; for searches on the
+    GPCs per device its ``dispatch`` and ``device_done`` steps around the device's search
+    task. A read of an object held in the host graph cache (``layout.node_cached``) uses the
+    read's ``cached`` variant.
     """
     from cosmos.systems import model_for
 
