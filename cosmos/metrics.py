@@ -18,8 +18,10 @@ Definitions
   graph traversal (adjacency reads + visited checks), distance calculation (vector reads +
   distance compute), candidate update (insert/select/merge), host/link transfer (messages
   over CXL), and queue (waiting for an execution context). They sum to the latency.
-- Per device: busy = summed context-holding time of tasks on its GPC pool / (contexts x
-  simulated time) (systems whose searches run on the GPCs); DRAM data-bus busy = burst cycles on the channel data buses /
+- Per device (memory instance; a host graph cache, ``memory`` = ``host-cache``, is the row
+  after the devices and is left out of the LIR): busy = summed context-holding time of tasks
+  on its GPC pool / (contexts x simulated time) (systems whose searches run on the GPCs);
+  DRAM data-bus busy = burst cycles on the channel data buses /
   (channels x simulated time), DRAM rank busy = burst cycles per rank (rank-local ones
   included) / (ranks x simulated time) (every system: its devices, or the host DRAM);
   load = DRAM requests served; LIR = max load / mean load.
@@ -173,7 +175,8 @@ def summary(res, warmup: float = 0.1) -> dict:
     qps = qps_window if steady else Q / seconds
     lat = pq["latency_ns"].to_numpy()[mask]
     dev = per_device(res)
-    loads = dev["dram_requests"].to_numpy(dtype=float)
+    # load imbalance over the index's memory (a host graph cache is not a device)
+    loads = dev.loc[dev["memory"] != "host-cache", "dram_requests"].to_numpy(dtype=float)
     lir = float(loads.max() / loads.mean()) if loads.size and loads.mean() > 0 else float("nan")
     out = {
         "system": cfg.name,

@@ -4,6 +4,7 @@ knows a system by name."""
 import dataclasses
 import inspect
 
+import numpy as np
 import pytest
 
 from cosmos_common import UserError
@@ -110,3 +111,37 @@ def test_no_system_is_known_by_name_outside_the_declarations():
         for name in known_systems():
             for op in ("==", "!="):
                 assert f'{op} "{name}"' not in src, (mod.__name__, name)
+
+
+def test_simulate_list_names_every_system_with_its_description(capsys):
+    from cosmos.cli import main
+
+    assert main(["simulate", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(PRESETS)
+    for line, name in zip(lines, PRESETS):
+        got_name, desc = line.split(None, 1)
+        assert got_name == name and desc == DESCRIPTIONS[name]
+
+
+def test_the_host_graph_cache_is_one_more_memory_instance_outside_the_lir():
+    from cosmos.metrics import per_device, summary
+    from cosmos.simulate import simulate
+    from tests.cosmos_helpers import make_trace
+
+    tr = make_trace(num_queries=30, num_clusters=8, cluster_size=200, probes=2, hops=4, seed=5)
+    # make_trace's searches do not expand their entries: expand the entry first, as real
+    # searches do, so the cache (the entries and what they lead to) is read
+    tr["hop_node"][tr["search_hop_ptr"][:-1]] = tr["search_entry"]
+    res = simulate(get_preset("cxl-anns-cache"), tr, progress=False)
+    dev = per_device(res)
+    D = res.config.device.count
+    assert len(dev) == D + 1 and list(dev.memory) == ["device"] * D + ["host-cache"]
+    assert dev.dram_requests.iloc[D] > 0 and np.isnan(dev.link_down_util_fraction.iloc[D])
+    loads = dev.dram_requests.iloc[:D].to_numpy(float)
+    assert summary(res)["device_lir_requests"] == loads.max() / loads.mean()
+    # the cached lists no longer cross the link: fewer wire bytes than CXL-ANNS
+    ref = summary(simulate(get_preset("cxl-anns"), tr, progress=False))
+    s = summary(res)
+    assert s["link_wire_bytes_per_query"]["up"] < ref["link_wire_bytes_per_query"]["up"]
+    assert s["dram_requests"] == ref["dram_requests"]     # the same reads, some elsewhere
