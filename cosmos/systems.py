@@ -81,6 +81,13 @@ class Cost:
 
 @dataclass(frozen=True)
 class Read:
+    """``unit`` reads ``objects`` from ``memory`` (module docstring): ``objects`` in
+    :data:`OBJECTS`, ``unit`` in :data:`UNITS`, ``memory`` in :data:`MEMORIES`; ``category``
+    a breakdown category; ``rank_pus``: rank-local segment reads by the rank-level PUs;
+    ``per_vector``: a Costs field charged per vector on the context's core (a share per
+    returned line); ``after``: :class:`Cost` terms once the last line is back; ``cached``:
+    the read to use for an object held in the host graph cache."""
+
     objects: str
     unit: str
     category: str
@@ -93,6 +100,10 @@ class Read:
 
 @dataclass(frozen=True)
 class Send:
+    """A message over the search device's link, ``"down"`` (host to device) or ``"up"``:
+    ``vectors`` query vectors + ``bytes`` + ``per_item_bytes`` x ``count`` bytes of payload,
+    sent as one header slot plus whole slots (cosmos.config.LinkConfig)."""
+
     direction: str
     vectors: int = 0
     bytes: int = 0
@@ -103,6 +114,9 @@ class Send:
 
 @dataclass(frozen=True)
 class Compute:
+    """The sum of the :class:`Cost` terms ``cost``, in cycles of the context's core (rounded
+    up to whole DRAM cycles), counted to ``category``."""
+
     category: str
     cost: tuple = ()
 

@@ -219,6 +219,6 @@ def test_rerun_reads_every_simulation_from_the_cache(reproduction):
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     first = pd.read_csv(folder / "fig4a_qps" / "qps.csv")
-    assert "simulations_from_cache: 12/12" in out.stdout   # 6 systems x 2 workloads
+    assert "simulations_from_cache: 16/16" in out.stdout   # 8 systems x 2 workloads
     (again,) = (root / "rerun").iterdir()
     pd.testing.assert_frame_equal(pd.read_csv(again / "qps.csv"), first)
