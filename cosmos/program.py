@@ -430,7 +430,7 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
     """The step table of ``model`` (a validated cosmos.systems.SystemModel) with ``costs``:
     ``(rt, rf, pp)``: int rows ``(N_R, rows)``, float rows ``(N_F, rows)`` and the place
     pointers ``(N_PLACES + 1,)`` (a row's cached variant is appended after all places)."""
-    from cosmos.systems import COUNTS, PLACES
+    from cosmos.systems import COUNTS, PLACES, Read, Send
 
     count_code = {name: i for i, name in enumerate(COUNTS)}
     cv = costs._asdict()
@@ -457,7 +457,7 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
         r[R_CAT] = _CATEGORY_CODE[st.category]
         r[R_ALT] = -1
         r[R_MLP] = 1
-        if type(st).__name__ == "Read":
+        if isinstance(st, Read):
             r[R_OP] = STEP_MEM
             r[R_SRC] = _OBJ_CODE[st.objects]
             if st.memory == "host-cache":
@@ -471,7 +471,7 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
             if st.per_vector is not None:
                 f[F_CLINE] = cv[st.per_vector] / vector_lines
             f[F_C0], f[F_C1], r[R_COUNT] = terms(st.after)
-        elif type(st).__name__ == "Send":
+        elif isinstance(st, Send):
             r[R_OP] = STEP_XFER
             r[R_DEV] = DEV_SEARCH
             r[R_LINK] = 0 if st.direction == "down" else 1
@@ -487,7 +487,7 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
     for place in PLACES:
         for st in getattr(model, place):
             r, f = row(st)
-            if getattr(st, "cached", None) is not None:
+            if isinstance(st, Read) and st.cached is not None:
                 alts.append((len(ints), st.cached))
             ints.append(r)
             floats.append(f)
