@@ -116,6 +116,13 @@ SOURCE: dict[str, str] = {
     "and GPC differ only in clock and SIMD width (stated assumption)",
     "gpc.partial_sum_cycles": "the GPC adds one rank PU's partial distance, a scalar add of a "
     "value the PU returns: 1 cycle (stated estimate)",
+    "graph_cache.hops": "CXL-ANNS (Jang et al., USENIX ATC'23) caches in local DRAM the "
+    "neighbors of the nodes near the entry point, which every search visits first; the paper "
+    "sets the hop count from the local DRAM budget. 2 hops (stated estimate: the entry and "
+    "its neighbors' lists, what every search of a cluster expands first)",
+    "graph_cache.capacity_bytes": "CXL-ANNS keeps the cache within the host's local DRAM, "
+    "far smaller than the index. 1 GiB (stated estimate: about 6 M adjacency lists of 3 "
+    "lines, a small share of a 256+ GiB host's DRAM next to the query batch)",
     "rank_pu.enabled": "Cosmos puts a PU in each DRAM rank (Cosmos paper); the 'w/o rank PU' "
     "preset turns them off",
 }
@@ -276,6 +283,16 @@ class CXLANNSConfig:
 
 
 @dataclass(frozen=True)
+class GraphCacheConfig:
+    """CXL-ANNS's hop-count graph cache in host DRAM (used by the cxl-anns-cache model)."""
+
+    hops: int = _f(2, "cache the adjacency lists of the nodes within this many hops of an "
+                      "entry point")
+    capacity_bytes: int = _f(1 << 30, "host DRAM given to the cache, bytes (nearest nodes "
+                                      "first)")
+
+
+@dataclass(frozen=True)
 class DeviceConfig:
     """One CXL memory device: DRAM behind a controller, optionally a GPC and rank PUs."""
 
@@ -322,6 +339,7 @@ RANGES: dict[str, tuple] = {
     "cxl_anns.accel_latency_ns": _TIME, "cxl_anns.accel_outstanding": _COUNT,
     "device.count": _COUNT, "device.channels": _COUNT, "device.ranks": _COUNT,
     "device.onchip_latency_ns": _TIME, "device.capacity_bytes": (64, True, 2**62),
+    "graph_cache.hops": (0, True, 1000), "graph_cache.capacity_bytes": (0, True, 2**62),
 }
 
 
@@ -366,10 +384,12 @@ def _check_field(path: str, value, f: dataclasses.Field) -> None:
 
 @dataclass(frozen=True)
 class SystemConfig:
-    """A whole system. ``kind`` selects how queries become programs (see cosmos.program)."""
+    """A whole system. ``kind`` names its execution model (cosmos.systems registry), which
+    says how queries become programs (cosmos.program interprets it)."""
 
     name: str = _f("custom", "preset name")
-    kind: str = _f("cosmos", "execution model: host-cxl | host-dram | cxl-anns | cosmos")
+    kind: str = _f("cosmos", "execution model: a name registered in cosmos.systems "
+                             "(host-cxl, host-dram, cxl-anns, cosmos, ...)")
     placement: str = _f("adjacency", "cluster placement policy name (placement registry)")
     layout_spread: bool = _f(True, "spread the layout over the full device capacity")
     host: HostConfig = field(default_factory=HostConfig, metadata={"help": "host CPU"})
@@ -379,15 +399,18 @@ class SystemConfig:
     gpc: GPCConfig = field(default_factory=GPCConfig, metadata={"help": "device cores"})
     rank_pu: RankPUConfig = field(default_factory=RankPUConfig, metadata={"help": "rank PUs"})
     cxl_anns: CXLANNSConfig = field(default_factory=CXLANNSConfig, metadata={"help": "CXL-ANNS"})
-
-    KINDS = ("host-cxl", "host-dram", "cxl-anns", "cosmos")
+    graph_cache: GraphCacheConfig = field(default_factory=GraphCacheConfig,
+                                          metadata={"help": "host graph cache (CXL-ANNS)"})
 
     def validate(self) -> "SystemConfig":
         """Reject impossible values with a message naming the field (``system.section.field``),
         the value and what was expected: every field's type, and every numeric field's range
         from :data:`RANGES`."""
-        if not isinstance(self.kind, str) or self.kind not in self.KINDS:
-            raise ValueError(f"system.kind: unknown {self.kind!r}; expected one of {self.KINDS}")
+        from cosmos.systems import known_systems, model_for
+
+        if not isinstance(self.kind, str) or self.kind not in known_systems():
+            raise ValueError(f"system.kind: unknown {self.kind!r}; expected one of "
+                             f"{known_systems()}")
         for name in ("name", "placement"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
@@ -410,6 +433,7 @@ class SystemConfig:
         if self.rank_pu.segment_bytes != 64:
             raise ValueError("system.rank_pu.segment_bytes: only 64-byte segments (one burst) "
                              f"are modeled, got {self.rank_pu.segment_bytes}")
+        model_for(self)      # the execution model, resolved against this config, is consistent
         return self
 
     def to_dict(self) -> dict:
@@ -448,7 +472,7 @@ class SystemConfig:
 #: The config's sections: field name of SystemConfig -> its dataclass.
 SECTIONS: dict[str, type] = {"host": HostConfig, "link": LinkConfig, "switch": SwitchConfig,
                              "device": DeviceConfig, "gpc": GPCConfig, "rank_pu": RankPUConfig,
-                             "cxl_anns": CXLANNSConfig}
+                             "cxl_anns": CXLANNSConfig, "graph_cache": GraphCacheConfig}
 
 
 #: Spellings ``--set section.flag=VALUE`` accepts for a boolean field (case-insensitive).

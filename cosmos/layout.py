@@ -29,7 +29,7 @@ described by an :class:`AddressFields` (LSB-first mixed-radix fields above the l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -133,6 +133,9 @@ class Layout:
         rank (only meaningful when ``rank_parts > 1``; else ``col_step = 64``).
     bytes_used : ndarray (D,), int64
         Bytes of index data per device (dense, without spreading).
+    node_cached : ndarray (n,), uint8, or None
+        1 for a node whose adjacency list is held in the host DRAM graph cache
+        (:func:`with_graph_cache`); its ``node_addr`` is then its address in the cache.
     """
 
     node_device: np.ndarray
@@ -147,6 +150,7 @@ class Layout:
     rank_step: int
     col_step: int
     bytes_used: np.ndarray
+    node_cached: np.ndarray | None = None
 
     def adjacency_lines(self, degree: np.ndarray) -> np.ndarray:
         """Lines read for adjacency lists of the given lengths (4-byte ids, >= 1 line)."""
@@ -300,3 +304,59 @@ def build_layout(
     return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
                   node_stride, vector_stride, S, R, LINE_BYTES * fields.divisor("rank"),
                   LINE_BYTES * fields.divisor("column"), bytes_used)
+
+
+def graph_cache_nodes(trace, hops: int, capacity_bytes: int, node_lines: int) -> np.ndarray:
+    """The nodes of the hop-count graph cache (CXL-ANNS, USENIX ATC'23): the nodes within
+    ``hops`` hops of an entry point, nearest first (by hop count, then node id), as many as
+    ``capacity_bytes`` holds at ``node_lines`` 64-byte lines per adjacency list.
+
+    The logical trace carries no graph, only what the searches read: the edges it shows are
+    (expanded node -> each neighbor whose vector was read at that hop). Hop counts are the
+    breadth-first distances from the searches' entry points over those edges (over every
+    query of ``trace``): never below the graph's own, equal wherever the searches walked a
+    shortest path. Returns the cached node ids, (m,) int64.
+    """
+    hops = int(hops)
+    n = int(trace.cluster_nodes.shape[0])
+    per_node = int(node_lines) * LINE_BYTES
+    budget = int(capacity_bytes) // per_node
+    if hops < 0 or budget <= 0 or n == 0:
+        return np.zeros(0, np.int64)
+    # the edges the searches show: hop h's node -> the nodes read at h
+    hop_read_ptr = np.asarray(trace.hop_read_ptr, np.int64)
+    src = np.repeat(np.asarray(trace.hop_node, np.int64), np.diff(hop_read_ptr))
+    dst = np.asarray(trace.read_node, np.int64)[:hop_read_ptr[-1]]
+    order = np.argsort(src, kind="stable")
+    src, dst = src[order], dst[order]
+    ptr = np.searchsorted(src, np.arange(n + 1))
+    level = np.full(n, -1, np.int64)
+    frontier = np.unique(np.asarray(trace.search_entry, np.int64))
+    level[frontier] = 0
+    for h in range(1, hops + 1):
+        if frontier.size == 0:
+            break
+        nxt = np.concatenate([dst[ptr[v]:ptr[v + 1]] for v in frontier]) if frontier.size \
+            else np.zeros(0, np.int64)
+        nxt = np.unique(nxt)
+        nxt = nxt[level[nxt] < 0]
+        level[nxt] = h
+        frontier = nxt
+    inside = np.flatnonzero(level >= 0)
+    ranked = inside[np.lexsort((inside, level[inside]))]
+    return ranked[:budget]
+
+
+def with_graph_cache(layout: Layout, cached_nodes: np.ndarray) -> Layout:
+    """``layout`` with the adjacency lists of ``cached_nodes`` moved to the host DRAM graph
+    cache: ``node_cached`` marks them, and their ``node_addr`` becomes their address in the
+    cache, one dense entry of ``node_lines`` lines each in ``cached_nodes`` order (the memory
+    instance of those reads is the host's, named by the system model)."""
+    n = layout.node_addr.shape[0]
+    cached = np.zeros(n, np.uint8)
+    nodes = np.asarray(cached_nodes, np.int64)
+    cached[nodes] = 1
+    node_addr = layout.node_addr.copy()
+    node_addr[nodes] = (np.arange(nodes.shape[0], dtype=np.uint64)
+                        * np.uint64(layout.node_lines * LINE_BYTES))
+    return replace(layout, node_addr=node_addr, node_cached=cached)

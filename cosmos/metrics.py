@@ -18,8 +18,10 @@ Definitions
   graph traversal (adjacency reads + visited checks), distance calculation (vector reads +
   distance compute), candidate update (insert/select/merge), host/link transfer (messages
   over CXL), and queue (waiting for an execution context). They sum to the latency.
-- Per device: busy = summed context-holding time of tasks on its GPC pool / (contexts x
-  simulated time) (Cosmos kinds); DRAM data-bus busy = burst cycles on the channel data buses /
+- Per device (memory instance; a host graph cache, ``memory`` = ``host-cache``, is the row
+  after the devices and is left out of the LIR): busy = summed context-holding time of tasks
+  on its GPC pool / (contexts x simulated time) (systems whose searches run on the GPCs);
+  DRAM data-bus busy = burst cycles on the channel data buses /
   (channels x simulated time), DRAM rank busy = burst cycles per rank (rank-local ones
   included) / (ranks x simulated time) (every system: its devices, or the host DRAM);
   load = DRAM requests served; LIR = max load / mean load.
@@ -35,6 +37,7 @@ import pandas as pd
 
 from cosmos.config import TCK_PS
 from cosmos.program import CATEGORIES
+from cosmos.systems import model_for
 
 NS_PER_CYCLE = TCK_PS / 1000.0
 
@@ -117,15 +120,19 @@ def per_device(res) -> pd.DataFrame:
     rows = []
     held = np.where(st.task_end >= 0, st.task_end - st.task_start, 0)
     dram_busy = _dram_busy(res)
-    for i in range(max(n_inst, D if cfg.kind != "host-dram" else 1)):
+    model = model_for(cfg)
+    on_gpc = model.search_pool == "gpc"
+    for i in range(max(n_inst, D if model.uses_link else 1)):
         pool = 1 + i
-        ctx = res.pool_sizes[pool] if pool < len(res.pool_sizes) - 1 else 0
-        busy = held[pg.task_pool == pool].sum() / (ctx * cycles) if (ctx and cfg.kind ==
-                                                                      "cosmos") else np.nan
+        ctx = res.pool_sizes[pool] if pool < len(res.pool_sizes) - 1 and i < D else 0
+        busy = held[pg.task_pool == pool].sum() / (ctx * cycles) if (ctx and on_gpc) \
+            else np.nan
         reqs = int(st.inst_reqs[i]) if i < n_inst else 0
         bus, rank = dram_busy[i] if i < n_inst else (np.nan, np.nan)
         row = {
             "device": i,
+            "memory": "host-cache" if (model.host_cache and i == D) else
+            ("host" if model.index_in_host else "device"),
             "gpc_busy_fraction": busy,
             "dram_requests": reqs,
             "rank_local_requests": int(st.inst_local[i]) if i < n_inst else 0,
@@ -133,7 +140,7 @@ def per_device(res) -> pd.DataFrame:
             "dram_bus_busy_fraction": bus,
             "dram_rank_busy_fraction": rank,
         }
-        if cfg.kind != "host-dram" and i < D:
+        if model.uses_link and i < D:
             row["link_down_util_fraction"] = st.link_busy[i, 0] / cycles
             row["link_up_util_fraction"] = st.link_busy[i, 1] / cycles
             row["link_down_GBps"] = st.link_bytes[i, 0] / seconds / 1e9
@@ -168,7 +175,8 @@ def summary(res, warmup: float = 0.1) -> dict:
     qps = qps_window if steady else Q / seconds
     lat = pq["latency_ns"].to_numpy()[mask]
     dev = per_device(res)
-    loads = dev["dram_requests"].to_numpy(dtype=float)
+    # load imbalance over the index's memory (a host graph cache is not a device)
+    loads = dev.loc[dev["memory"] != "host-cache", "dram_requests"].to_numpy(dtype=float)
     lir = float(loads.max() / loads.mean()) if loads.size and loads.mean() > 0 else float("nan")
     out = {
         "system": cfg.name,
@@ -200,7 +208,8 @@ def summary(res, warmup: float = 0.1) -> dict:
         "requests_per_wall_s": float(st.inst_reqs.sum() / res.wall_s) if res.wall_s > 0 else
         float("nan"),
     }
-    if cfg.kind != "host-dram":
+    model = model_for(cfg)
+    if model.uses_link:
         D = cfg.device.count
         # wire bytes: payload plus flit and slot overhead (dram_bytes_per_query is payload)
         out["link_wire_bytes_per_query"] = {"down": float(st.link_bytes[:D, 0].sum() / Q),
@@ -208,12 +217,12 @@ def summary(res, warmup: float = 0.1) -> dict:
         out["upstream_util_down_fraction"] = float(st.link_busy[D, 0] / cycles)
         out["upstream_util_up_fraction"] = float(st.link_busy[D, 1] / cycles)
         out["device_link_util_max_fraction"] = float(st.link_busy[:D].max() / cycles)
-        if cfg.kind == "cosmos":
-            out["gpc_busy_fraction"] = [float(x) for x in dev["gpc_busy_fraction"]]
+        on_gpc = model.search_pool == "gpc"
+        if on_gpc:
+            out["gpc_busy_fraction"] = [float(x) for x in dev["gpc_busy_fraction"][:D]]
         # LIR of the placement by cluster searches (placement package's definition)
         pg = res.program
-        search_dev = pg.task_device[pg.task_pool == 1 + pg.task_device] if cfg.kind == \
-            "cosmos" else None
+        search_dev = pg.task_device[pg.task_pool == 1 + pg.task_device] if on_gpc else None
         if search_dev is not None and search_dev.size:
             loads = np.bincount(search_dev, minlength=D).astype(float)
             out["device_tasks"] = [int(x) for x in loads]

@@ -1,7 +1,9 @@
-"""The paper's six systems (Fig. 4 of the Cosmos paper) as named :class:`SystemConfig` instances.
+"""The paper's six systems (Fig. 4 of the Cosmos paper) and three more, as named
+:class:`SystemConfig` instances.
 
-All six share the same hardware defaults (cosmos.config); they differ only in where the work
-runs (``kind``), whether rank-level PUs are used, and the placement policy:
+All share the same hardware defaults (cosmos.config); they differ only in their execution
+model (``kind``: a declaration registered in cosmos.systems), whether rank-level PUs are used,
+and the placement policy:
 
 - ``base``: data in CXL memory, the host does traversal, distances and candidate updates; every
   cache line crosses the CXL link.
@@ -12,8 +14,17 @@ runs (``kind``), whether rank-level PUs are used, and the placement policy:
 - ``cosmos-noalgo``: full Cosmos with round-robin cluster placement.
 - ``cosmos``: everything (GPC offload, rank-level PUs, adjacency-aware placement).
 
-To add a system: build a ``SystemConfig`` (``dataclasses.replace`` of one of these) and add it
-to ``PRESETS``; a new execution model needs a new ``kind`` in cosmos.program.
+Beyond the paper, completing the 2 x 2 of Cosmos's two contributions (where the traversal runs
+x what computes the distances) and CXL-ANNS's graph cache:
+
+- ``cxl-anns-cache``: CXL-ANNS with its hop-count graph cache in host DRAM (``graph_cache``).
+- ``cosmos-accel``: full offload to the GPCs, distances on a CXL-ANNS-style device
+  accelerator reading whole vectors (no rank PUs); adjacency-aware placement as Cosmos.
+- ``cxl-anns-rankpu``: CXL-ANNS's host traversal, distances on the rank-level PUs;
+  round-robin placement as CXL-ANNS.
+
+To add a system: declare its execution model in cosmos.systems (``register_system``), or
+reuse one, and add a ``SystemConfig`` naming it here (docs/adding_a_system.md).
 """
 
 from __future__ import annotations
@@ -35,7 +46,22 @@ PRESETS: dict[str, SystemConfig] = {
                                   rank_pu=_NO_RANK),
     "cosmos-noalgo": SystemConfig(name="cosmos-noalgo", kind="cosmos", placement="round_robin"),
     "cosmos": SystemConfig(name="cosmos", kind="cosmos", placement="adjacency"),
+    "cxl-anns-cache": SystemConfig(name="cxl-anns-cache", kind="cxl-anns-cache",
+                                   placement="round_robin", rank_pu=_NO_RANK),
+    "cosmos-accel": SystemConfig(name="cosmos-accel", kind="cosmos-accel",
+                                 placement="adjacency", rank_pu=_NO_RANK),
+    "cxl-anns-rankpu": SystemConfig(name="cxl-anns-rankpu", kind="cxl-anns-rankpu",
+                                    placement="round_robin"),
 }
+
+#: The paper's six systems (Fig. 4), in the paper's order.
+PAPER_SYSTEMS = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "cosmos")
+
+#: Cosmos's two contributions as a 2 x 2: (where the traversal runs, what computes the
+#: distances) -> preset. Device-side distance units: a CXL-ANNS-style accelerator reading
+#: whole vectors, or Cosmos's rank-level PUs.
+TWO_BY_TWO = {("host", "accelerator"): "cxl-anns", ("host", "rank PUs"): "cxl-anns-rankpu",
+              ("device GPC", "accelerator"): "cosmos-accel", ("device GPC", "rank PUs"): "cosmos"}
 
 DESCRIPTIONS: dict[str, str] = {
     "base": "host CPU search, all data in CXL memory (every line crosses the link)",
@@ -44,6 +70,10 @@ DESCRIPTIONS: dict[str, str] = {
     "cosmos-norank": "full offload to device GPCs, no rank-level PUs",
     "cosmos-noalgo": "Cosmos with round-robin cluster placement",
     "cosmos": "full offload to GPCs + rank-level PUs + adjacency-aware placement",
+    "cxl-anns-cache": "CXL-ANNS + hop-count graph cache in host DRAM (graph_cache.hops, "
+                      "graph_cache.capacity_bytes)",
+    "cosmos-accel": "full offload to GPCs, distances on a device accelerator (no rank PUs)",
+    "cxl-anns-rankpu": "host traversal as CXL-ANNS, distances on rank-level PUs",
 }
 
 

@@ -1,4 +1,5 @@
-"""Turn each query of the logical trace into a program of dependent steps, per system kind.
+"""Turn each query of the logical trace into a program of dependent steps, as its system's
+execution model (a cosmos.systems declaration) says.
 
 A *program* is flat integer/float arrays (built by one numba kernel, no Python per hop):
 
@@ -37,8 +38,10 @@ contiguous lines). Nothing per object is stored: the objects' ids are the trace'
 addresses the layout's (for 10,000 default ``cosmos`` queries, 15.7 M steps of 32 bytes and
 no object array, where per-step fields and an object copy took 3 GB).
 
-Every step carries a breakdown category (``CAT_*``, the paper's Fig. 4b). The step sequences
-of the four kinds are documented in docs/system_model.md and in :func:`build_program`.
+Every step carries a breakdown category (``CAT_*``, the paper's Fig. 4b). The steps at each
+place of a query come from the system's declaration (cosmos.systems), resolved by
+:func:`step_rows` into a small table that one generic kernel (:func:`_build`) interprets: no
+system is known here by name.
 All times are DRAM cycles (tCK = 416 ps; cosmos.config).
 """
 
@@ -59,7 +62,6 @@ from cosmos.layout import LINE_BYTES, Layout
 STEP_MEM, STEP_XFER, STEP_COMPUTE = 0, 1, 2
 CAT_TRAVERSAL, CAT_DISTANCE, CAT_CANDIDATE, CAT_TRANSFER, CAT_QUEUE = 0, 1, 2, 3, 4
 CATEGORIES = ("traversal", "distance", "candidate", "transfer", "queue")
-KIND_CODE = {"host-cxl": 0, "host-dram": 1, "cxl-anns": 2, "cosmos": 3}
 
 
 OBJ_VECTOR, OBJ_ADJACENCY, OBJ_READS = 0, 1, 2
@@ -207,37 +209,83 @@ def _adjacency_lines(degree, node_lines_max):
     return min(max(nl, 1), node_lines_max)
 
 
-# Places in a search where _build adds a step (a step's class is its place and its device:
-# every other class field is the same for all the steps of one place on one device).
-(P_ANNS_ENTRY_DOWN, P_ANNS_ENTRY, P_ANNS_ENTRY_UP, P_HOST_ENTRY, P_HOST_ADJ, P_ANNS_IDS_DOWN,
- P_ANNS_VECTORS, P_ANNS_DIST_UP, P_HOST_VECTORS, P_HOST_CAND, P_MERGE, P_DISPATCH, P_GPC_ENTRY,
- P_GPC_ADJ, P_GPC_VECTORS, P_GPC_CAND, P_TOPK_UP) = range(17)
-N_PLACES = 17
+# Rows of the step table the builder interprets (cosmos.systems.SystemModel resolved by
+# :func:`step_rows`): per row, int fields ``R_*`` and float fields ``F_*``. A step's class is
+# its row and its memory instance / link: every other class field is the same for all the
+# steps of one row on one device.
+(R_OP, R_CAT, R_DEV, R_LINK, R_RANK_LOCAL, R_MLP, R_LAT, R_SRC, R_COUNT, R_PAY_FIXED,
+ R_PAY_PER, R_ALT) = range(12)
+N_R = 12
+F_CLINE, F_C0, F_C1 = range(3)
+N_F = 3
+DEV_SEARCH = -2     # R_DEV: the device of the cluster search (else a fixed instance, -1 none)
+# places of a query (cosmos.systems.PLACES, in that order)
+PL_ENTRY, PL_ADJ, PL_VEC, PL_CAND, PL_DISPATCH, PL_DONE, PL_MERGE = range(7)
+N_PLACES = 7
+# counts (cosmos.systems.COUNTS, in that order): cnt[...] in the kernel
+(C_ONE, C_DEGREE, C_READS, C_INSERTS, C_PROBES_K, C_RANK_PARTS, C_READS_X_PARTS,
+ C_K) = range(8)
+N_COUNTS = 8
 
 
 @nb.njit(cache=True, inline="always")
-def _step(sa, ca, si, place, dev, kind, cat, link, rank_local, mlp, lat, cline, geo, src,
-          obj, nreq, after, wire):
-    """Append step ``si`` (arrays ``sa``) of class ``(place, dev)`` (tables ``ca``, whose row
-    is filled by the class's first step); return ``si + 1``."""
+def _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec, node_lines_max, cached, slot_wire,
+          slot_bytes):
+    """Append step ``si`` (arrays ``sa``) of step-table row ``row`` for a search on device
+    ``d`` (``node``: the entry or expanded node, ``r0``: the hop's first read, ``cnt``: the
+    counts at this place); a row with a cached variant uses it when ``node`` is cached.
+    The class row (tables ``ca``) is filled by its first step. Returns ``si + 1``."""
+    alt = rt[R_ALT, row]
+    if alt >= 0 and cached[node] != 0:
+        row = alt
     ct, cl, cset = ca
-    D1 = cset.shape[0] // N_PLACES
-    c = place * D1 + dev + 1
+    D1 = cset.shape[0] // rt.shape[1]
+    op = rt[R_OP, row]
+    dv = rt[R_DEV, row]
+    dev = d if dv == DEV_SEARCH else dv
+    c = row * D1 + dev + 1
+    src = rt[R_SRC, row]
     if cset[c] == 0:
         cset[c] = 1
-        ct[K_KIND, c] = kind
-        ct[K_CAT, c] = cat
+        ct[K_KIND, c] = op
+        ct[K_CAT, c] = rt[R_CAT, row]
         ct[K_DEV, c] = dev
-        ct[K_LINK, c] = link
-        ct[K_RANK_LOCAL, c] = rank_local
-        ct[K_MLP, c] = mlp
-        ct[K_LAT, c] = lat
-        ct[K_R, c] = geo[0]
-        ct[K_RSTEP, c] = geo[1]
-        ct[K_CSTEP, c] = geo[2]
+        ct[K_LINK, c] = rt[R_LINK, row]
+        ct[K_RANK_LOCAL, c] = rt[R_RANK_LOCAL, row]
+        ct[K_MLP, c] = rt[R_MLP, row]
+        ct[K_LAT, c] = rt[R_LAT, row]
+        if op == STEP_MEM and src != OBJ_ADJACENCY:
+            ct[K_R, c] = vec[0]
+            ct[K_RSTEP, c] = vec[1]
+            ct[K_CSTEP, c] = vec[2]
+        else:
+            ct[K_R, c] = 1
+            ct[K_RSTEP, c] = 0
+            ct[K_CSTEP, c] = LINE_BYTES
         ct[K_SRC, c] = src
-        ct[K_OLINES, c] = geo[3] if src == OBJ_READS else 0
-        cl[c] = cline
+        ct[K_OLINES, c] = vec[3] if src == OBJ_READS else 0
+        cl[c] = rf[F_CLINE, row]
+    n = cnt[rt[R_COUNT, row]]
+    obj = 0
+    nreq = 0
+    after = 0
+    wire = 0.0
+    if op == STEP_MEM:
+        if src == OBJ_VECTOR:
+            obj = node
+            nreq = vec[3]
+        elif src == OBJ_ADJACENCY:
+            obj = node
+            nreq = _adjacency_lines(cnt[C_DEGREE], node_lines_max)
+        else:
+            obj = r0
+            nreq = cnt[C_READS] * vec[3]
+        after = int(np.ceil(rf[F_C0, row] + n * rf[F_C1, row]))
+    elif op == STEP_XFER:
+        wire = (1 + (rt[R_PAY_FIXED, row] + rt[R_PAY_PER, row] * n + slot_bytes - 1)
+                // slot_bytes) * slot_wire
+    else:
+        after = int(np.ceil(rf[F_C0, row] + n * rf[F_C1, row]))
     sa[0][si] = c
     sa[1][si] = obj
     sa[2][si] = nreq
@@ -246,27 +294,16 @@ def _step(sa, ca, si, place, dev, kind, cat, link, rank_local, mlp, lat, cline, 
     return si + 1
 
 
-@nb.njit(cache=True, inline="always")
-def _xfer(sa, ca, si, place, dev, direction, wire):
-    """A message of ``wire`` bytes over device ``dev``'s link in ``direction``."""
-    return _step(sa, ca, si, place, dev, STEP_XFER, CAT_TRANSFER, direction, 0, 1, 0, 0.0,
-                 (1, 0, LINE_BYTES, 0), 0, 0, 0, 0, wire)
-
-
-@nb.njit(cache=True, inline="always")
-def _compute(sa, ca, si, place, after):
-    """``after`` cycles (rounded up) of the context's core, candidate list work."""
-    return _step(sa, ca, si, place, -1, STEP_COMPUTE, CAT_CANDIDATE, 0, 0, 1, 0, 0.0,
-                 (1, 0, LINE_BYTES, 0), 0, 0, 0, int(np.ceil(after)), 0.0)
-
-
 @nb.njit(cache=True)
-def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_node, hop_degree,
-           hop_read_ptr, read_node, hop_cand_inserts, cluster_device, node_lines_max,
-           vector_lines, num_devices, k, vector_bytes, rank_R, vec_R, vec_rstep, vec_cstep,
-           host_dist, host_visit, host_insert, host_select, host_merge, host_lat, host_mlp,
-           gpc_dist, gpc_visit, gpc_insert, gpc_select, gpc_partial, dev_lat, gpc_mlp,
-           pu_latency, accel_latency, accel_mlp, slot_wire, slot_bytes, max_tasks, max_steps):
+def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_node,
+           hop_degree, hop_read_ptr, hop_cand_inserts, cluster_device, cached,
+           node_lines_max, vector_lines, num_devices, k, vec_R, vec_rstep, vec_cstep,
+           slot_wire, slot_bytes, max_tasks, max_steps):
+    """Interpret the step table (rows ``rt``/``rf``, place ``p`` = rows ``pp[p]:pp[p+1]``)
+    over the trace. ``gpc = 0``: one task per query on the host cores (every search, then
+    the merge); ``gpc = 1``: per device with probed clusters (first-probe order) a dispatch
+    task on the I/O agent, then a search task on that device's GPC contexts, then one merge
+    task on the agent when all have finished."""
     Q = query_ptr.shape[0] - 1
     D = num_devices
     agent = D + 1
@@ -281,77 +318,25 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
     sa = (np.empty(max_steps, np.int32), np.empty(max_steps, np.int64),
           np.empty(max_steps, np.int32), np.empty(max_steps, np.int64),
           np.empty(max_steps, np.float64))
-    K = N_PLACES * (D + 1)
+    K = rt.shape[1] * (D + 2)
     ca = (np.zeros((N_CLS_INT, K), np.int64), np.zeros(K, np.float64), np.zeros(K, np.int64))
     vec = (vec_R, vec_rstep, vec_cstep, vector_lines)     # a vector's lines (OBJ_READS: each)
-    adj = (1, 0, LINE_BYTES, 0)                           # an adjacency list's: contiguous
+    cnt = np.zeros(N_COUNTS, np.int64)
+    cnt[C_ONE] = 1
+    cnt[C_K] = k
+    # partial distances per vector: one per rank holding a segment (a vector of fewer 64-B
+    # lines than ranks leaves some ranks without one)
+    cnt[C_RANK_PARTS] = min(vec_R, vector_lines)
     ti = 0
     si = 0
     dev_order = np.empty(D, np.int64)
     seen = np.zeros(D, np.int64)
-    # partial distances per vector the GPC adds: one per rank holding a segment (a vector of
-    # fewer 64-B lines than ranks leaves some ranks without one)
-    n_part = min(vec_R, vector_lines)
     for q in range(Q):
         s0 = query_ptr[q]
         s1 = query_ptr[q + 1]
-        nprobe = s1 - s0
-        if kind <= 2:
-            # one task on the host cores for the whole query
-            task_query[ti] = q
-            task_pool[ti] = 0
-            task_succ[ti] = -1
-            task_npred[ti] = 0
-            task_device[ti] = -1
-            for s in range(s0, s1):
-                d = cluster_device[search_cluster[s]]
-                mdev = 0 if kind == 1 else d
-                mlink = 0 if kind == 1 else 1  # host reads cross the link except DRAM-only
-                e = search_entry[s]
-                if kind == 2:
-                    # query vector + entry id down, device reads the entry vector, 1 distance up
-                    si = _xfer(sa, ca, si, P_ANNS_ENTRY_DOWN, d, 0,
-                               (1 + (vector_bytes + 4 + slot_bytes - 1) // slot_bytes) * slot_wire)
-                    si = _step(sa, ca, si, P_ANNS_ENTRY, d, STEP_MEM, CAT_DISTANCE, 0, 0,
-                               accel_mlp, dev_lat, 0.0, vec, OBJ_VECTOR, e, vector_lines,
-                               accel_latency, 0.0)
-                    si = _xfer(sa, ca, si, P_ANNS_ENTRY_UP, d, 1,
-                               (1 + (4 + slot_bytes - 1) // slot_bytes) * slot_wire)
-                else:
-                    si = _step(sa, ca, si, P_HOST_ENTRY, mdev, STEP_MEM, CAT_DISTANCE, mlink, 0,
-                               host_mlp, host_lat, host_dist / vector_lines, vec, OBJ_VECTOR,
-                               e, vector_lines, 0, 0.0)
-                for h in range(search_hop_ptr[s], search_hop_ptr[s + 1]):
-                    deg = hop_degree[h]
-                    si = _step(sa, ca, si, P_HOST_ADJ, mdev, STEP_MEM, CAT_TRAVERSAL, mlink, 0,
-                               host_mlp, host_lat, 0.0, adj, OBJ_ADJACENCY, hop_node[h],
-                               _adjacency_lines(deg, node_lines_max),
-                               int(np.ceil(deg * host_visit)), 0.0)
-                    r0 = hop_read_ptr[h]
-                    nr = hop_read_ptr[h + 1] - r0
-                    if nr > 0:
-                        if kind == 2:
-                            wire = (1 + (4 * nr + slot_bytes - 1) // slot_bytes) * slot_wire
-                            si = _xfer(sa, ca, si, P_ANNS_IDS_DOWN, d, 0, wire)
-                            si = _step(sa, ca, si, P_ANNS_VECTORS, d, STEP_MEM, CAT_DISTANCE, 0,
-                                       0, accel_mlp, dev_lat, 0.0, vec, OBJ_READS, r0,
-                                       nr * vector_lines, accel_latency, 0.0)
-                            si = _xfer(sa, ca, si, P_ANNS_DIST_UP, d, 1, wire)
-                        else:
-                            si = _step(sa, ca, si, P_HOST_VECTORS, mdev, STEP_MEM, CAT_DISTANCE,
-                                       mlink, 0, host_mlp, host_lat, host_dist / vector_lines,
-                                       vec, OBJ_READS, r0, nr * vector_lines, 0, 0.0)
-                    if kind == 2:
-                        # fine-grained scheduling: inserts deferred, only select-next critical
-                        si = _compute(sa, ca, si, P_HOST_CAND, host_select)
-                    else:
-                        si = _compute(sa, ca, si, P_HOST_CAND,
-                                      hop_cand_inserts[h] * host_insert + host_select)
-            si = _compute(sa, ca, si, P_MERGE, nprobe * k * host_merge)
-            ti += 1
-            task_step_ptr[ti] = si
-        else:
-            # Cosmos: per device with probed clusters: dispatch (agent) -> search (GPC) -> merge
+        cnt[C_PROBES_K] = (s1 - s0) * k
+        nd = 1
+        if gpc == 1:
             nd = 0
             for s in range(s0, s1):
                 d = cluster_device[search_cluster[s]]
@@ -359,72 +344,162 @@ def _build(kind, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_no
                     seen[d] = 1
                     dev_order[nd] = d
                     nd += 1
-            merge_task = ti + 2 * nd
-            rl = 1 if rank_R > 0 else 0
-            cline = 0.0 if rank_R > 0 else gpc_dist / vector_lines
-            for j in range(nd):
-                d = dev_order[j]
-                seen[d] = 0
-                # dispatch: query vector down the link
+        merge_task = ti + 2 * nd
+        for j in range(nd):
+            dj = -1
+            if gpc == 1:
+                dj = dev_order[j]
+                seen[dj] = 0
                 task_query[ti] = q
                 task_pool[ti] = agent
                 task_succ[ti] = ti + 1
                 task_npred[ti] = 0
-                task_device[ti] = d
-                si = _xfer(sa, ca, si, P_DISPATCH, d, 0,
-                           (1 + (vector_bytes + slot_bytes - 1) // slot_bytes) * slot_wire)
+                task_device[ti] = dj
+                for row in range(pp[PL_DISPATCH], pp[PL_DISPATCH + 1]):
+                    si = _emit(sa, ca, si, rt, rf, row, dj, 0, 0, cnt, vec, node_lines_max,
+                               cached, slot_wire, slot_bytes)
                 ti += 1
                 task_step_ptr[ti] = si
-                # search task on the device GPC
                 task_query[ti] = q
-                task_pool[ti] = 1 + d
+                task_pool[ti] = 1 + dj
                 task_succ[ti] = merge_task
                 task_npred[ti] = 1
-                task_device[ti] = d
-                for s in range(s0, s1):
-                    if cluster_device[search_cluster[s]] != d:
-                        continue
-                    # with rank PUs: rank-local segment reads, then the partial sums
-                    after = int(np.ceil(pu_latency + n_part * gpc_partial)) if rank_R > 0 else 0
-                    si = _step(sa, ca, si, P_GPC_ENTRY, d, STEP_MEM, CAT_DISTANCE, 0, rl,
-                               gpc_mlp, dev_lat, cline, vec, OBJ_VECTOR, search_entry[s],
-                               vector_lines, after, 0.0)
-                    for h in range(search_hop_ptr[s], search_hop_ptr[s + 1]):
-                        deg = hop_degree[h]
-                        si = _step(sa, ca, si, P_GPC_ADJ, d, STEP_MEM, CAT_TRAVERSAL, 0, 0,
-                                   gpc_mlp, dev_lat, 0.0, adj, OBJ_ADJACENCY, hop_node[h],
-                                   _adjacency_lines(deg, node_lines_max),
-                                   int(np.ceil(deg * gpc_visit)), 0.0)
-                        r0 = hop_read_ptr[h]
-                        nr = hop_read_ptr[h + 1] - r0
-                        if nr > 0:
-                            after = int(np.ceil(pu_latency + nr * n_part * gpc_partial)) \
-                                if rank_R > 0 else 0
-                            si = _step(sa, ca, si, P_GPC_VECTORS, d, STEP_MEM, CAT_DISTANCE, 0,
-                                       rl, gpc_mlp, dev_lat, cline, vec, OBJ_READS, r0,
-                                       nr * vector_lines, after, 0.0)
-                        si = _compute(sa, ca, si, P_GPC_CAND,
-                                      hop_cand_inserts[h] * gpc_insert + gpc_select)
-                # local top-k (id + distance, 8 bytes each) up the link
-                si = _xfer(sa, ca, si, P_TOPK_UP, d, 1,
-                           (1 + (8 * k + slot_bytes - 1) // slot_bytes) * slot_wire)
+                task_device[ti] = dj
+            else:
+                task_query[ti] = q
+                task_pool[ti] = 0
+                task_succ[ti] = -1
+                task_npred[ti] = 0
+                task_device[ti] = -1
+            for s in range(s0, s1):
+                d = cluster_device[search_cluster[s]]
+                if gpc == 1 and d != dj:
+                    continue
+                e = search_entry[s]
+                for row in range(pp[PL_ENTRY], pp[PL_ENTRY + 1]):
+                    si = _emit(sa, ca, si, rt, rf, row, d, e, 0, cnt, vec, node_lines_max,
+                               cached, slot_wire, slot_bytes)
+                for h in range(search_hop_ptr[s], search_hop_ptr[s + 1]):
+                    node = hop_node[h]
+                    r0 = hop_read_ptr[h]
+                    nr = hop_read_ptr[h + 1] - r0
+                    cnt[C_DEGREE] = hop_degree[h]
+                    cnt[C_READS] = nr
+                    cnt[C_INSERTS] = hop_cand_inserts[h]
+                    cnt[C_READS_X_PARTS] = nr * cnt[C_RANK_PARTS]
+                    for row in range(pp[PL_ADJ], pp[PL_ADJ + 1]):
+                        si = _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec,
+                                   node_lines_max, cached, slot_wire, slot_bytes)
+                    if nr > 0:
+                        for row in range(pp[PL_VEC], pp[PL_VEC + 1]):
+                            si = _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec,
+                                       node_lines_max, cached, slot_wire, slot_bytes)
+                    for row in range(pp[PL_CAND], pp[PL_CAND + 1]):
+                        si = _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec,
+                                   node_lines_max, cached, slot_wire, slot_bytes)
+            if gpc == 1:
+                for row in range(pp[PL_DONE], pp[PL_DONE + 1]):
+                    si = _emit(sa, ca, si, rt, rf, row, dj, 0, 0, cnt, vec, node_lines_max,
+                               cached, slot_wire, slot_bytes)
                 ti += 1
                 task_step_ptr[ti] = si
-            # merge on the host
+        if gpc == 1:
             task_query[ti] = q
             task_pool[ti] = agent
             task_succ[ti] = -1
             task_npred[ti] = nd
             task_device[ti] = -1
-            si = _compute(sa, ca, si, P_MERGE, nprobe * k * host_merge)
-            ti += 1
-            task_step_ptr[ti] = si
+        for row in range(pp[PL_MERGE], pp[PL_MERGE + 1]):
+            si = _emit(sa, ca, si, rt, rf, row, -1, 0, 0, cnt, vec, node_lines_max, cached,
+                       slot_wire, slot_bytes)
+        ti += 1
+        task_step_ptr[ti] = si
         query_task_ptr[q + 1] = ti
     # Views, not copies: the arrays were sized for the worst case, but pages never written
     # take no memory, while copies would raise the build's peak.
     return (query_task_ptr, task_query[:ti], task_pool[:ti], task_succ[:ti], task_npred[:ti],
             task_device[:ti], task_step_ptr[:ti + 1], sa[0][:si], sa[1][:si], sa[2][:si],
             sa[3][:si], sa[4][:si], ca[0], ca[1])
+
+
+_CATEGORY_CODE = {name: i for i, name in enumerate(CATEGORIES)}
+_OBJ_CODE = {"entry-vector": OBJ_VECTOR, "adjacency": OBJ_ADJACENCY, "hop-vectors": OBJ_READS}
+
+
+def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_devices: int):
+    """The step table of ``model`` (a validated cosmos.systems.SystemModel) with ``costs``:
+    ``(rt, rf, pp)``: int rows ``(N_R, rows)``, float rows ``(N_F, rows)`` and the place
+    pointers ``(N_PLACES + 1,)`` (a row's cached variant is appended after all places)."""
+    from cosmos.systems import COUNTS, PLACES, Read, Send
+
+    count_code = {name: i for i, name in enumerate(COUNTS)}
+    cv = costs._asdict()
+    unit_mlp_lat = {"host": (costs.host_mlp, costs.host_lat),
+                    "gpc": (costs.gpc_mlp, costs.dev_lat),
+                    "accelerator": (costs.accel_mlp, costs.dev_lat)}
+    ints, floats, pp, alts = [], [], [0], []
+
+    def terms(seq):
+        c0 = 0.0
+        c1 = 0.0
+        count = "one"
+        for t in seq:
+            if t.count == "one":
+                c0 = c0 + float(cv[t.value])
+            else:
+                count = t.count
+                c1 = c1 + float(cv[t.value])
+        return c0, c1, count_code[count]
+
+    def row(st):
+        r = [0] * N_R
+        f = [0.0] * N_F
+        r[R_CAT] = _CATEGORY_CODE[st.category]
+        r[R_ALT] = -1
+        r[R_MLP] = 1
+        if isinstance(st, Read):
+            r[R_OP] = STEP_MEM
+            r[R_SRC] = _OBJ_CODE[st.objects]
+            if st.memory == "host-cache":
+                r[R_DEV] = num_devices
+            else:
+                r[R_DEV] = DEV_SEARCH
+            r[R_LINK] = int(st.unit == "host" and st.memory == "index"
+                            and model.index_memory == "devices")
+            r[R_RANK_LOCAL] = int(st.rank_pus)
+            r[R_MLP], r[R_LAT] = unit_mlp_lat[st.unit]
+            if st.per_vector is not None:
+                f[F_CLINE] = cv[st.per_vector] / vector_lines
+            f[F_C0], f[F_C1], r[R_COUNT] = terms(st.after)
+        elif isinstance(st, Send):
+            r[R_OP] = STEP_XFER
+            r[R_DEV] = DEV_SEARCH
+            r[R_LINK] = 0 if st.direction == "down" else 1
+            r[R_COUNT] = count_code[st.count]
+            r[R_PAY_FIXED] = st.vectors * vector_bytes + st.bytes
+            r[R_PAY_PER] = st.per_item_bytes
+        else:
+            r[R_OP] = STEP_COMPUTE
+            r[R_DEV] = -1
+            f[F_C0], f[F_C1], r[R_COUNT] = terms(st.cost)
+        return r, f
+
+    for place in PLACES:
+        for st in getattr(model, place):
+            r, f = row(st)
+            if isinstance(st, Read) and st.cached is not None:
+                alts.append((len(ints), st.cached))
+            ints.append(r)
+            floats.append(f)
+        pp.append(len(ints))
+    for i, st in alts:
+        r, f = row(st)
+        ints[i][R_ALT] = len(ints)
+        ints.append(r)
+        floats.append(f)
+    rt = np.array(ints, np.int64).T.copy() if ints else np.zeros((N_R, 0), np.int64)
+    rf = np.array(floats, np.float64).T.copy() if floats else np.zeros((N_F, 0), np.float64)
+    return rt, rf, np.array(pp, np.int64)
 
 
 def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.ndarray) -> Program:
@@ -439,20 +514,17 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     cluster_device : (C,) int64
         Placement.
 
-    Step sequences per search (``r`` = vectors read at a hop):
-
-    - host-cxl / host-dram: MEM entry vector [distance]; per hop: MEM adjacency list
-      [traversal] + visited checks; MEM r vectors [distance] with per-line distance compute;
-      COMPUTE inserts + select [candidate]. Query end: COMPUTE merge [candidate].
-    - cxl-anns: XFER query + entry id down, device MEM entry vector, XFER distance up; per hop:
-      host MEM adjacency via link [traversal]; XFER r ids down, device MEM r vectors
-      [distance], XFER r distances up [transfer]; COMPUTE select only (inserts deferred).
-    - cosmos: per device: agent XFER query down; GPC task: per search the same hop sequence as
-      the host, device-local, with rank-local segment reads and partial sums when rank PUs are
-      enabled; XFER local top-k up. Host agent merges when every device has answered.
+    The steps come from the execution model ``cfg.kind`` names (cosmos.systems): per
+    cluster search its ``entry`` steps, per hop its ``adjacency``, ``vectors`` (if the hop
+    reads any) and ``candidates`` steps; per query its ``merge`` steps; for searches on the
+    GPCs per device its ``dispatch`` and ``device_done`` steps around the device's search
+    task. A read of an object held in the host graph cache (``layout.node_cached``) uses the
+    read's ``cached`` variant.
     """
+    from cosmos.systems import model_for
+
     cfg.validate()
-    kind = KIND_CODE[cfg.kind]
+    model = model_for(cfg)
     meta = trace.meta
     dim = int(meta["dim"])
     k = int(meta["k"])
@@ -462,20 +534,25 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     Q = trace.num_queries
     S = trace.search_cluster.shape[0]
     H = trace.hop_node.shape[0]
-    max_tasks = Q * (2 * D + 1) + 1
-    max_steps = S * 4 + H * 5 + Q * (2 * D + 2) + 1
-    use_rank = kind == 3 and cfg.rank_pu.enabled
-    if use_rank and layout.rank_parts < 1:
+    gpc = int(model.traversal == "gpc")
+    n = {p: len(getattr(model, p)) for p in ("entry", "adjacency", "vectors", "candidates",
+                                             "dispatch", "device_done", "merge")}
+    max_tasks = Q * (2 * D + 1) + 1 if gpc else Q + 1
+    max_steps = (S * n["entry"] + H * (n["adjacency"] + n["vectors"] + n["candidates"])
+                 + Q * (n["merge"] + D * (n["dispatch"] + n["device_done"])) + 1)
+    if model.rank_pus and layout.rank_parts < 1:
         raise ValueError("rank-level PUs need a rank-partitioned layout")
+    rt, rf, pp = step_rows(model, c, layout.vector_lines, vector_bytes, D)
+    cached = layout.node_cached if layout.node_cached is not None else np.zeros(1, np.uint8)
+    if model.host_cache and layout.node_cached is None:
+        raise ValueError(f"system model {model.name!r} reads a host graph cache: the layout "
+                         f"needs one (cosmos.layout.with_graph_cache)")
     out = _build(
-        kind, trace.query_ptr, trace.search_cluster, trace.search_entry, trace.search_hop_ptr,
-        trace.hop_node, trace.hop_degree, trace.hop_read_ptr, trace.read_node,
-        trace.hop_cand_inserts, np.asarray(cluster_device, np.int64), layout.node_lines,
-        layout.vector_lines, D, k, vector_bytes, 1 if use_rank else 0, layout.rank_parts,
-        layout.rank_step, layout.col_step, c.host_dist, c.host_visit, c.host_insert,
-        c.host_select, c.host_merge, c.host_lat, c.host_mlp, c.gpc_dist, c.gpc_visit,
-        c.gpc_insert, c.gpc_select, c.gpc_partial, c.dev_lat, c.gpc_mlp, c.pu_latency,
-        c.accel_latency, c.accel_mlp, c.slot_wire, c.slot_bytes, max_tasks, max_steps)
+        gpc, rt, rf, pp, trace.query_ptr, trace.search_cluster, trace.search_entry,
+        trace.search_hop_ptr, trace.hop_node, trace.hop_degree, trace.hop_read_ptr,
+        trace.hop_cand_inserts, np.asarray(cluster_device, np.int64), cached,
+        layout.node_lines, layout.vector_lines, D, k, layout.rank_parts, layout.rank_step,
+        layout.col_step, c.slot_wire, c.slot_bytes, max_tasks, max_steps)
     (qtp, tq, tp, tsucc, tnpred, tdev, tsp, scls, sobj, snreq, safter, swire, ct, cl) = out
     return Program(qtp, tq, tp, tsucc, tnpred, tdev, tsp, scls, sobj, snreq, safter, swire,
                    *ct, cl, trace.read_node, layout.vector_addr, layout.node_addr)

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cosmos.config import SystemConfig, bytes_per_cycle, ns_to_cycles, TCK_PS
-from cosmos.layout import AddressFields, Layout, build_layout
+from cosmos.layout import (AddressFields, Layout, build_layout, graph_cache_nodes,
+                           with_graph_cache)
 from cosmos.program import Program, build_program, pool_sizes
+from cosmos.systems import model_for
 from cosmos.trace_input import TraceArrays, as_trace
 
 MODES = ("closed", "open")
@@ -30,17 +32,20 @@ MAX_ARRIVAL_CYCLES = 2**55
 
 def default_max_inflight(cfg: SystemConfig) -> int:
     """Queries in flight in closed loop unless told otherwise: one per search context (the
-    host's cores, or every GPC context of every device for Cosmos)."""
-    if cfg.kind == "cosmos":
+    host's cores, or every GPC context of every device when the searches run on the GPCs)."""
+    if model_for(cfg).search_pool == "gpc":
         return int(cfg.device.count * cfg.gpc.cores * cfg.gpc.threads_per_core)
     return int(cfg.host.threads)
 
 
 def dram_config_for(cfg: SystemConfig):
-    """The ``dram.DRAMConfig`` of one memory instance of ``cfg`` (a device, or host DRAM)."""
+    """The ``dram.DRAMConfig`` of one memory instance of ``cfg`` (a device, or host DRAM when
+    the whole index lives there). The engine simulates every instance with this one
+    configuration: a host graph cache (cxl-anns-cache) is an instance of the devices' DRAM
+    organization."""
     from dram.config import DRAMConfig
 
-    if cfg.kind == "host-dram":
+    if model_for(cfg).index_in_host:
         return DRAMConfig(channels=cfg.host.dram_channels, ranks=cfg.host.dram_ranks)
     return DRAMConfig(channels=cfg.device.channels, ranks=cfg.device.ranks)
 
@@ -50,7 +55,7 @@ def _resolve_dram(cfg: SystemConfig, dcfg):
     try:
         return dcfg.resolve()
     except ValueError as exc:
-        names = "host.dram_channels / host.dram_ranks" if cfg.kind == "host-dram" else \
+        names = "host.dram_channels / host.dram_ranks" if model_for(cfg).index_in_host else \
             "device.channels / device.ranks"
         raise ValueError(f"system.{names}: {exc}") from None
 
@@ -92,16 +97,14 @@ def check_memory(cfg: SystemConfig, G: int, heap_bytes: int, engine_bytes: int,
     physical = physical_memory_bytes() if physical is None else physical
     if physical is None or need <= physical:
         return need
-    if cfg.kind == "host-dram":
+    model = model_for(cfg)
+    if model.index_in_host:
         channels = f"host.dram_channels = {cfg.host.dram_channels}"
-        contexts = "host.threads x host.outstanding_misses"
     else:
         channels = f"device.count x device.channels = {cfg.device.count} x {cfg.device.channels}"
-        contexts = {"cosmos": "device.count x gpc.cores x gpc.threads_per_core x "
-                              "gpc.outstanding_requests",
-                    "cxl-anns": "host.threads x host.outstanding_misses, "
-                                "cxl_anns.accel_outstanding"}.get(
-            cfg.kind, "host.threads x host.outstanding_misses")
+        if model.host_cache:
+            channels += " (+ the host graph cache's channels)"
+    contexts = model.contexts_fields()
     raise ValueError(
         f"the simulation needs about {need / 1e9:.1f} GB of memory, more than this machine's "
         f"{physical / 1e9:.1f} GB: {G:,} DRAM channel controllers ({channels}) of "
@@ -246,7 +249,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     if cluster_device is None:
         cluster_device = place_clusters(cfg, tr, seed=seed)
     cluster_device = np.asarray(cluster_device, dtype=np.int64)
-    if cfg.kind == "host-dram":
+    model = model_for(cfg)
+    if model.index_in_host:
         n_inst = 1
         layout_dev = np.zeros_like(cluster_device)
         cap = dcfg.capacity_bytes
@@ -254,12 +258,18 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         n_inst = D
         layout_dev = cluster_device
         cap = min(cfg.device.capacity_bytes, dcfg.capacity_bytes)
-    rank_mode = cfg.kind == "cosmos" and cfg.rank_pu.enabled
     layout = build_layout(tr.cluster_ptr, tr.cluster_nodes, layout_dev, n_inst,
                           vector_bytes=int(tr.meta["vector_bytes"]),
                           max_degree=int(tr.meta["max_degree"]), capacity_bytes=cap,
                           spread=cfg.layout_spread,
-                          vector_ranks=dcfg.ranks if rank_mode else 1, fields=fields)
+                          vector_ranks=dcfg.ranks if model.rank_pus else 1, fields=fields)
+    if model.host_cache:
+        # the host DRAM graph cache is one more memory instance, after the devices
+        gc = cfg.graph_cache
+        need = min(gc.capacity_bytes, dcfg.capacity_bytes)
+        nodes = graph_cache_nodes(tr, gc.hops, need, layout.node_lines)
+        layout = with_graph_cache(layout, nodes)
+        n_inst = D + 1
     pg = build_program(cfg, tr, layout, layout_dev)
     specialized = use_specialized(specialize, int(pg.step_nreq.sum()))
     psizes = pool_sizes(cfg, agent_contexts=1)

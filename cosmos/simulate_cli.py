@@ -133,8 +133,9 @@ def run(args) -> int:
     from cosmos.presets import DESCRIPTIONS, PRESETS, get_preset
 
     if args.list:
+        width = max(len(n) for n in PRESETS) + 2
         for name in PRESETS:
-            print(f"{name:15s} {DESCRIPTIONS[name]}")
+            print(f"{name:{width}s}{DESCRIPTIONS[name]}")
         return 0
     if not args.system:
         raise UserError("--system is required (or --list)")

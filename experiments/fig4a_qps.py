@@ -1,4 +1,5 @@
-"""Fig. 4a: throughput (QPS) of the paper's six systems, normalized to Base.
+"""Fig. 4a: throughput (QPS) of the paper's six systems, normalized to Base, and the 2 x 2 of
+Cosmos's two contributions.
 
 Every system replays the same logical trace of each dataset (SIFT-like and DEEP-like, or the
 user's own) in the closed loop: queries stream into the system as its search contexts free up.
@@ -6,7 +7,13 @@ The paper's reported ratios (Cosmos over Base: 6.72x on SIFT1B, 5.35x on DEEP1B;
 CXL-ANNS: 2.35x) are columns of ``qps.csv`` and drawn beside ours (left panel: every system over
 Base; right panel: Cosmos over CXL-ANNS). ``per_device.csv`` has one row per dataset x system x
 device (memory instance): DRAM requests and bandwidth, DRAM bus, rank, link and GPC busy
-fractions, and the cluster searches placed on each device (Cosmos systems).
+fractions, and the cluster searches placed on each device (systems searching on the GPCs).
+
+Two more systems run beside the paper's six, to complete the 2 x 2 of Cosmos's contributions
+(where the traversal runs x what computes the distances; cosmos.presets.TWO_BY_TWO):
+``cxl-anns-rankpu`` (host traversal, rank-PU distances) and ``cosmos-accel`` (GPC traversal,
+accelerator distances). They are rows of ``qps.csv`` and a table of the summary; the plot
+shows the paper's six.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from experiments.sim import simulate_task, split_per_device
 NAME = "fig4a_qps"
 TITLE = "Relative QPS of the six systems (Cosmos paper, Fig. 4a)"
 SYSTEMS = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "cosmos")
+#: the two systems that complete the 2 x 2 (cosmos.presets.TWO_BY_TWO) with cxl-anns and cosmos
+TWO_BY_TWO_EXTRA = ("cxl-anns-rankpu", "cosmos-accel")
 #: the paper's reported ratios over Base (Cosmos, IEEE CAL 2025, abstract and Sec. V)
 PAPER_VS_BASE = {("sift", "cosmos"): 6.72, ("deep", "cosmos"): 5.35}
 #: the paper's reported Cosmos / CXL-ANNS throughput ratio (one figure for both datasets)
@@ -37,7 +46,7 @@ def run(ctx) -> dict:
     tasks = []
     for fam in ctx.families:
         path = ctx.trace_file(fam)
-        for system in SYSTEMS:
+        for system in SYSTEMS + TWO_BY_TWO_EXTRA:
             tasks.append(dict(system=system, trace_path=str(path), seed=ctx.seed,
                               per_device=True, tags={"dataset": fam, "system": system}))
     rows = ctx.sweep(simulate_task, tasks, desc="fig4a systems")
@@ -70,6 +79,7 @@ def plot(folder) -> None:
     import numpy as np
 
     df = pd.read_csv(Path(folder) / "qps.csv")
+    df = df[df.system.isin(SYSTEMS)]           # the paper's six (the 2 x 2 is a table)
     fams = list(dict.fromkeys(df.dataset))
     systems = list(dict.fromkeys(df.system))
     fig, (ax, ax2) = plt.subplots(
@@ -133,7 +143,34 @@ def summary_md(folder) -> str:
                      f"{fmt(r.paper_qps_vs_base) or 'not reported'}); Cosmos / CXL-ANNS = "
                      f"{r.qps_vs_cxl_anns:.2f} "
                      f"(paper: {fmt(r.paper_qps_vs_cxl_anns) or 'not reported'})")
+    lines += two_by_two_md(df)
     return "\n".join(lines) + "\n"
+
+
+def two_by_two_md(df: pd.DataFrame) -> list:
+    """The 2 x 2 of Cosmos's contributions per dataset: QPS over CXL-ANNS of each cell (rows:
+    where the traversal runs; columns: what computes the distances). Empty if a cell's system
+    was not run."""
+    from cosmos.presets import TWO_BY_TWO
+
+    rows = list(dict.fromkeys(w for w, _ in TWO_BY_TWO))
+    cols = list(dict.fromkeys(d for _, d in TWO_BY_TWO))
+    out = []
+    for fam in dict.fromkeys(df.dataset):
+        sub = df[df.dataset == fam].set_index("system")
+        if not all(name in sub.index for name in TWO_BY_TWO.values()):
+            continue
+        out += ["", f"### {fam}: where the traversal runs x what computes the distances "
+                    "(QPS over CXL-ANNS)", "",
+                "| traversal \\ distances | " + " | ".join(cols) + " |",
+                "|---|" + "---|" * len(cols)]
+        for w in rows:
+            cells = []
+            for d in cols:
+                name = TWO_BY_TWO[(w, d)]
+                cells.append(f"{name}: {sub.loc[name, 'qps_vs_cxl_anns']:.2f}")
+            out.append(f"| {w} | " + " | ".join(cells) + " |")
+    return out
 
 
 if __name__ == "__main__":

@@ -7,17 +7,20 @@ import pytest
 
 from cosmos.config import (NOT_HARDWARE, SOURCE, SystemConfig, bytes_per_cycle,
                            core_cycles_to_dram, ns_to_cycles, with_overrides)
-from cosmos.layout import AddressFields, build_layout, lines_for
-from cosmos.presets import PRESETS, get_preset
+from cosmos.layout import (AddressFields, build_layout, graph_cache_nodes, lines_for,
+                           with_graph_cache)
+from cosmos.systems import model_for
+from cosmos.presets import PAPER_SYSTEMS, PRESETS, get_preset
 from cosmos.program import (CAT_DISTANCE, CAT_TRANSFER, CAT_TRAVERSAL, OBJ_ADJACENCY,
                             OBJ_READS, OBJ_VECTOR, STEP_MEM, STEP_XFER, build_program)
 from cosmos.trace_input import POINTERS, REQUIRED, as_trace
 from tests.cosmos_helpers import make_trace
 
 
-def test_presets_are_the_papers_six_systems():
+def test_presets_are_the_papers_six_systems_then_three_more():
     assert list(PRESETS) == ["base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo",
-                             "cosmos"]
+                             "cosmos", "cxl-anns-cache", "cosmos-accel", "cxl-anns-rankpu"]
+    assert PAPER_SYSTEMS == tuple(PRESETS)[:6]
     assert PRESETS["cosmos"].rank_pu.enabled and PRESETS["cosmos"].placement == "adjacency"
     assert PRESETS["cosmos-noalgo"].placement == "round_robin"
     assert not PRESETS["cosmos-norank"].rank_pu.enabled
@@ -199,6 +202,10 @@ def _program(name, **trace_kw):
                        vector_bytes=int(tr.meta["vector_bytes"]),
                        max_degree=int(tr.meta["max_degree"]), capacity_bytes=256 << 30,
                        vector_ranks=2 if cfg.rank_pu.enabled else 1, fields=FIELDS)
+    if model_for(cfg).host_cache:
+        # (make_trace's hops do not start at the entry, so its BFS cache holds little: cache
+        # every other expanded node instead; graph_cache_nodes is tested on its own)
+        lay = with_graph_cache(lay, np.unique(tr.hop_node)[::2])
     return tr, build_program(cfg, tr, lay, dev)
 
 
@@ -218,7 +225,16 @@ def test_programs_read_exactly_the_traces_bytes(name):
     if name in ("base", "dram-only"):
         assert not xfer.any()
         assert np.all(pg.step_link[mem] == (1 if name == "base" else 0))
-    if name == "cxl-anns":
+    if name == "cxl-anns-cache":
+        # adjacency reads of cached nodes stay in host DRAM (instance D), the others cross
+        adj = mem & (pg.step_cat == CAT_TRAVERSAL)
+        cached = pg.step_dev[adj] == 4
+        assert cached.any() and (~cached).any()
+        assert np.all(pg.step_link[adj] == np.where(cached, 0, 1))
+    if name == "cxl-anns-rankpu":
+        assert np.all(pg.step_rank_local[mem & (pg.step_cat == CAT_DISTANCE)] == 1)
+        assert np.all(pg.step_link[mem & (pg.step_cat == CAT_DISTANCE)] == 0)
+    if name in ("cxl-anns", "cxl-anns-rankpu"):
         # adjacency reads cross the link, vector reads stay in the device
         assert np.all(pg.step_link[mem & (pg.step_cat == CAT_TRAVERSAL)] == 1)
         assert np.all(pg.step_link[mem & (pg.step_cat == CAT_DISTANCE)] == 0)
@@ -226,8 +242,8 @@ def test_programs_read_exactly_the_traces_bytes(name):
     if name.startswith("cosmos"):
         assert np.all(pg.step_link[mem] == 0)
         rank = pg.step_rank_local[mem]
-        assert np.all(rank[pg.step_cat[mem] == CAT_DISTANCE] == (0 if name == "cosmos-norank"
-                                                                   else 1))
+        no_rank = name in ("cosmos-norank", "cosmos-accel")
+        assert np.all(rank[pg.step_cat[mem] == CAT_DISTANCE] == (0 if no_rank else 1))
         assert np.all(rank[pg.step_cat[mem] == CAT_TRAVERSAL] == 0)
         # per query: dispatch + search per device, then one merge task on the host agent
         ntasks = np.diff(pg.query_task_ptr)
@@ -417,3 +433,22 @@ def test_a_bad_trace_file_is_a_value_error_naming_the_file(tmp_path, make, messa
     with pytest.raises(ValueError) as err:
         as_trace(p)
     assert str(err.value).startswith(f"{p}: ") and message in str(err.value), str(err.value)
+
+
+def test_graph_cache_holds_the_nodes_nearest_the_entries_within_hops_and_capacity():
+    # entry 0 expands to 1, 2; node 1 expands to 3; node 3 expands to 4: levels 0,1,1,2,3
+    t = dict(make_trace(num_queries=1, num_clusters=1, cluster_size=8, probes=1, hops=1, k=4,
+                        reads_per_hop=1))
+    t.update(search_entry=np.array([0], np.int32), search_hop_ptr=np.array([0, 3]),
+             hop_node=np.array([0, 1, 3], np.int32), hop_degree=np.array([32, 32, 32], np.int32),
+             hop_read_ptr=np.array([0, 2, 3, 4]), read_node=np.array([2, 1, 3, 4], np.int32),
+             hop_cand_inserts=np.array([1, 1, 1], np.int32), query_ptr=np.array([0, 1]),
+             search_cluster=np.array([0], np.int32), cluster_nodes=np.arange(8, dtype=np.int32))
+    tr = as_trace(t)
+    entry = 3 * 64
+    assert list(graph_cache_nodes(tr, 0, 10 * entry, 3)) == [0]
+    assert list(graph_cache_nodes(tr, 1, 10 * entry, 3)) == [0, 1, 2]
+    assert list(graph_cache_nodes(tr, 2, 10 * entry, 3)) == [0, 1, 2, 3]
+    assert list(graph_cache_nodes(tr, 9, 10 * entry, 3)) == [0, 1, 2, 3, 4]
+    assert list(graph_cache_nodes(tr, 9, 2 * entry + 1, 3)) == [0, 1]     # capacity: 2 lists
+    assert list(graph_cache_nodes(tr, 9, entry - 1, 3)) == []

@@ -14,16 +14,18 @@ from cosmos.simulate import dram_config_for, simulate
 from tests.cosmos_helpers import make_trace
 
 
-def worked_trace():
-    """One query, one search of cluster 0 (nodes 0..7): entry 0, one hop expanding node 1
-    (16 neighbors = one 64-B line), reading the vector of node 2 (64 B), one insertion."""
+def worked_trace(expand=1):
+    """One query, one search of cluster 0 (nodes 0..7): entry 0, one hop expanding node
+    ``expand`` (16 neighbors = one 64-B line), reading the vector of node 2 (64 B), one
+    insertion. (``expand=0``: the hop expands the entry, as real searches do, so a hop-count
+    graph cache holds the expanded node's list.)"""
     meta = dict(dataset="worked", n=32, dim=16, dtype="float32", metric="l2", vector_bytes=64,
                 max_degree=16, cand_list_len=8, num_clusters=4, num_probes=1, k=10,
                 recall=1.0, seed=0, num_queries=1, format_version=1)
     return dict(
         meta=np.array(json.dumps(meta)), cluster_ptr=np.arange(5) * 8,
         cluster_nodes=np.arange(32), query_ptr=np.array([0, 1]), search_cluster=np.array([0]),
-        search_entry=np.array([0]), search_hop_ptr=np.array([0, 1]), hop_node=np.array([1]),
+        search_entry=np.array([0]), search_hop_ptr=np.array([0, 1]), hop_node=np.array([expand]),
         hop_degree=np.array([16]), hop_read_ptr=np.array([0, 1]), read_node=np.array([2]),
         hop_cand_inserts=np.array([1]))
 
@@ -90,21 +92,43 @@ def hand_latency(cfg):
         t += math.ceil(hc(insert(h)) + hc(h.select_cycles))         # candidate update
         t += math.ceil(1 * k * hc(h.merge_cycles_per_result))             # merge top-k
         return t
-    if cfg.kind == "cxl-anns":
+    if cfg.kind in ("cxl-anns", "cxl-anns-cache", "cxl-anns-rankpu", "cxl-anns-nofgs"):
+        # host traversal, distances on the device: an accelerator reading whole vectors, or
+        # (cxl-anns-rankpu) the rank PUs reading rank-locally, the partial distances added
+        # on the device (one per rank holding a segment: the 64-B vector is one segment)
         h = cfg.host
         hl, dl = ns_to_cycles(h.onchip_latency_ns), ns_to_cycles(cfg.device.onchip_latency_ns)
-        acc = ns_to_cycles(cfg.cxl_anns.accel_latency_ns)
         req, data, slot = (L.wire_bytes(L.request_slots), L.wire_bytes(L.data_slots),
                            L.wire_bytes(1))
+        if cfg.kind == "cxl-anns-rankpu":
+            dram_l = dram_unloaded_read_cycles(cfg, rank_local=True)
+            pu = math.ceil(ns_to_cycles(cfg.rank_pu.pipeline_latency_ns)
+                           + gc(cfg.gpc.partial_sum_cycles))
+
+            def dist(t):
+                return t + dl + dram_l + dl + pu
+        else:
+            acc = ns_to_cycles(cfg.cxl_anns.accel_latency_ns)
+
+            def dist(t):
+                return t + dl + dram + dl + acc
         t = down(0, (1 + math.ceil((64 + 4) / 16)) * slot)              # query + entry id down
-        t = t + dl + dram + dl + acc                                      # accelerator: entry
+        t = dist(t)                                                       # device: entry
         t = up(t, (1 + math.ceil(4 / 16)) * slot)                         # its distance up
-        t = up(down(t + hl, req) + dram, data) + hl                       # host reads adjacency
+        if cfg.kind == "cxl-anns-cache":
+            # the worked trace expands the entry (expand=0): its list is in the host cache,
+            # read from host DRAM without crossing the link
+            t = t + hl + dram + hl
+        else:
+            t = up(down(t + hl, req) + dram, data) + hl                   # adjacency via link
         t += math.ceil(16 * hc(h.visit_check_cycles))
         t = down(t, (1 + math.ceil(4 / 16)) * slot)                       # 1 neighbor id down
-        t = t + dl + dram + dl + acc                                      # accelerator: node 2
+        t = dist(t)                                                       # device: node 2
         t = up(t, (1 + math.ceil(4 / 16)) * slot)                         # its distance up
-        t += math.ceil(hc(h.select_cycles))                               # select (insert deferred)
+        if cfg.kind == "cxl-anns-nofgs":                                  # insert not deferred
+            t += math.ceil(hc(insert(h)) + hc(h.select_cycles))
+        else:
+            t += math.ceil(hc(h.select_cycles))                           # select (insert deferred)
         t += math.ceil(1 * k * hc(h.merge_cycles_per_result))             # merge top-k
         return t
     if cfg.kind == "host-cxl":
@@ -122,10 +146,17 @@ def hand_latency(cfg):
         t += math.ceil(hc(insert(h)) + hc(h.select_cycles))       # candidate update
         t += math.ceil(1 * k * hc(h.merge_cycles_per_result))           # merge top-k
         return t
-    assert cfg.kind == "cosmos"
+    assert cfg.kind in ("cosmos", "cosmos-accel")
     g = cfg.gpc
     lat = ns_to_cycles(cfg.device.onchip_latency_ns)
-    if cfg.rank_pu.enabled:
+    if cfg.kind == "cosmos-accel":
+        # the GPC hands each batch to the device's distance accelerator, which reads whole
+        # vectors over the channel and returns after its pipeline latency
+        acc = ns_to_cycles(cfg.cxl_anns.accel_latency_ns)
+
+        def vec(t):
+            return t + lat + dram + lat + acc
+    elif cfg.rank_pu.enabled:
         # a 64-B vector is one segment: one rank-local read, then the PU pipeline and one
         # partial-sum add on the GPC
         dram_l = dram_unloaded_read_cycles(cfg, rank_local=True)
@@ -148,10 +179,12 @@ def hand_latency(cfg):
     return t
 
 
-@pytest.mark.parametrize("name", ["base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos"])
+@pytest.mark.parametrize("name", ["base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos",
+                                  "cxl-anns-cache", "cosmos-accel", "cxl-anns-rankpu"])
 def test_single_query_latency_equals_hand_sum(name):
     cfg = dataclasses.replace(get_preset(name), layout_spread=False)
-    res = simulate(cfg, worked_trace(), progress=False, cluster_device=np.zeros(4, np.int64))
+    res = simulate(cfg, worked_trace(0 if name == "cxl-anns-cache" else 1), progress=False,
+                   cluster_device=np.zeros(4, np.int64))
     expect = hand_latency(cfg)
     assert res.state.q_done[0] == expect
     row = per_query(res).iloc[0]
@@ -162,7 +195,8 @@ def test_single_query_latency_equals_hand_sum(name):
 
 
 @pytest.mark.parametrize("name,clock_GHz", [("base", 0.01), ("cxl-anns", 2.1),
-                                             ("cosmos", 0.01)])
+                                             ("cosmos", 0.01), ("cxl-anns-rankpu", 2.1),
+                                             ("cosmos-accel", 0.01)])
 def test_slow_cores_and_a_long_link_keep_the_hand_sum(name, clock_GHz):
     # Step ends and link arrivals thousands of cycles ahead, far beyond a window of the engine.
     # (CXL-ANNS keeps its host clock: a slow host puts the deferred candidate insertion on
@@ -176,6 +210,44 @@ def test_slow_cores_and_a_long_link_keep_the_hand_sum(name, clock_GHz):
     assert ns_to_cycles(3000.0) > 100 * dram_config_for(cfg).resolve().read_latency
     res = simulate(cfg, worked_trace(), progress=False, cluster_device=np.zeros(4, np.int64))
     assert res.state.q_done[0] == hand_latency(cfg)
+
+
+def _declare_cxl_anns_without_fine_grained_scheduling():
+    """A system defined here, not under cosmos/: CXL-ANNS without its fine-grained scheduling
+    (each hop's candidate insertions stay on the critical path). The whole declaration, as in
+    docs/adding_a_system.md."""
+    from cosmos.systems import Compute, Cost, Read, Send, SystemModel, register_system
+
+    model = SystemModel(
+        name="cxl-anns-nofgs",
+        description="CXL-ANNS without fine-grained scheduling (inserts on the critical path)",
+        traversal="host",                     # one task per query on a host core
+        entry=(Send("down", vectors=1, bytes=4),               # query vector + entry id
+               Read("entry-vector", "accelerator", "distance", after=(Cost("accel_latency"),)),
+               Send("up", bytes=4)),                            # the entry's distance
+        adjacency=(Read("adjacency", "host", "traversal",       # over the CXL link
+                        after=(Cost("host_visit", "degree"),)),),
+        vectors=(Send("down", per_item_bytes=4, count="reads"),  # the neighbors' ids
+                 Read("hop-vectors", "accelerator", "distance", after=(Cost("accel_latency"),)),
+                 Send("up", per_item_bytes=4, count="reads")),   # their distances
+        candidates=(Compute("candidate", (Cost("host_select"), Cost("host_insert", "inserts"))),),
+        merge=(Compute("candidate", (Cost("host_merge", "probes-x-k"),)),))
+    register_system(model, replace=True)
+    return dataclasses.replace(get_preset("cxl-anns"), name="cxl-anns-nofgs",
+                               kind="cxl-anns-nofgs").validate()
+
+
+def test_a_system_declared_in_a_test_file_simulates_and_keeps_its_hand_sum():
+    cfg = dataclasses.replace(_declare_cxl_anns_without_fine_grained_scheduling(),
+                              layout_spread=False)
+    res = simulate(cfg, worked_trace(), progress=False, cluster_device=np.zeros(4, np.int64))
+    assert res.state.q_done[0] == hand_latency(cfg)
+    # the only difference from CXL-ANNS: the insertion back on the critical path
+    ref = simulate(dataclasses.replace(get_preset("cxl-anns"), layout_spread=False),
+                   worked_trace(), progress=False, cluster_device=np.zeros(4, np.int64))
+    assert res.state.q_done[0] > ref.state.q_done[0]
+    s = summary(simulate(cfg, make_trace(num_queries=40, seed=4), progress=False))
+    assert s["system"] == "cxl-anns-nofgs" and s["qps"] > 0
 
 
 def test_load_to_use_of_base_is_in_the_public_range():

@@ -93,11 +93,17 @@ def test_values_are_plausible(reproduction):
     qps = pd.read_csv(folder / "fig4a_qps" / "qps.csv")
     assert (qps.qps > 0).all() and np.isfinite(qps.qps).all()
     assert (qps.latency_p99_ns >= qps.latency_mean_ns * 0.5).all()
+    from experiments.fig4a_qps import SYSTEMS, TWO_BY_TWO_EXTRA
+
+    assert set(qps.system) == set(SYSTEMS + TWO_BY_TWO_EXTRA)
     for _, sub in qps.groupby("dataset"):
-        s = sub.set_index("system").qps
+        s = sub.set_index("system").qps.loc[list(SYSTEMS)]     # the paper's six
         assert s.idxmax() == "cosmos" and s.idxmin() == "base"
         assert sub.set_index("system").qps_vs_base["base"] == pytest.approx(1.0)
         assert sub.set_index("system").qps_vs_cxl_anns["cxl-anns"] == pytest.approx(1.0)
+    md = (folder / "summary.md").read_text()       # the 2 x 2 of Cosmos's contributions
+    assert md.count("where the traversal runs x what computes the distances") == 2
+    assert "| device GPC | cosmos-accel: " in md and "| host | cxl-anns: 1.00 |" in md
     paper = qps.dropna(subset=["paper_qps_vs_cxl_anns"])  # the paper's one figure, on Cosmos
     assert list(paper.system) == ["cosmos", "cosmos"]
     assert (paper.paper_qps_vs_cxl_anns == 2.35).all()
@@ -111,7 +117,7 @@ def test_values_are_plausible(reproduction):
     assert (per_run.size().xs("cosmos", level="system") == 4).all()  # the paper's 4 devices
     searched = per_run.cluster_searches.count() > 0
     assert set(searched[searched].index.get_level_values("system")) == {
-        "cosmos", "cosmos-norank", "cosmos-noalgo"}
+        "cosmos", "cosmos-norank", "cosmos-noalgo", "cosmos-accel"}
     bd = pd.read_csv(folder / "fig4b_breakdown" / "breakdown.csv")
     parts = bd[[c for c in bd.columns if c.startswith("breakdown_")]].sum(axis=1)
     np.testing.assert_allclose(parts, bd.latency_mean_ns, rtol=1e-6)  # stages add up
@@ -213,6 +219,6 @@ def test_rerun_reads_every_simulation_from_the_cache(reproduction):
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     first = pd.read_csv(folder / "fig4a_qps" / "qps.csv")
-    assert "simulations_from_cache: 12/12" in out.stdout   # 6 systems x 2 workloads
+    assert "simulations_from_cache: 16/16" in out.stdout   # 8 systems x 2 workloads
     (again,) = (root / "rerun").iterdir()
     pd.testing.assert_frame_equal(pd.read_csv(again / "qps.csv"), first)

@@ -1,0 +1,475 @@
+"""Systems as data: an execution model is a declaration that the program builder interprets.
+
+A :class:`SystemModel` says, for every place of a query, which steps run there:
+
+``entry``       once per cluster search: the entry point's distance;
+``adjacency``   per hop: the expanded node's adjacency list (traversal);
+``vectors``     per hop that reads vectors: the neighbors' distances;
+``candidates``  per hop: candidate-list work;
+``dispatch``    per device a query searches (``traversal="gpc"`` only), on the host's I/O
+                agent before the device's search task: what goes down the link;
+``device_done`` at the end of a device's search task (``traversal="gpc"`` only): what comes up;
+``merge``       once per query on the host (its core, or the I/O agent for ``"gpc"``).
+
+A step is one of three records:
+
+- :class:`Read`: a ``unit`` (``"host"`` core, device ``"gpc"`` context, device
+  ``"accelerator"``) reads ``objects`` (``"entry-vector"``, ``"adjacency"`` or
+  ``"hop-vectors"``) from ``memory`` (``"index"``: where the index lives, a device or the host
+  DRAM; ``"host-cache"``: the host DRAM graph cache). The route follows: the host reading a
+  device crosses the CXL link both ways; a device unit reads its own DRAM; ``rank_pus=True``
+  reads each vector's 64-byte segments rank-locally (rank-level PUs). ``per_vector`` is a
+  :class:`cosmos.program.Costs` field charged per vector on the context's core, a share per
+  returned line (overlapped with the lines still in flight);
+  ``after`` are :class:`Cost` terms (``Costs`` field x a count) added when the last line is
+  back; ``cached`` is the same read for an object held in the host graph cache.
+- :class:`Send`: a message down (host to device) or up; its payload is ``vectors`` query
+  vectors + ``bytes`` + ``per_item_bytes`` x ``count``, sent as a header slot plus whole slots.
+- :class:`Compute`: ``cost`` cycles on the context's core.
+
+Every step names its breakdown category (``traversal``, ``distance``, ``candidate``,
+``transfer``, ``queue``: cosmos.program.CATEGORIES). Counts: ``one``, ``degree`` (neighbors
+of the expanded node), ``reads`` (vectors read at the hop), ``inserts`` (candidate
+insertions), ``probes-x-k`` (probed clusters x k), ``rank-parts`` (ranks holding a segment of
+a vector), ``reads-x-rank-parts``, ``k``.
+
+A model is registered under a name with :func:`register_system`, either as a
+``SystemModel`` or as a function of the :class:`~cosmos.config.SystemConfig` that returns one
+(when the steps depend on a config switch, e.g. rank PUs on or off). ``SystemConfig.kind``
+names the model. :func:`model_for` resolves and validates it: an unknown name, field or value,
+or a combination the hardware cannot do (a device unit reading host memory, a message where
+no link is used, rank PUs on the host...) raises :class:`cosmos_common.UserError` naming the
+model, the place, the step and the field. Simulation, layout and metrics ask the resolved
+model what they need (``search_pool``, ``index_in_host``, ``uses_link``, ``host_cache``,
+``rank_pus``, ``contexts_fields``); nothing else branches on a system's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Union
+
+from cosmos_common import UserError
+
+UNITS = ("host", "gpc", "accelerator")
+MEMORIES = ("index", "host-cache")
+OBJECTS = ("entry-vector", "adjacency", "hop-vectors")
+COUNTS = ("one", "degree", "reads", "inserts", "probes-x-k", "rank-parts",
+          "reads-x-rank-parts", "k")
+TRAVERSALS = ("host", "gpc")
+INDEX_MEMORIES = ("devices", "host")
+DIRECTIONS = ("down", "up")
+PLACES = ("entry", "adjacency", "vectors", "candidates", "dispatch", "device_done", "merge")
+#: the objects a read may name at each place of a search (per-query places read nothing)
+PLACE_OBJECTS = {"entry": ("entry-vector",), "adjacency": ("adjacency",),
+                 "vectors": ("hop-vectors",)}
+#: the counts that exist at each place (a hop's counts only at a hop)
+_HOP = ("one", "degree", "reads", "inserts", "rank-parts", "reads-x-rank-parts", "k")
+PLACE_COUNTS = {"entry": ("one", "rank-parts", "k"), "adjacency": _HOP, "vectors": _HOP,
+                "candidates": _HOP, "dispatch": ("one", "k"), "device_done": ("one", "k"),
+                "merge": ("one", "probes-x-k", "k")}
+
+
+@dataclass(frozen=True)
+class Cost:
+    """``value`` x ``count`` cycles: ``value`` names a cosmos.program.Costs field."""
+
+    value: str
+    count: str = "one"
+
+
+@dataclass(frozen=True)
+class Read:
+    """``unit`` reads ``objects`` from ``memory`` (module docstring): ``objects`` in
+    :data:`OBJECTS`, ``unit`` in :data:`UNITS`, ``memory`` in :data:`MEMORIES`; ``category``
+    a breakdown category; ``rank_pus``: rank-local segment reads by the rank-level PUs;
+    ``per_vector``: a Costs field charged per vector on the context's core (a share per
+    returned line); ``after``: :class:`Cost` terms once the last line is back; ``cached``:
+    the read to use for an object held in the host graph cache."""
+
+    objects: str
+    unit: str
+    category: str
+    memory: str = "index"
+    rank_pus: bool = False
+    per_vector: str | None = None
+    after: tuple = ()
+    cached: "Read | None" = None
+
+
+@dataclass(frozen=True)
+class Send:
+    """A message over the search device's link, ``"down"`` (host to device) or ``"up"``:
+    ``vectors`` query vectors + ``bytes`` + ``per_item_bytes`` x ``count`` bytes of payload,
+    sent as one header slot plus whole slots (cosmos.config.LinkConfig)."""
+
+    direction: str
+    vectors: int = 0
+    bytes: int = 0
+    per_item_bytes: int = 0
+    count: str = "one"
+    category: str = "transfer"
+
+
+@dataclass(frozen=True)
+class Compute:
+    """The sum of the :class:`Cost` terms ``cost``, in cycles of the context's core (rounded
+    up to whole DRAM cycles), counted to ``category``."""
+
+    category: str
+    cost: tuple = ()
+
+
+Step = Union[Read, Send, Compute]
+
+
+@dataclass(frozen=True)
+class SystemModel:
+    """One execution model (module docstring). ``traversal``: where a cluster search runs
+    (``"host"``: one task per query on a host core; ``"gpc"``: per device a dispatch task on
+    the host I/O agent, a search task on a GPC context of that device, and a merge task on the
+    agent). ``index_memory``: where the index lives (``"devices"`` or ``"host"`` DRAM)."""
+
+    name: str
+    description: str
+    traversal: str
+    index_memory: str = "devices"
+    entry: tuple = ()
+    adjacency: tuple = ()
+    vectors: tuple = ()
+    candidates: tuple = ()
+    dispatch: tuple = ()
+    device_done: tuple = ()
+    merge: tuple = ()
+
+    # ---- what the rest of the simulator asks ---------------------------------------------
+    def steps(self):
+        """(place, index, step) of every declared step, cached variants included."""
+        for place in PLACES:
+            for i, st in enumerate(getattr(self, place)):
+                yield place, i, st
+                if isinstance(st, Read) and st.cached is not None:
+                    yield place, i, st.cached
+
+    @property
+    def search_pool(self) -> str:
+        """``"host"`` or ``"gpc"``: the contexts that run the searches."""
+        return self.traversal
+
+    @property
+    def index_in_host(self) -> bool:
+        """The whole index lives in host DRAM (one memory instance: the host's)."""
+        return self.index_memory == "host"
+
+    @property
+    def uses_link(self) -> bool:
+        """Any step crosses a CXL link (then link figures apply)."""
+        return not self.index_in_host
+
+    @property
+    def host_cache(self) -> bool:
+        """Some read goes to the host DRAM graph cache (memory instance ``device.count``)."""
+        return any(isinstance(s, Read) and s.memory == "host-cache" for _, _, s in self.steps())
+
+    @property
+    def rank_pus(self) -> bool:
+        """Some read uses the rank-level PUs (the layout partitions vectors across ranks)."""
+        return any(isinstance(s, Read) and s.rank_pus for _, _, s in self.steps())
+
+    def contexts_fields(self) -> str:
+        """The config fields that set how many requests can be in flight (for messages)."""
+        if self.traversal == "gpc":
+            ctx = "device.count x gpc.cores x gpc.threads_per_core x gpc.outstanding_requests"
+        else:
+            ctx = "host.threads x host.outstanding_misses"
+        if any(isinstance(s, Read) and s.unit == "accelerator" for _, _, s in self.steps()):
+            ctx += ", cxl_anns.accel_outstanding"
+        return ctx
+
+    # ---- validation ------------------------------------------------------------------------
+    def validate(self) -> "SystemModel":
+        """Reject an unknown or inconsistent declaration (UserError naming the field)."""
+        from cosmos.program import CATEGORIES, Costs
+
+        who = f"system model {self.name!r}"
+
+        def bad(where, msg):
+            raise UserError(f"{who}: {where}: {msg}")
+
+        if not isinstance(self.name, str) or not self.name:
+            raise UserError(f"system model: name: expected a non-empty string, got {self.name!r}")
+        if self.traversal not in TRAVERSALS:
+            bad("traversal", f"unknown {self.traversal!r}; expected one of {TRAVERSALS}")
+        if self.index_memory not in INDEX_MEMORIES:
+            bad("index_memory", f"unknown {self.index_memory!r}; expected one of "
+                                f"{INDEX_MEMORIES}")
+        if self.traversal == "gpc" and self.index_in_host:
+            bad("index_memory", "a search on the device GPCs needs the index on the devices")
+        for place in PLACES:
+            seq = getattr(self, place)
+            if not isinstance(seq, tuple):
+                bad(place, f"expected a tuple of steps, got {type(seq).__name__}")
+            if place in ("dispatch", "device_done") and seq and self.traversal != "gpc":
+                bad(place, "only a search on the device GPCs (traversal='gpc') has per-device "
+                           "dispatch and device_done steps")
+        if not self.adjacency:
+            bad("adjacency", "a search reads the expanded node's adjacency list: declare a Read "
+                             "of 'adjacency'")
+        costs = set(Costs._fields)
+        for place, i, st in self.steps():
+            where = f"{place}[{i}]"
+            if not isinstance(st, (Read, Send, Compute)):
+                bad(where, f"expected a Read, Send or Compute, got {type(st).__name__}")
+            if st.category not in CATEGORIES:
+                bad(f"{where}.category", f"unknown {st.category!r}; expected one of "
+                                         f"{CATEGORIES}")
+            terms = st.after if isinstance(st, Read) else (st.cost if isinstance(st, Compute)
+                                                            else ())
+            if not isinstance(terms, tuple):
+                bad(where, "cost terms must be a tuple of Cost")
+            variable = set()
+            for t in terms:
+                if not isinstance(t, Cost):
+                    bad(where, f"expected Cost terms, got {t!r}")
+                if t.value not in costs:
+                    bad(f"{where}.cost {t.value!r}", f"unknown; expected a field of "
+                                                     f"cosmos.program.Costs: {sorted(costs)}")
+                if t.count not in PLACE_COUNTS[place]:
+                    bad(f"{where}.count {t.count!r}", f"not a count at {place!r}; expected "
+                                                      f"one of {PLACE_COUNTS[place]}")
+                if t.count != "one":
+                    variable.add(t.count)
+            if len(variable) > 1:
+                bad(where, f"at most one count besides 'one' per step, got {sorted(variable)}")
+            if isinstance(st, Read):
+                if place not in PLACE_OBJECTS:
+                    bad(where, f"no Read at {place!r} (reads belong to entry, adjacency, "
+                               f"vectors)")
+                if st.objects not in PLACE_OBJECTS[place]:
+                    bad(f"{where}.objects", f"{st.objects!r} at {place!r}; expected "
+                                            f"{PLACE_OBJECTS[place]}")
+                if st.unit not in UNITS:
+                    bad(f"{where}.unit", f"unknown {st.unit!r}; expected one of {UNITS}")
+                ok_units = ("host", "accelerator") if self.traversal == "host" else \
+                    ("gpc", "accelerator")
+                if st.unit not in ok_units:
+                    bad(f"{where}.unit", f"{st.unit!r} cannot serve a search that runs on the "
+                                         f"{self.traversal}; expected one of {ok_units}")
+                if st.memory not in MEMORIES:
+                    bad(f"{where}.memory", f"unknown {st.memory!r}; expected one of {MEMORIES}")
+                if self.index_in_host and st.unit != "host":
+                    bad(f"{where}.unit", "the index is in host DRAM: only the host reads it")
+                if st.memory == "host-cache":
+                    if st.unit != "host":
+                        bad(f"{where}.memory", "only the host reads the host DRAM cache")
+                    if self.index_in_host:
+                        bad(f"{where}.memory", "the index is already in host DRAM")
+                    if st.rank_pus:
+                        bad(f"{where}.rank_pus", "no rank PUs in host DRAM")
+                if st.rank_pus:
+                    if st.unit == "host" or self.index_in_host:
+                        bad(f"{where}.rank_pus", "rank PUs sit in the devices' DRAM ranks: a "
+                                                 "device unit must drive them")
+                    if st.objects == "adjacency":
+                        bad(f"{where}.rank_pus", "rank PUs compute distances of vectors, not "
+                                                 "adjacency lists")
+                if st.per_vector is not None:
+                    if st.per_vector not in costs:
+                        bad(f"{where}.per_vector", f"unknown {st.per_vector!r}; expected a "
+                                                   f"field of cosmos.program.Costs")
+                    if st.objects == "adjacency":
+                        bad(f"{where}.per_vector", "a per-vector cost needs vector objects")
+                if st.cached is not None:
+                    if place == "vectors":
+                        bad(f"{where}.cached", "the graph cache holds single objects (entry "
+                                               "vector, adjacency list), not a hop's reads")
+                    c = st.cached
+                    if not isinstance(c, Read) or c.cached is not None:
+                        bad(f"{where}.cached", "expected a Read without its own cached variant")
+                    if c.memory != "host-cache" or c.objects != st.objects:
+                        bad(f"{where}.cached", "the cached variant reads the same objects from "
+                                               "memory='host-cache'")
+            elif isinstance(st, Send):
+                if self.index_in_host:
+                    bad(where, "the index is in host DRAM: no link to send over")
+                if place == "merge":
+                    bad(where, "merge runs on the host after every device answered: no Send")
+                if st.direction not in DIRECTIONS:
+                    bad(f"{where}.direction", f"unknown {st.direction!r}; expected one of "
+                                              f"{DIRECTIONS}")
+                for f in ("vectors", "bytes", "per_item_bytes"):
+                    v = getattr(st, f)
+                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                        bad(f"{where}.{f}", f"expected an integer >= 0, got {v!r}")
+                if st.count not in PLACE_COUNTS[place]:
+                    bad(f"{where}.count", f"{st.count!r} is not a count at {place!r}; expected "
+                                          f"one of {PLACE_COUNTS[place]}")
+        return self
+
+
+#: name -> (description, SystemModel or function of the SystemConfig returning one)
+_REGISTRY: dict[str, tuple[str, object]] = {}
+
+
+def register_system(model_or_name, description: str | None = None, *, replace: bool = False):
+    """Register an execution model.
+
+    ``register_system(model)`` registers a :class:`SystemModel` under ``model.name``;
+    ``@register_system("name", "description")`` registers a function ``f(cfg) ->
+    SystemModel``. Registering a known name again needs ``replace=True``.
+    """
+    def add(name, desc, entry):
+        if not isinstance(name, str) or not name:
+            raise UserError(f"register_system: expected a non-empty name, got {name!r}")
+        if name in _REGISTRY and not replace:
+            raise UserError(f"register_system: {name!r} is already registered (replace=True "
+                            f"to redefine it)")
+        _REGISTRY[name] = (desc or "", entry)
+        return entry
+
+    if isinstance(model_or_name, SystemModel):
+        model_or_name.validate()
+        return add(model_or_name.name, model_or_name.description, model_or_name)
+    if not isinstance(model_or_name, str):
+        raise UserError(f"register_system: expected a SystemModel or a name, got "
+                        f"{type(model_or_name).__name__}")
+
+    def deco(fn: Callable):
+        return add(model_or_name, description, fn)
+
+    return deco
+
+
+def known_systems() -> tuple:
+    """Names of the registered execution models."""
+    return tuple(_REGISTRY)
+
+
+def describe(name: str) -> str:
+    return _REGISTRY[name][0]
+
+
+def model_for(cfg) -> SystemModel:
+    """The validated :class:`SystemModel` of ``cfg.kind`` (resolved against ``cfg``)."""
+    kind = cfg.kind
+    if not isinstance(kind, str) or kind not in _REGISTRY:
+        raise UserError(f"system.kind: unknown {kind!r}; expected one of {known_systems()}")
+    entry = _REGISTRY[kind][1]
+    model = entry if isinstance(entry, SystemModel) else entry(cfg)
+    if not isinstance(model, SystemModel):
+        raise UserError(f"system.kind {kind!r}: its function returned "
+                        f"{type(model).__name__}, expected a SystemModel")
+    return model.validate()
+
+
+# ------------------------------------------------------------------------------------------
+# The paper's four execution models and three more. Costs named here are fields of
+# cosmos.program.Costs (each from a cosmos.config field with its source).
+# ------------------------------------------------------------------------------------------
+
+def _host_search(name, description, index_memory, cache=False):
+    """Host core does traversal, distances and candidate updates, reading over its route."""
+    adj = Read("adjacency", "host", "traversal", after=(Cost("host_visit", "degree"),))
+    if cache:
+        adj = dataclasses.replace(adj, cached=dataclasses.replace(adj, memory="host-cache"))
+    return SystemModel(
+        name=name, description=description, traversal="host", index_memory=index_memory,
+        entry=(Read("entry-vector", "host", "distance", per_vector="host_dist"),),
+        adjacency=(adj,),
+        vectors=(Read("hop-vectors", "host", "distance", per_vector="host_dist"),),
+        candidates=(Compute("candidate", (Cost("host_select"),
+                                          Cost("host_insert", "inserts"))),),
+        merge=(Compute("candidate", (Cost("host_merge", "probes-x-k"),)),))
+
+
+def _host_traversal_device_distances(name, description, rank_pus, cache=False):
+    """CXL-ANNS's split: the host traverses (adjacency over the link); the device computes
+    distances next to its DRAM and returns only distances; fine-grained scheduling keeps only
+    select-next on the critical path (inserts deferred)."""
+    if rank_pus:
+        # rank PUs read the segments rank-locally; the partial distances are added on the
+        # device (gpc.partial_sum_cycles each, as Cosmos's GPC does) after the PU pipeline
+        entry_after = (Cost("pu_latency"), Cost("gpc_partial", "rank-parts"))
+        vec_after = (Cost("pu_latency"), Cost("gpc_partial", "reads-x-rank-parts"))
+    else:
+        entry_after = vec_after = (Cost("accel_latency"),)
+    adj = Read("adjacency", "host", "traversal", after=(Cost("host_visit", "degree"),))
+    if cache:
+        adj = dataclasses.replace(adj, cached=dataclasses.replace(adj, memory="host-cache"))
+    return SystemModel(
+        name=name, description=description, traversal="host",
+        entry=(Send("down", vectors=1, bytes=4, category="transfer"),     # query + entry id
+               Read("entry-vector", "accelerator", "distance", rank_pus=rank_pus,
+                    after=entry_after),
+               Send("up", bytes=4)),                                       # its distance
+        adjacency=(adj,),
+        vectors=(Send("down", per_item_bytes=4, count="reads"),            # the ids
+                 Read("hop-vectors", "accelerator", "distance", rank_pus=rank_pus,
+                      after=vec_after),
+                 Send("up", per_item_bytes=4, count="reads")),             # the distances
+        candidates=(Compute("candidate", (Cost("host_select"),)),),
+        merge=(Compute("candidate", (Cost("host_merge", "probes-x-k"),)),))
+
+
+def _gpc_search(name, description, distances):
+    """Full offload: per device, the query goes down, a GPC context searches the device's
+    clusters locally, the local top-k (id + distance, 8 bytes each) comes up, the host merges.
+    ``distances``: ``"gpc"`` (the GPC core reads whole vectors), ``"rank-pu"`` (rank-local
+    segment reads, then the partial sums on the GPC) or ``"accelerator"`` (a CXL-ANNS-style
+    distance unit reads whole vectors over the channel)."""
+    if distances == "rank-pu":
+        entry = Read("entry-vector", "gpc", "distance", rank_pus=True,
+                     after=(Cost("pu_latency"), Cost("gpc_partial", "rank-parts")))
+        vec = Read("hop-vectors", "gpc", "distance", rank_pus=True,
+                   after=(Cost("pu_latency"), Cost("gpc_partial", "reads-x-rank-parts")))
+    elif distances == "accelerator":
+        entry = Read("entry-vector", "accelerator", "distance", after=(Cost("accel_latency"),))
+        vec = Read("hop-vectors", "accelerator", "distance", after=(Cost("accel_latency"),))
+    else:
+        entry = Read("entry-vector", "gpc", "distance", per_vector="gpc_dist")
+        vec = Read("hop-vectors", "gpc", "distance", per_vector="gpc_dist")
+    return SystemModel(
+        name=name, description=description, traversal="gpc",
+        dispatch=(Send("down", vectors=1),),
+        entry=(entry,),
+        adjacency=(Read("adjacency", "gpc", "traversal", after=(Cost("gpc_visit", "degree"),)),),
+        vectors=(vec,),
+        candidates=(Compute("candidate", (Cost("gpc_select"), Cost("gpc_insert", "inserts"))),),
+        device_done=(Send("up", per_item_bytes=8, count="k"),),
+        merge=(Compute("candidate", (Cost("host_merge", "probes-x-k"),)),))
+
+
+register_system(_host_search(
+    "host-cxl", "host CPU search, all data in CXL memory (every line crosses the link)",
+    "devices"))
+register_system(_host_search("host-dram", "host CPU search, all data in host DRAM", "host"))
+register_system(_host_traversal_device_distances(
+    "cxl-anns", "host traversal + device distance accelerators, fine-grained scheduling",
+    rank_pus=False))
+
+
+@register_system("cosmos", "full offload of the search to the device GPCs; distances on the "
+                           "rank-level PUs when rank_pu.enabled, else on the GPC")
+def _cosmos(cfg):
+    return _gpc_search("cosmos", describe("cosmos"),
+                       "rank-pu" if cfg.rank_pu.enabled else "gpc")
+
+
+register_system(_host_traversal_device_distances(
+    "cxl-anns-cache", "CXL-ANNS + its hop-count graph cache: adjacency lists of the nodes "
+    "within graph_cache.hops of each entry point read from host DRAM", rank_pus=False,
+    cache=True))
+register_system(_gpc_search(
+    "cosmos-accel", "full offload to the GPCs, distances on a CXL-ANNS-style device "
+    "accelerator reading whole vectors (no rank PUs)", "accelerator"))
+
+
+@register_system("cxl-anns-rankpu", "host traversal as in CXL-ANNS, distances on the "
+                                    "rank-level PUs (needs rank_pu.enabled)")
+def _cxl_anns_rankpu(cfg):
+    if not cfg.rank_pu.enabled:
+        raise UserError("system.rank_pu.enabled: the cxl-anns-rankpu model computes distances "
+                        "on the rank-level PUs; set it to true (or use kind cxl-anns)")
+    return _host_traversal_device_distances("cxl-anns-rankpu", describe("cxl-anns-rankpu"),
+                                            rank_pus=True)
