@@ -124,7 +124,9 @@ def test_cli_place_with_trace(files, capsys):
     assert [int(r[2]) for r in rows] == np.bincount(dev, weights=sizes, minlength=4).astype(int).tolist()
     # the same command again refuses to overwrite the output
     rc = main(["place", "--clusters", str(d / "clusters.npz"), "--out", str(out)])
-    assert rc == 2 and "refusing to overwrite" in capsys.readouterr().err
+    assert rc == 2 and "already exists (pass --force to replace it)" in capsys.readouterr().err
+    assert main(["place", "--clusters", str(d / "clusters.npz"), "--out", str(out),
+                 "--force"]) == 0
 
 
 def test_cli_errors_are_one_line(files, capsys):
