@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cosmos_common import UserError
+from cosmos_common.npz import npz_array
 
 from placement.load import WORK_KINDS, search_work, validate_probes
 from placement.policies import _INT64_MAX, validate_sizes
@@ -58,11 +59,31 @@ class Probes(NamedTuple):
     meta: dict
 
 
+class _Npz:
+    """An open NpzFile whose keys are read through :func:`cosmos_common.npz.npz_array` (an
+    object array or a damaged member fails naming the file and the key)."""
+
+    def __init__(self, z, path: Path):
+        self._z, self._path, self.files = z, path, z.files
+
+    def __getitem__(self, key: str):
+        return npz_array(self._z, key, self._path)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._z.close()
+        return False
+
+
 def _open_npz(path: Path):
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path}: is a folder; expected a .npz file")
     try:
-        return np.load(path, allow_pickle=False)
+        return _Npz(np.load(path, allow_pickle=False), path)
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise UserError(f"{path}: not a readable .npz file ({exc})") from None
 
