@@ -138,7 +138,10 @@ def _produced_table(root: Path, done: list) -> str:
 def run_one(args) -> int:
     from experiments.runner import common_options, script_main
 
-    return script_main(args.name, common_options(args))
+    argv = common_options(args)
+    if args.out is not None:
+        argv += ["--out", str(args.out)]
+    return script_main(args.name, argv)
 
 
 def replay(args) -> int:
