@@ -82,10 +82,21 @@ def _open_npz(path: Path):
         raise FileNotFoundError(f"{path}: no such file")
     if path.is_dir():
         raise UserError(f"{path}: is a folder; expected a .npz file")
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic.startswith(b"\x93NUMPY"):
+        raise UserError(f"{path}: holds a single numpy array (.npy), not a .npz archive of "
+                        f"named arrays")
+    if not magic.startswith(b"PK"):
+        raise UserError(f"{path}: not a .npz (zip) archive of named arrays")
     try:
-        return _Npz(np.load(path, allow_pickle=False), path)
+        z = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise UserError(f"{path}: not a readable .npz file ({exc})") from None
+    if not hasattr(z, "files"):  # a single array saved with np.save, renamed .npz
+        raise UserError(f"{path}: holds a single numpy array (.npy), not a .npz archive of "
+                        f"named arrays")
+    return _Npz(z, path)
 
 
 def _meta(npz, path: Path) -> dict:
