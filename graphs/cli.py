@@ -199,9 +199,23 @@ def _trace(args) -> int:
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover
+def _main(argv: list[str] | None = None) -> int:
+    """``python -m graphs.cli build|trace ...``: the same subcommands without the cosmos
+    package (graphs never imports it); bad input is one line and exit status 2."""
     import sys
 
-    from cosmos.cli import main
+    parser = argparse.ArgumentParser(prog="python -m graphs.cli")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["graphs", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, OSError) as exc:
+        print(f"graphs: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("graphs: interrupted", file=sys.stderr)
+        return 130
 
-    raise SystemExit(main(["graphs", *sys.argv[1:]]))
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(_main())
