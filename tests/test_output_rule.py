@@ -154,3 +154,18 @@ def test_dram_replay_out_rule_and_interruption(tmp_path, monkeypatch, capsys):
                  "--no-progress"]) == 2
     assert "bad.trace" in _one_error_line(capsys.readouterr().err)
     assert not (tmp_path / "d2").exists()
+
+
+def test_an_error_writing_a_temporary_file_names_the_folder(tmp_path, monkeypatch, capsys):
+    import placement.cli
+
+    np.savez(tmp_path / "c.npz", sizes=np.array([3, 4], dtype=np.int64))
+
+    def disk_full(path, *a, **kw):
+        raise OSError(28, "No space left on device", str(tmp_path / ".p.csv.k2j3.tmp"))
+
+    monkeypatch.setattr(placement.cli, "save_placement", disk_full)
+    assert main(["place", "--clusters", str(tmp_path / "c.npz"), "--policy", "round_robin",
+                 "--out", str(tmp_path / "p.csv")]) == 2
+    assert _one_error_line(capsys.readouterr().err) == (
+        f"cosmos place: error: cannot write into {tmp_path}: No space left on device")
