@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -70,23 +69,11 @@ def results_dir(out: str | os.PathLike | None, root: str | os.PathLike, name: st
 
 
 def _atomic_replace(path: Path, write: Callable[[Path], None], *, overwrite: bool) -> Path:
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; refusing to overwrite it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        write(tmp_path)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600; results are ordinary files
-        os.replace(tmp_path, path)
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
-    return path
+    """``write(tmp)`` then link (``overwrite``: rename) into place
+    (:func:`cosmos_common.outdir.atomic_write`)."""
+    from cosmos_common.outdir import atomic_write
+
+    return atomic_write(Path(path), write, overwrite=overwrite)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, *, overwrite: bool = False) -> Path:

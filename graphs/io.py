@@ -21,7 +21,6 @@ to overwrite an existing file unless ``overwrite=True``.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -239,30 +238,30 @@ def groundtruth_shape(path: str | os.PathLike) -> tuple[int, int]:
 
 
 def atomic_write_bytes(path: str | os.PathLike, writer, overwrite: bool = False) -> Path:
-    """Create ``path`` atomically: ``writer(fileobj)`` fills a temporary file that is renamed.
+    """Create ``path`` atomically: ``writer(fileobj)`` fills a temporary file of the same
+    folder that is then linked (or, with ``overwrite``, renamed) into place
+    (:func:`cosmos_common.outdir.atomic_write`: a file that appears meanwhile is kept).
 
     Raises
     ------
     FileExistsError
         If ``path`` exists and ``overwrite`` is False.
     """
+    from cosmos_common.outdir import atomic_write
+
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path}: already exists (pass overwrite=True to replace it)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
             writer(f)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+
+    try:
+        return atomic_write(path, write, overwrite=overwrite)
+    except FileExistsError:
+        raise FileExistsError(f"{path}: already exists (pass overwrite=True to replace "
+                              f"it)") from None
 
 
 def write_vectors(
