@@ -38,7 +38,8 @@ def register(subparsers) -> None:
     p.add_argument("--out", metavar="DIR",
                    help="results folder: created, or an empty folder (never written over)")
     p.add_argument("--num-queries", type=int, default=None,
-                   help="simulate only the first N queries of the trace")
+                   help="simulate only the first N queries of the trace (all of them, with a "
+                        "note on stderr, if it holds fewer)")
     p.add_argument("--mode", choices=("closed", "open"), default="closed",
                    help="closed loop (queries stream as contexts free up) or open loop "
                         "(Poisson arrivals at --rate)")

@@ -40,7 +40,9 @@ def register(subparsers) -> None:
                    help="comma-separated system presets (see `cosmos simulate --list`)")
     q.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a config field of every system, e.g. device.count=8")
-    q.add_argument("--num-queries", type=int, default=None, help="only the first N queries")
+    q.add_argument("--num-queries", type=int, default=None,
+                   help="only the first N queries (all of them, with a note on stderr, if the "
+                        "trace holds fewer)")
     q.add_argument("--out-root", default="results", metavar="DIR",
                    help="results go to a new folder replay-<trace>-<time> under DIR (default: "
                         "./results)")

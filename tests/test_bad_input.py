@@ -244,3 +244,17 @@ def test_outputs_in_unwritable_or_wrong_places_fail_at_once(corpus, tmp_path, ca
                  "--no-progress"]) == 2
     _one_line(capsys, afile, "exists and is not a folder")
     assert afile.read_text() == "mine" and not (tmp_path / "cache" / "indexes").exists()
+
+
+def test_a_single_cluster_is_a_legitimate_configuration(tmp_path, capsys):
+    """One cluster (one graph, no k-means: num_clusters=1) traces and simulates: it is not
+    refused anywhere."""
+    from tests.cosmos_helpers import make_trace
+
+    trace = tmp_path / "one.npz"
+    np.savez(trace, **make_trace(num_queries=5, num_clusters=1, probes=1, hops=2,
+                                 reads_per_hop=3))
+    for system in ("base", "cosmos"):
+        assert main(["simulate", str(trace), "--system", system, "--out",
+                     str(tmp_path / system), "--no-progress"]) == 0, capsys.readouterr().err
+        assert (tmp_path / system / "summary.json").exists()
