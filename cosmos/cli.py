@@ -27,6 +27,14 @@ SUBCOMMAND_MODULES = (
 from cosmos_common import UserError  # noqa: F401  (re-exported: the one user-facing error type)
 
 
+def _is_temporary(path: str) -> bool:
+    """A temporary file of an atomic write (``.NAME.XXXX.tmp``) or of the writability probe
+    (``.cosmos-write-test.XXXX``): a user never made it, so errors name its folder."""
+    base = os.path.basename(path)
+    return base.startswith(".") and (base.endswith(".tmp") or
+                                     base.startswith(".cosmos-write-test."))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cosmos",
@@ -68,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         # permissions, a folder where a file is expected (or the reverse), a full disk, an
         # unreachable Dask scheduler: one line naming the path when there is one
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        name = getattr(exc, "filename", None)
+        if name and _is_temporary(str(name)):  # name the folder, not our temporary file
+            name = f"cannot write into {os.path.dirname(str(name)) or '.'}"
+        where = f"{name}: " if name else ""
         what = exc.strerror or str(exc) or type(exc).__name__
         print(f"cosmos {args.command}: error: {where}{what}", file=sys.stderr)
         return 2

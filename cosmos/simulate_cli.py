@@ -2,12 +2,14 @@
 
     cosmos simulate --list
     cosmos simulate --system cosmos --trace trace.npz --out results/cosmos-sift
+    cosmos simulate trace.npz --system cosmos --out results/cosmos-sift   (same: TRACE or --trace)
     cosmos simulate --system base --workload sift --num-queries 2000 --out results/base-sift
     cosmos simulate --system cosmos --trace t.npz --mode open --rate 200000 --out r/open
     cosmos simulate --system cosmos --trace t.npz --set gpc.cores=4 --set link.latency_ns=60 --out r/x
 
-Writes into DIR (created; refused before any work if it is a file or already holds results):
-``summary.json`` (qps, latency mean/p50/p99 in ns, the breakdown, link and DRAM figures),
+Writes into DIR (the output rule of cosmos_common.outdir: created, or used if it is an empty
+folder; refused before any work if it is a file or holds anything; ``INCOMPLETE`` in it until
+every file is written): ``summary.json`` (qps, latency mean/p50/p99 in ns, the breakdown, link and DRAM figures),
 ``per_query.csv``, ``per_device.csv`` and ``config.json`` (system config, trace metadata and
 the options). Each file is written to a temporary name and linked into place without
 replacing: a result file that appears in DIR during the run is kept, and the run then writes
@@ -27,13 +29,17 @@ def register(subparsers) -> None:
                               description=__doc__.split("\n\n")[0])
     p.add_argument("--list", action="store_true", help="list the system presets and exit")
     p.add_argument("--system", help="preset name (see --list)")
+    p.add_argument("trace_arg", nargs="?", metavar="TRACE",
+                   help="logical trace .npz (graphs.trace.save_trace); same as --trace")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--trace", help="logical trace .npz (graphs.trace.save_trace)")
+    src.add_argument("--trace", help="logical trace .npz (same as the positional TRACE)")
     src.add_argument("--workload", help="build the default trace of a synthetic family or "
                      "real set (sift, deep, ...) with graphs.make_workload (cached)")
-    p.add_argument("--out", help="results folder (must not already hold results)")
+    p.add_argument("--out", metavar="DIR",
+                   help="results folder: created, or an empty folder (never written over)")
     p.add_argument("--num-queries", type=int, default=None,
-                   help="simulate only the first N queries of the trace")
+                   help="simulate only the first N queries of the trace (all of them, with a "
+                        "note on stderr, if it holds fewer)")
     p.add_argument("--mode", choices=("closed", "open"), default="closed",
                    help="closed loop (queries stream as contexts free up) or open loop "
                         "(Poisson arrivals at --rate)")
@@ -54,34 +60,20 @@ RESULT_FILES = ("per_query.csv", "per_device.csv", "config.json", "summary.json"
 
 
 def check_out_dir(out: Path) -> None:
-    """Before any work: ``--out`` must be a folder (or not exist yet, under a folder) and hold
-    none of the result files."""
-    from cosmos.cli import UserError
+    """Before any work: ``--out`` must be new or an empty folder, under a writable folder
+    (cosmos_common.outdir.check_out_dir; nothing is created yet)."""
+    from cosmos_common.outdir import check_out_dir as check
 
-    if out.exists() or out.is_symlink():
-        if not out.is_dir():
-            raise FileExistsError(f"--out {out}: exists and is not a folder; choose a new --out")
-        existing = [n for n in RESULT_FILES if (out / n).exists() or (out / n).is_symlink()]
-        if existing:
-            raise FileExistsError(f"{out} already holds results ({', '.join(existing)}); "
-                                  f"choose a new --out")
-        base = out
-    else:
-        base = out.parent
-        while not (base.exists() or base.is_symlink()) and base != base.parent:
-            base = base.parent
-        if not base.is_dir():
-            raise FileExistsError(f"--out {out}: {base} is not a folder; choose a new --out")
-    if not os.access(base, os.W_OK | os.X_OK):
-        raise UserError(f"--out {out}: cannot write into {base} (permission denied)")
+    check(out, "--out")
 
 
-def write_results(out: Path, files: dict[str, str]) -> None:
+def write_results(out: Path, files: dict[str, str], run_folder=None) -> None:
     """Write ``files`` (name -> text) into ``out``, each to a temporary name linked into place
-    without replacing anything (dram.traces.atomic_write). All or nothing: if one name exists
-    (a file that appeared while the simulation ran), it is kept, the files this call already
-    wrote are removed again, and FileExistsError names it."""
-    from dram.traces import atomic_write
+    without replacing anything (cosmos_common.outdir.atomic_write). All or nothing: if one name
+    exists (a file that appeared while the simulation ran), it is kept, the files this call
+    already wrote are removed again, and FileExistsError names it. ``run_folder``
+    (cosmos_common.outdir.RunFolder) is told of each file written."""
+    from cosmos_common.outdir import atomic_write
 
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"--out {out}: a file of that name appeared while the simulation "
@@ -107,6 +99,21 @@ def write_results(out: Path, files: dict[str, str]) -> None:
                                   f"kept; none of this run's results were written (choose a "
                                   f"new --out)") from None
         raise
+    if run_folder is not None:
+        for name in files:
+            run_folder.done(name)
+
+
+def trace_option(args, command: str) -> str | None:
+    """The trace named by the positional TRACE or by ``--trace`` (the same thing; both may be
+    given only if they agree)."""
+    from cosmos_common import UserError
+
+    pos, opt = getattr(args, "trace_arg", None), getattr(args, "trace", None)
+    if pos is not None and opt is not None and pos != opt:
+        raise UserError(f"TRACE {pos} and --trace {opt} differ; give the "
+                        f"trace once")
+    return opt if opt is not None else pos
 
 
 def check_options(args) -> None:
@@ -128,6 +135,19 @@ def check_options(args) -> None:
         raise UserError("--rate applies only to --mode open (closed loop: --max-inflight)")
 
 
+def _trace_queries(trace) -> int | None:
+    """Queries in a trace given as a path or an object with ``query_ptr`` (None: unknown)."""
+    qp = getattr(trace, "query_ptr", None)
+    return None if qp is None else int(len(qp) - 1)
+
+
+def _note_num_queries(requested: int | None, available: int | None, name) -> None:
+    """One note on stderr when ``--num-queries`` asks for more queries than the trace has."""
+    if requested is not None and available is not None and requested > available:
+        print(f"cosmos simulate: note: --num-queries {requested} but {name} holds "
+              f"{available} queries; simulating all {available}", file=sys.stderr)
+
+
 def run(args) -> int:
     from cosmos.cli import UserError
     from cosmos.presets import DESCRIPTIONS, PRESETS, get_preset
@@ -141,8 +161,11 @@ def run(args) -> int:
         raise UserError("--system is required (or --list)")
     if not args.out:
         raise UserError("--out DIR is required")
+    args.trace = trace_option(args, "simulate")
+    if args.trace and args.workload:
+        raise UserError("give a trace (TRACE or --trace FILE) or --workload NAME, not both")
     if not args.trace and not args.workload:
-        raise UserError("give --trace FILE or --workload NAME")
+        raise UserError("give TRACE (or --trace FILE) or --workload NAME")
     out = Path(args.out)
     check_options(args)
     check_out_dir(out)
@@ -151,30 +174,42 @@ def run(args) -> int:
         from cosmos.config import parse_overrides, with_overrides
 
         cfg = with_overrides(cfg, parse_overrides(args.set))
+    from cosmos_common.outdir import RunFolder, prepare_out_dir
+
     if args.trace:
-        trace = args.trace
-        if not os.path.exists(trace):
-            raise FileNotFoundError(f"trace file not found: {trace}")
-    else:
-        from graphs import make_workload
+        if not os.path.exists(args.trace):
+            raise FileNotFoundError(f"trace file not found: {args.trace}")
+        if os.path.isdir(args.trace):
+            raise UserError(f"trace {args.trace}: is a folder; expected a logical trace .npz")
+        from cosmos.trace_input import as_trace
 
-        trace = make_workload(args.workload, progress=not args.no_progress)
+        trace = as_trace(args.trace)  # validated before the results folder is made
+        _note_num_queries(args.num_queries, trace.num_queries, args.trace)
+    created = not out.exists()
+    prepare_out_dir(out, "simulate")   # created (and checked writable) before the long work
+    with RunFolder(out, "simulate", list(RESULT_FILES), created=created) as rf:
+        if not args.trace:
+            from graphs import make_workload
 
-    from cosmos.metrics import per_device, per_query, summary
-    from cosmos.simulate import simulate
+            trace = make_workload(args.workload, progress=not args.no_progress)
+            _note_num_queries(args.num_queries, _trace_queries(trace), args.workload)
 
-    res = simulate(cfg, trace, num_queries=args.num_queries, mode=args.mode,
-                   rate_qps=args.rate, max_inflight=args.max_inflight, seed=args.seed,
-                   progress=not args.no_progress)
-    summ = summary(res, warmup=args.warmup)
-    conf = {"system": cfg.to_dict(), "trace_meta": res.trace_meta,
-            "options": {k: v for k, v in vars(args).items() if k != "func"}}
-    write_results(out, {
-        "per_query.csv": per_query(res).to_csv(index=False),
-        "per_device.csv": per_device(res).to_csv(index=False),
-        "config.json": json.dumps(conf, indent=2, default=str),
-        "summary.json": json.dumps(summ, indent=2),
-    })
+        from cosmos.metrics import per_device, per_query, summary
+        from cosmos.simulate import simulate
+
+        res = simulate(cfg, trace, num_queries=args.num_queries, mode=args.mode,
+                       rate_qps=args.rate, max_inflight=args.max_inflight, seed=args.seed,
+                       progress=not args.no_progress)
+        summ = summary(res, warmup=args.warmup)
+        conf = {"system": cfg.to_dict(), "trace_meta": res.trace_meta,
+                "options": {k: v for k, v in vars(args).items()
+                            if k not in ("func", "trace_arg")}}
+        write_results(out, {
+            "per_query.csv": per_query(res).to_csv(index=False),
+            "per_device.csv": per_device(res).to_csv(index=False),
+            "config.json": json.dumps(conf, indent=2, default=str),
+            "summary.json": json.dumps(summ, indent=2),
+        }, run_folder=rf)
     if not summ["steady_state"]:
         print(f"cosmos simulate: warning: no steady state: {summ['window_queries']} completions "
               f"in the window, fewer than the {min(res.max_inflight, summ['num_queries'])} "

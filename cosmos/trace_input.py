@@ -92,10 +92,13 @@ def _load_npz(path: str) -> dict:
                          f"{want}")
     if not magic.startswith(b"PK"):
         raise ValueError(f"{path}: not a trace file: not a .npz (zip) archive; {want}")
+    from cosmos_common import UserError
+    from cosmos_common.npz import npz_arrays
+
     try:  # (a zip file: np.load opens it as an NpzFile)
         with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except MemoryError:
+            return npz_arrays(z, z.files, path)
+    except (MemoryError, UserError):
         raise
     except Exception as exc:
         raise ValueError(f"{path}: not a readable trace file (damaged or truncated .npz: "

@@ -87,7 +87,8 @@ def register(subparsers) -> None:
                    help="reject addresses that are not multiples of 64 (default: align down)")
     o = rp.add_argument_group("output")
     o.add_argument("--out", metavar="DIR", type=Path,
-                   help="results folder; if it exists and is not empty, a new DIR/run-<N> is used")
+                   help="results folder: created, or an empty folder (a folder holding anything "
+                        "is refused before any work; nothing is written over)")
     o.add_argument("--no-progress", action="store_true", help="no progress bar")
     o.add_argument("--json", action="store_true",
                    help="print the statistics as JSON instead of the table")
@@ -279,16 +280,36 @@ def _replay_function():
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    import dataclasses
+    from dram.output import new_run_dir
 
-    from dram.output import _json_text, new_run_dir, summary_table, write_run
-    from dram.traces import read_trace
-
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise FileExistsError(f"--out {args.out} is a file; expected a results folder")
     config = build_config(args)
     opts = replay_options(args)
     trace_path = _trace_path(args.trace)
+    if args.out is None:
+        _replay_and_write(args, config, opts, trace_path, None, None)
+        return 0
+    # the output rule (cosmos_common.outdir): --out new or empty, checked writable and
+    # created before the trace is read; INCOMPLETE in it until every file is written
+    from cosmos_common.outdir import RunFolder
+
+    created = not args.out.exists()
+    folder = new_run_dir(args.out)
+    with RunFolder(folder, "dram replay", list(RUN_FILES), created=created) as rf:
+        _replay_and_write(args, config, opts, trace_path, folder, rf)
+    print(f"results written to {folder}", file=sys.stderr)
+    return 0
+
+
+#: the files ``--out`` receives (dram.output.write_run), named in its INCOMPLETE marker
+RUN_FILES = ("requests.csv", "stats.json", "stats.csv", "config.json", "summary.txt")
+
+
+def _replay_and_write(args, config, opts, trace_path: str, folder, rf) -> None:
+    import dataclasses
+
+    from dram.output import _json_text, summary_table, write_run
+    from dram.traces import read_trace
+
     t0 = time.perf_counter()
     trace = read_trace(args.trace, opts["format"], config=config, wrap=opts["wrap"],
                        unaligned=opts["unaligned"])  # read once: pipes and - work too
@@ -308,8 +329,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         print(_json_text(stats), end="")
     else:
         print(table)
-    if args.out is not None:
-        folder = new_run_dir(args.out)
+    if folder is not None:
         run_config = {
             "dram_config": dataclasses.asdict(config),
             "trace": {
@@ -327,8 +347,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         }
         write_run(folder, trace=trace, result=result, stats=stats, config=run_config,
                   summary=table)
-        print(f"results written to {folder}", file=sys.stderr)
-    return 0
+        for name in RUN_FILES:
+            rf.done(name)
 
 
 def _trace_path(arg: str) -> str:

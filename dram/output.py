@@ -66,34 +66,18 @@ REQUEST_COLUMNS = (
 
 
 def new_run_dir(out: str | os.PathLike) -> Path:
-    """Return a fresh folder for one run's results, creating it.
+    """Return the folder for one run's results, creating it (the output rule of every
+    command, :func:`cosmos_common.outdir.prepare_out_dir`).
 
     * ``out`` does not exist: it is created (with its parents) and used.
     * ``out`` is an empty folder: it is used.
-    * ``out`` is a folder with anything in it: a new subfolder ``out/run-<N>`` is created, with
-      the smallest ``N >= 1`` not taken yet (``os.mkdir`` fails on an existing name, so two runs
-      started at the same time still get different folders).
-    * ``out`` is a file: ``FileExistsError``.
+    * ``out`` holds anything, or is a file: UserError (a ValueError) naming it, before any
+      work; nothing is ever written over.
+    * a folder that cannot be written: UserError at once.
     """
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"{out} exists and is not a folder; choose another --out")
-    if not out.exists():
-        try:
-            out.mkdir(parents=True)
-            return out
-        except FileExistsError:
-            pass  # created meanwhile: fall through
-    if not any(out.iterdir()):
-        return out
-    for n in range(1, 1_000_000):
-        path = out / f"run-{n}"
-        try:
-            os.mkdir(path)
-        except FileExistsError:
-            continue
-        return path
-    raise FileExistsError(f"no free run-<N> folder name under {out}")
+    from cosmos_common.outdir import prepare_out_dir
+
+    return prepare_out_dir(out, "dram replay")
 
 
 def _write_text(path: Path, text: str) -> Path:
@@ -229,12 +213,14 @@ def write_run(
     config: Mapping[str, Any],
     summary: str | None = None,
 ) -> Path:
-    """Write one run's results into a fresh folder chosen by :func:`new_run_dir`.
+    """Write one run's results into the folder ``out`` (made by :func:`new_run_dir`; created
+    if missing). Each file is written to a temporary name and linked into place, never over
+    an existing file.
 
     Parameters
     ----------
     out : path-like
-        Requested results folder.
+        The results folder.
     trace : MemTrace
         The replayed trace (addresses and types of the records).
     result : object with ``arrival``, ``accept``, ``completion``
@@ -253,7 +239,8 @@ def write_run(
     """
     import pandas as pd
 
-    folder = new_run_dir(out)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
     write_requests_csv(folder / "requests.csv", trace, result)
     _write_text(folder / "stats.json", _json_text(stats))
     row = pd.DataFrame([_finite(scalar_stats(stats))])

@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("--num-clusters", type=int, default=DEFAULTS["num_clusters"])
     ap.add_argument("--num-probes", type=int, default=DEFAULTS["num_probes"])
     ap.add_argument("--cand-list-len", type=int, default=DEFAULTS["cand_list_len"])
-    ap.add_argument("-k", type=int, default=DEFAULTS["k"])
+    ap.add_argument("-k", "--k", dest="k", type=int, default=DEFAULTS["k"])
     ap.add_argument("--M", type=int, default=DEFAULTS["M"])
     ap.add_argument("--ef-construction", type=int, default=DEFAULTS["ef_construction"])
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="clusters built concurrently")

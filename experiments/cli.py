@@ -32,15 +32,23 @@ def register(subparsers) -> None:
 
     q = subparsers.add_parser("replay", help="run a logical ANNS trace under several systems "
                               "and compare them")
-    q.add_argument("trace", help="logical trace .npz (made by `cosmos graphs trace`)")
+    q.add_argument("trace_arg", nargs="?", metavar="TRACE",
+                   help="logical trace .npz (made by `cosmos graphs trace`); same as --trace")
+    q.add_argument("--trace", default=None, help="logical trace .npz (same as TRACE)")
     q.add_argument("--systems",
                    default="base,dram-only,cxl-anns,cosmos-norank,cosmos-noalgo,cosmos",
                    help="comma-separated system presets (see `cosmos simulate --list`)")
     q.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a config field of every system, e.g. device.count=8")
-    q.add_argument("--num-queries", type=int, default=None, help="only the first N queries")
+    q.add_argument("--num-queries", type=int, default=None,
+                   help="only the first N queries (all of them, with a note on stderr, if the "
+                        "trace holds fewer)")
     q.add_argument("--out-root", default="results", metavar="DIR",
-                   help="results go to a new folder under DIR (default: ./results)")
+                   help="results go to a new folder replay-<trace>-<time> under DIR (default: "
+                        "./results)")
+    q.add_argument("--out", metavar="DIR", default=None,
+                   help="results go to DIR instead: created, or an empty folder (a folder "
+                        "holding anything is refused; nothing is written over)")
     q.add_argument("--workers", type=int, default=None, help="local worker processes")
     q.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address, or 'local'")
     q.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -52,7 +60,10 @@ def _headline_text(h: dict) -> str:
 
 
 def reproduce(args) -> int:
-    from experiments.common import atomic_write_text, new_results_dir
+    import sys
+
+    from cosmos_common.outdir import RunFolder, incomplete_folders
+    from experiments.common import atomic_write_text, results_dir
     from experiments.runner import EXPERIMENTS, context_from_args, dataset_note, run_experiment
 
     names = list(EXPERIMENTS)
@@ -64,21 +75,33 @@ def reproduce(args) -> int:
     note = dataset_note(args)  # also checks every common option before anything is written
     if note:
         print(note, flush=True)
-    root = new_results_dir(args.out_root, "reproduce")
+    root, created = results_dir(args.out, args.out_root, "reproduce", "reproduce")
     t0 = time.perf_counter()
     done = []
     memo: dict = {}
     sections = [f"# Cosmos simulator: reproduction ({args.scale} scale)", ""]
-    for name in names:
-        folder = root / name
-        folder.mkdir()
-        ctx = context_from_args(args, folder, traces_dir=root / "traces", trace_memo=memo)
-        print(f"[{name}] ...", flush=True)
-        h = run_experiment(name, ctx)
-        done.append((name, folder, h))
-        sections.append((folder / "summary.md").read_text())
-        print(f"[{name}] done in {h['wall_s']:.0f} s: {_headline_text(h)}", flush=True)
-    atomic_write_text(root / "summary.md", "\n".join(sections))
+    try:
+        with RunFolder(root, "reproduce", [f"{n}/" for n in names] + ["summary.md"],
+                       created=created) as rf:
+            for name in names:
+                folder = root / name
+                folder.mkdir()
+                ctx = context_from_args(args, folder, traces_dir=root / "traces",
+                                        trace_memo=memo)
+                print(f"[{name}] ...", flush=True)
+                h = run_experiment(name, ctx, "reproduce", created=True)
+                rf.done(f"{name}/")
+                done.append((name, folder, h))
+                sections.append((folder / "summary.md").read_text())
+                print(f"[{name}] done in {h['wall_s']:.0f} s: {_headline_text(h)}", flush=True)
+            atomic_write_text(root / "summary.md", "\n".join(sections))
+            rf.done("summary.md")
+    except BaseException:
+        left = incomplete_folders(root) if root.is_dir() else []
+        if left:
+            print(f"cosmos reproduce: incomplete results (each holds an INCOMPLETE file saying "
+                  f"what is missing): {', '.join(str(p) for p in left)}", file=sys.stderr)
+        raise
     print(f"\nreproduce: {len(names)} experiments in {time.perf_counter() - t0:.0f} s; "
           f"results in {root}/")
     print(_produced_table(root, done))
@@ -117,19 +140,32 @@ def _produced_table(root: Path, done: list) -> str:
 def run_one(args) -> int:
     from experiments.runner import common_options, script_main
 
-    return script_main(args.name, common_options(args))
+    argv = common_options(args)
+    if args.out is not None:
+        argv += ["--out", str(args.out)]
+    return script_main(args.name, argv)
 
 
 def replay(args) -> int:
     import pandas as pd
 
     from cosmos.presets import PRESETS
-    from experiments.common import new_results_dir, run_sweep, write_csv, write_json
+    from cosmos.simulate_cli import trace_option
+    from cosmos_common import UserError
+    from cosmos_common.outdir import RunFolder, check_out_dir
+    from experiments.common import results_dir, run_sweep, write_csv, write_json
     from experiments.sim import simulate_task
 
-    trace = Path(args.trace)
+    name = trace_option(args, "replay")
+    if name is None:
+        raise UserError("give the logical trace: TRACE or --trace TRACE")
+    trace = Path(name)
     if not trace.exists():
         raise FileNotFoundError(f"trace file not found: {trace}")
+    if trace.is_dir():
+        raise UserError(f"trace {trace}: is a folder; expected a logical trace .npz")
+    if args.out is not None:
+        check_out_dir(args.out, "--out")
     # everything is checked before the results folder is created: a refused command leaves
     # nothing behind
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -160,18 +196,27 @@ def replay(args) -> int:
     loaded = load_trace(trace)     # validates the file (checksums) before any simulation starts
     as_trace(loaded, name=str(trace))   # and the simulator's own checks of its arrays
     meta = loaded.meta
-    out = new_results_dir(args.out_root, f"replay-{trace.stem}")
-    write_json(out / "config.json", {"trace": str(trace.resolve()), "trace_meta": meta,
-                                     "systems": systems, "overrides": overrides,
-                                     "num_queries": args.num_queries})
-    tasks = [dict(system=s, trace_path=str(trace), overrides=overrides,
-                  num_queries=args.num_queries, tags={"system": s}) for s in systems]
-    rows = run_sweep(simulate_task, tasks, workers=args.workers, scheduler=args.scheduler,
-                     progress=not args.no_progress, desc="replay")
-    df = pd.DataFrame(rows)
-    if "base" in systems:
-        df["qps_vs_base"] = df["qps"] / float(df.loc[df.system == "base", "qps"].iloc[0])
-    write_csv(out / "systems.csv", df)
+    if args.num_queries is not None and args.num_queries > loaded.num_queries:
+        import sys
+
+        print(f"cosmos replay: note: --num-queries {args.num_queries} but {trace} holds "
+              f"{loaded.num_queries} queries; simulating all {loaded.num_queries}",
+              file=sys.stderr)
+    out, created = results_dir(args.out, args.out_root, f"replay-{trace.stem}", "replay")
+    with RunFolder(out, "replay", ["config.json", "systems.csv"], created=created) as rf:
+        write_json(out / "config.json", {"trace": str(trace.resolve()), "trace_meta": meta,
+                                         "systems": systems, "overrides": overrides,
+                                         "num_queries": args.num_queries})
+        rf.done("config.json")
+        tasks = [dict(system=s, trace_path=str(trace), overrides=overrides,
+                      num_queries=args.num_queries, tags={"system": s}) for s in systems]
+        rows = run_sweep(simulate_task, tasks, workers=args.workers, scheduler=args.scheduler,
+                         progress=not args.no_progress, desc="replay")
+        df = pd.DataFrame(rows)
+        if "base" in systems:
+            df["qps_vs_base"] = df["qps"] / float(df.loc[df.system == "base", "qps"].iloc[0])
+        write_csv(out / "systems.csv", df)
+        rf.done("systems.csv")
     print(f"replay of {trace} ({meta.get('num_queries')} queries, dataset {meta.get('dataset')}):")
     if "steady_state" in df and not df["steady_state"].all():
         import sys

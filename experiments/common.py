@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -24,6 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 __all__ = [
     "pyplot",
     "new_results_dir",
+    "results_dir",
     "atomic_write_text",
     "write_json",
     "write_csv",
@@ -42,44 +42,38 @@ def pyplot():
     return plt
 
 
-def new_results_dir(root: str | os.PathLike, name: str, *, stamp: str | None = None) -> Path:
-    """Create and return a new, empty folder ``root/name-<stamp>[-N]``.
+def new_results_dir(root: str | os.PathLike, name: str, *, stamp: str | None = None,
+                    option: str = "--out-root") -> Path:
+    """Create and return a new, empty folder ``root/name-<stamp>[-N]``
+    (:func:`cosmos_common.outdir.new_run_dir`: the one output rule of every command).
 
     The folder is created with ``os.mkdir`` (which fails if it exists), so two runs never share
     or overwrite a folder, even when started in the same second.
     """
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    stamp = stamp or _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = f"{name}-{stamp}"
-    for n in range(1, 10_000):
-        path = root / (base if n == 1 else f"{base}-{n}")
-        try:
-            os.mkdir(path)
-        except FileExistsError:
-            continue
-        return path
-    raise FileExistsError(f"could not create a new results folder under {root} named {base}-N")
+    from cosmos_common.outdir import new_run_dir
+
+    return new_run_dir(root, name, stamp=stamp, option=option)
+
+
+def results_dir(out: str | os.PathLike | None, root: str | os.PathLike, name: str,
+                command: str) -> tuple[Path, bool]:
+    """The results folder of a run: ``--out`` if given (new or empty, else refused:
+    :func:`cosmos_common.outdir.prepare_out_dir`), else a new ``root/name-<stamp>``. Returns
+    the folder and whether this call created it."""
+    from cosmos_common.outdir import prepare_out_dir
+
+    if out is None:
+        return new_results_dir(root, name), True
+    created = not Path(out).exists()
+    return prepare_out_dir(out, command), created
 
 
 def _atomic_replace(path: Path, write: Callable[[Path], None], *, overwrite: bool) -> Path:
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; refusing to overwrite it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        write(tmp_path)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600; results are ordinary files
-        os.replace(tmp_path, path)
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
-    return path
+    """``write(tmp)`` then link (``overwrite``: rename) into place
+    (:func:`cosmos_common.outdir.atomic_write`)."""
+    from cosmos_common.outdir import atomic_write
+
+    return atomic_write(Path(path), write, overwrite=overwrite)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, *, overwrite: bool = False) -> Path:

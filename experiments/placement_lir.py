@@ -247,11 +247,11 @@ def main(argv=None):
     ap.add_argument("--out-root", default="results", help="parent folder of the results folder")
     args = ap.parse_args(argv)
 
+    folder = new_results_dir(args.out_root, "placement_lir")  # made (and writable) before the work
     t0 = time.perf_counter()
     rows, heat = run_trace(args) if args.trace else run_synthetic(args)
     import pandas as pd
 
-    folder = new_results_dir(args.out_root, "placement_lir")
     df = pd.DataFrame(rows)
     metrics = [c for c in df.columns if c.startswith("lir_") or c.startswith("size_")]
     g = df.groupby(["num_probes", "policy"], sort=False)[metrics]

@@ -212,8 +212,26 @@ def code_revision() -> dict | str:
         return "unknown"
 
 
-def run_experiment(name: str, ctx: Context) -> dict:
-    """Run experiment ``name`` into ``ctx.out``; returns its headline figures."""
+#: what an experiment writes into its folder, in order (named in its INCOMPLETE marker)
+EXPERIMENT_PARTS = ("config.json", "results (CSV)", "plots (PNG, PDF)", "summary.md")
+
+
+def run_experiment(name: str, ctx: Context, command: str | None = None, *,
+                   created: bool = False) -> dict:
+    """Run experiment ``name`` into ``ctx.out``; returns its headline figures.
+
+    While it runs, ``ctx.out`` holds an ``INCOMPLETE`` marker naming ``command`` (default
+    ``run NAME``) and what is still to be written; an interrupted or failed run leaves it
+    (:class:`cosmos_common.outdir.RunFolder`; ``created``: this run made ``ctx.out``, which
+    is removed again if the run is refused before writing anything)."""
+    from cosmos_common.outdir import RunFolder
+
+    with RunFolder(ctx.out, command or f"run {name}", list(EXPERIMENT_PARTS),
+                   created=created) as rf:
+        return _run_experiment(name, ctx, rf)
+
+
+def _run_experiment(name: str, ctx: Context, rf) -> dict:
     mod = load(name)
     t0 = time.perf_counter()
     write_json(ctx.out / "config.json", {
@@ -227,9 +245,13 @@ def run_experiment(name: str, ctx: Context) -> dict:
         "code_revision": code_revision(),
         "versions": _versions(),
     })
+    rf.done("config.json")
     headline = mod.run(ctx)
+    rf.done("results (CSV)")
     mod.plot(ctx.out)
+    rf.done("plots (PNG, PDF)")
     atomic_write_text(ctx.out / "summary.md", mod.summary_md(ctx.out))
+    rf.done("summary.md")
     headline = dict(headline or {})
     if ctx.sims[0]:
         headline["simulations_from_cache"] = f"{ctx.sims[0]}/{ctx.sims[1]}"
@@ -257,7 +279,11 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --dataset: distance of your vectors, l2 (squared Euclidean, the "
                         "default) or ip (inner product)")
     p.add_argument("--out-root", default="results", metavar="DIR",
-                   help="results go to a new folder under DIR (default: ./results)")
+                   help="results go to a new folder <name>-<time> under DIR (default: "
+                        "./results)")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="results go to DIR instead: created, or an empty folder (a folder "
+                        "holding anything is refused; nothing is written over)")
     p.add_argument("--cache-dir", metavar="DIR",
                    help="index and trace cache (default: $COSMOS_CACHE or ~/.cache/cosmos)")
     p.add_argument("--workers", type=int, default=None,
@@ -404,9 +430,12 @@ def script_main(name: str, argv: list[str] | None = None) -> int:
         p.error(str(exc))  # a script: usage and one error line, exit status 2
     if note:
         print(note, flush=True)
-    out = new_results_dir(args.out_root, name)
+    from experiments.common import results_dir
+
+    out, created = results_dir(getattr(args, "out", None), args.out_root, name,
+                               f"run {name}")
     ctx = context_from_args(args, out)
-    headline = run_experiment(name, ctx)
+    headline = run_experiment(name, ctx, created=created)
     print(f"{name}: results in {out}/")
     print(f"  files: {' '.join(produced_files(out))}")
     for k, v in headline.items():

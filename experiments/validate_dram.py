@@ -295,7 +295,7 @@ def main(argv=None) -> int:
     """``python experiments/validate_dram.py``: the shared options, ``--only``, ``--check-sha``."""
     import argparse
 
-    from experiments.common import new_results_dir
+    from experiments.common import results_dir
     from experiments.runner import (add_common_arguments, check_args, context_from_args,
                                     run_experiment)
 
@@ -311,11 +311,11 @@ def main(argv=None) -> int:
         select_runs(args.scale, args.only)
     except (ValueError, FileNotFoundError) as exc:
         p.error(str(exc))
-    out = new_results_dir(args.out_root, NAME)
+    out, created = results_dir(args.out, args.out_root, NAME, f"run {NAME}")
     base = context_from_args(args, out)
     ctx = ValidationContext(**{f.name: getattr(base, f.name) for f in fields(base)},
                             only=args.only, check_sha=args.check_sha)
-    headline = run_experiment(NAME, ctx)
+    headline = run_experiment(NAME, ctx, created=created)
     print(f"{NAME}: results in {out}")
     for k, v in headline.items():
         print(f"  {k}: {v}")

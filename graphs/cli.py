@@ -22,13 +22,15 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=_DEFAULTS["seed"], help="seed of the synthetic data, k-means and graphs")
     p.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default $COSMOS_CACHE or ~/.cache/cosmos)")
     p.add_argument("--num-clusters", type=int, default=_DEFAULTS["num_clusters"], help="k-means clusters (1 = single graph)")
-    p.add_argument("--M", type=int, default=_DEFAULTS["M"], help="hnswlib M (level-0 max degree 2M)")
+    p.add_argument("--M", type=int, default=_DEFAULTS["M"],
+                   help="hnswlib M, 2..10000 (level-0 max degree 2M; hnswlib caps M at 10000)")
     p.add_argument("--ef-construction", type=int, default=_DEFAULTS["ef_construction"], help="hnswlib build beam width")
     p.add_argument("--threads", type=int, default=None,
                    help="clusters built concurrently, >= 1 (default: the CPU count; the result does not depend on it)")
     p.add_argument("--clusters-out", type=Path, default=None,
                    help="write the cluster metadata (clusters.npz: sizes, centroids, cluster_adjacency) here")
-    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing output files (written to a temporary name, then renamed)")
 
 
 def register(subparsers) -> None:
@@ -41,7 +43,8 @@ def register(subparsers) -> None:
     _dataset_args(t)
     t.add_argument("--num-probes", type=int, default=_DEFAULTS["num_probes"], help="clusters searched per query")
     t.add_argument("--cand-list-len", type=int, default=_DEFAULTS["cand_list_len"], help="beam search list length L")
-    t.add_argument("-k", type=int, default=_DEFAULTS["k"], help="neighbors returned per query")
+    t.add_argument("-k", "--k", dest="k", type=int, default=_DEFAULTS["k"],
+                   help="neighbors returned per query, 1..--cand-list-len and at most the base size")
     t.add_argument("--entry", choices=("medoid", "hnsw"), default="medoid", help="entry point of each cluster search")
     t.add_argument("--out", type=Path, required=True, help="trace file to write (.npz)")
     t.add_argument("--per-query", action="store_true", help="print one line of statistics per query")
@@ -72,20 +75,43 @@ def _load(args):
 
 def _check_options(args) -> None:
     """Reject bad numeric options before anything is read or built."""
+    from cosmos_common import UserError
+    from graphs.index import HNSWLIB_MAX_M
+
     if args.seed < 0:
-        raise ValueError(f"--seed={args.seed} must be >= 0")
+        raise UserError(f"--seed={args.seed} must be >= 0")
+    if args.n is not None and args.n < 1:
+        raise UserError(f"--n={args.n} must be >= 1 (base vectors)")
+    if args.num_queries is not None and args.num_queries < (1 if hasattr(args, "k") else 0):
+        raise UserError(f"--num-queries={args.num_queries} must be >= 1 (a trace needs a query)")
+    if args.num_clusters < 1:
+        raise UserError(f"--num-clusters={args.num_clusters} must be >= 1")
+    if not 2 <= args.M <= HNSWLIB_MAX_M:
+        raise UserError(f"--M={args.M} must be in 2..{HNSWLIB_MAX_M} (hnswlib caps M at "
+                        f"{HNSWLIB_MAX_M}; the level-0 degree limit is 2*M)")
+    if args.ef_construction < 1:
+        raise UserError(f"--ef-construction={args.ef_construction} must be >= 1")
+    if hasattr(args, "k"):
+        if args.k < 1:
+            raise UserError(f"-k={args.k} must be >= 1")
+        if args.num_probes < 1 or args.num_probes > args.num_clusters:
+            raise UserError(f"--num-probes={args.num_probes} must be in 1..--num-clusters="
+                            f"{args.num_clusters}")
+        if not 1 <= args.k <= args.cand_list_len:
+            raise UserError(f"-k={args.k} must be in 1..--cand-list-len={args.cand_list_len}")
     if args.threads is not None and args.threads < 1:
-        raise ValueError(f"--threads={args.threads} must be >= 1 (default: the CPU count)")
+        raise UserError(f"--threads={args.threads} must be >= 1 (default: the CPU count)")
     node_bytes = getattr(args, "node_bytes", None)
     if node_bytes is not None and node_bytes < 1:
-        raise ValueError(f"--node-bytes={node_bytes} must be >= 1 (bytes read per node)")
+        raise UserError(f"--node-bytes={node_bytes} must be >= 1 (bytes read per node)")
 
 
-def _check_out(path, force):
-    from cosmos_common import UserError
+def _check_out(path, force, option="--out"):
+    """A single-file output: refused if it exists (unless --force) or cannot be written
+    (cosmos_common.outdir.check_new_file), before any work."""
+    from cosmos_common.outdir import check_new_file
 
-    if path is not None and path.exists() and not force:
-        raise UserError(f"{path}: already exists (use --force to overwrite)")
+    check_new_file(path, force, option)
 
 
 def _index(args, ds):
@@ -102,7 +128,7 @@ def _build(args) -> int:
     from graphs.workload import export_clusters
 
     _check_options(args)
-    _check_out(args.clusters_out, args.force)
+    _check_out(args.clusters_out, args.force, "--clusters-out")
     ds = _load(args)
     idx, path, dt = _index(args, ds)
     sizes = idx.cluster_sizes
@@ -124,19 +150,24 @@ def _trace(args) -> int:
     from graphs.trace import save_trace
     from graphs.workload import check_groundtruth_k, export_clusters, trace_index
 
-    _check_options(args)
-    _check_out(args.out, args.force)
-    _check_out(args.clusters_out, args.force)
-    ds = _load(args)
-    if ds.queries is None:
-        from cosmos_common import UserError
+    from cosmos_common import UserError
+    from graphs.index import IndexParams
+    from graphs.search import check_search_params
 
-        raise UserError("no queries: give --queries with --base")
-    # check the search parameters before building anything
-    if not 1 <= args.num_probes <= args.num_clusters:
-        raise ValueError(f"--num-probes={args.num_probes} must be in 1..--num-clusters={args.num_clusters}")
-    if not 1 <= args.k <= args.cand_list_len:
-        raise ValueError(f"-k={args.k} must be in 1..--cand-list-len={args.cand_list_len}")
+    _check_options(args)
+    _check_out(args.out, args.force, "--out")
+    _check_out(args.clusters_out, args.force, "--clusters-out")
+    ds = _load(args)
+    if ds.queries is None or len(ds.queries) == 0:
+        raise UserError(f"dataset {ds.name}: no queries (give --queries with --base, or "
+                        f"--num-queries >= 1)")
+    # check the search and index parameters against the data before building anything
+    if args.k > ds.n:
+        raise UserError(f"-k={args.k} must be <= {ds.n}, the number of base vectors of {ds.name}")
+    check_search_params(ds.n, len(ds.queries), args.num_clusters, args.num_probes,
+                        args.cand_list_len, args.k, args.entry)
+    IndexParams(num_clusters=args.num_clusters, M=args.M, ef_construction=args.ef_construction,
+                seed=args.seed).validate(ds.n)
     check_groundtruth_k(ds, args.k, None if args.groundtruth is None else f"--groundtruth {args.groundtruth}")
     idx, path, _ = _index(args, ds)
     validate_search(idx, ds.queries, args.num_probes, args.cand_list_len, args.k, args.entry)
@@ -168,9 +199,23 @@ def _trace(args) -> int:
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover
+def _main(argv: list[str] | None = None) -> int:
+    """``python -m graphs.cli build|trace ...``: the same subcommands without the cosmos
+    package (graphs never imports it); bad input is one line and exit status 2."""
     import sys
 
-    from cosmos.cli import main
+    parser = argparse.ArgumentParser(prog="python -m graphs.cli")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["graphs", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, OSError) as exc:
+        print(f"graphs: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("graphs: interrupted", file=sys.stderr)
+        return 130
 
-    raise SystemExit(main(["graphs", *sys.argv[1:]]))
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(_main())

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cosmos_common import UserError
+
 from .io import check_finite, read_groundtruth, read_vectors
 
 __all__ = ["Dataset", "METRICS", "load_dataset", "real_dataset"]
@@ -44,17 +46,17 @@ class Dataset:
 
     def __post_init__(self):
         if self.metric not in METRICS:
-            raise ValueError(f"dataset {self.name}: metric '{self.metric}' unknown; expected one of {METRICS}")
+            raise UserError(f"dataset {self.name}: metric '{self.metric}' unknown; expected one of {METRICS}")
         b = self.base
         if b.ndim != 2 or b.shape[0] == 0:
-            raise ValueError(f"dataset {self.name}: base must be a non-empty (n, dim) array, got shape {b.shape}")
+            raise UserError(f"dataset {self.name}: base must be a non-empty (n, dim) array, got shape {b.shape}")
         if str(b.dtype) not in _DTYPES:
-            raise ValueError(f"dataset {self.name}: base dtype {b.dtype} unsupported; expected one of {_DTYPES}")
+            raise UserError(f"dataset {self.name}: base dtype {b.dtype} unsupported; expected one of {_DTYPES}")
         check_finite(b, f"dataset {self.name}: base vectors")
         if self.queries is not None:
             q = self.queries
             if q.ndim != 2 or q.shape[1] != b.shape[1]:
-                raise ValueError(
+                raise UserError(
                     f"dataset {self.name}: queries have dimension {q.shape[1] if q.ndim == 2 else q.shape}"
                     f" but base vectors have dimension {b.shape[1]}"
                 )
@@ -62,14 +64,14 @@ class Dataset:
         if self.groundtruth is not None:
             g = self.groundtruth
             if self.queries is None:
-                raise ValueError(f"dataset {self.name}: ground truth given without queries")
+                raise UserError(f"dataset {self.name}: ground truth given without queries")
             if g.ndim != 2 or g.shape[0] < len(self.queries):
-                raise ValueError(
+                raise UserError(
                     f"dataset {self.name}: ground truth has shape {g.shape}, expected at least "
                     f"{len(self.queries)} rows (one per query)"
                 )
             if g.size and (g.min() < 0 or g.max() >= b.shape[0]):
-                raise ValueError(
+                raise UserError(
                     f"dataset {self.name}: ground truth ids span [{g.min()}, {g.max()}], outside the "
                     f"{b.shape[0]} base vectors (was the base subset with n smaller than the ground truth's?)"
                 )
@@ -112,12 +114,12 @@ class Dataset:
 
         n = self.n if n is None else int(n)
         if not 0 < n <= self.n:
-            raise ValueError(f"dataset {self.name}: n={n} outside 1..{self.n}")
+            raise UserError(f"dataset {self.name}: n={n} outside 1..{self.n}")
         q = self.queries
         nq = None if q is None else (len(q) if num_queries is None else int(num_queries))
         if q is not None:
             if not 0 <= nq <= len(q):
-                raise ValueError(f"dataset {self.name}: num_queries={nq} outside 0..{len(q)}")
+                raise UserError(f"dataset {self.name}: num_queries={nq} outside 0..{len(q)}")
             q = q[:nq]
         gt = self.groundtruth
         if gt is not None:
@@ -128,6 +130,17 @@ class Dataset:
             return self
         name = self.name if n == self.n else f"{self.name}[:{n}]"
         return Dataset(name=name, base=self.base[:n], queries=q, groundtruth=gt, metric=self.metric)
+
+
+def _check_vector_file(path, x: np.ndarray, what: str) -> None:
+    """A file of ``what`` must hold at least one vector of a dataset dtype (UserError naming
+    it): an ``.ivecs``/``.ibin`` file holds ids (ground truth), not vectors."""
+    if str(x.dtype) not in _DTYPES:
+        raise UserError(f"{path}: holds {x.dtype} values (ids, as ground truth files do); "
+                        f"{what} must be {' / '.join(_DTYPES)} (fvecs, fbin, bvecs, u8bin, "
+                        f"i8bin)")
+    if x.shape[0] == 0:
+        raise UserError(f"{path}: holds no vectors; {what} need at least one")
 
 
 def load_dataset(
@@ -145,19 +158,21 @@ def load_dataset(
     recomputed exactly instead (with a note in the name).
     """
     b = read_vectors(base, n=n)
+    _check_vector_file(base, b, "base vectors")
     check_finite(b, str(base))
     q = read_vectors(queries) if queries is not None else None
     if q is not None:
+        _check_vector_file(queries, q, "queries")
         check_finite(q, str(queries))
     if q is not None and q.shape[1] != b.shape[1]:
-        raise ValueError(f"{queries}: queries have dimension {q.shape[1]} but {base} has dimension {b.shape[1]}")
+        raise UserError(f"{queries}: queries have dimension {q.shape[1]} but {base} has dimension {b.shape[1]}")
     gt = None
     if groundtruth is not None:
         if q is None:
-            raise ValueError(f"{groundtruth}: ground truth given without queries")
+            raise UserError(f"{groundtruth}: ground truth given without queries")
         ids, _ = read_groundtruth(groundtruth)
         if len(ids) < len(q):
-            raise ValueError(f"{groundtruth}: {len(ids)} rows of ground truth for {len(q)} queries in {queries}")
+            raise UserError(f"{groundtruth}: {len(ids)} rows of ground truth for {len(q)} queries in {queries}")
         total = read_vectors(base).shape[0]
         if n is not None and n < total:
             from .groundtruth import exact_knn
@@ -167,7 +182,7 @@ def load_dataset(
         else:
             gt = ids[: len(q)]
             if gt.size and gt.max() >= b.shape[0]:
-                raise ValueError(f"{groundtruth}: ids up to {gt.max()} but {base} holds {b.shape[0]} vectors")
+                raise UserError(f"{groundtruth}: ids up to {gt.max()} but {base} holds {b.shape[0]} vectors")
     name = name or Path(base).stem + (f"[:{n}]" if n is not None else "")
     return Dataset(name=name, base=b, queries=q, groundtruth=gt, metric=metric)
 
@@ -184,7 +199,7 @@ def real_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Datase
     ``data_dir`` defaults to ``$COSMOS_DATA`` or the repository's tests/data/graphs.
     """
     if name not in _REAL:
-        raise ValueError(f"unknown real dataset '{name}'; expected one of {', '.join(_REAL)}")
+        raise UserError(f"unknown real dataset '{name}'; expected one of {', '.join(_REAL)}")
     d = Path(data_dir or os.environ.get("COSMOS_DATA") or Path(__file__).resolve().parent.parent / "tests" / "data" / "graphs")
     b, q, g = (d / f for f in _REAL[name])
     return load_dataset(b, q, g, metric="l2", name=name)

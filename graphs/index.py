@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cosmos_common import cacheio
+from cosmos_common import UserError, cacheio
 from cosmos_common.cacheio import default_cache_dir  # noqa: F401  (re-exported)
 
 from .dataset import Dataset
@@ -41,6 +41,11 @@ from .kmeans import assign, centroid_adjacency, cluster_csr, kmeans
 __all__ = ["IndexParams", "ClusteredIndex", "build_index", "get_index", "default_cache_dir"]
 
 INDEX_FORMAT_VERSION = 1
+
+#: hnswlib's largest M: its HierarchicalNSW constructor (hnswlib/hnswalg.h) caps M at 10,000
+#: with a warning and builds with 10,000 instead; we refuse larger values rather than record
+#: a max_degree (2*M) the graph never has.
+HNSWLIB_MAX_M = 10_000
 
 
 
@@ -56,14 +61,20 @@ class IndexParams:
     kmeans_iters: int = field(default=20, metadata={"help": "Lloyd iterations"})
 
     def validate(self, n: int) -> None:
+        """UserError naming the field if a parameter is outside its range for ``n`` base
+        vectors: 1 <= num_clusters <= n, 2 <= M <= 10,000 (hnswlib's cap,
+        :data:`HNSWLIB_MAX_M`), ef_construction >= 1, kmeans_iters >= 0, seed >= 0."""
         if not 1 <= self.num_clusters <= n:
-            raise ValueError(f"num_clusters={self.num_clusters} must be in 1..{n} (the number of base vectors)")
-        if self.M < 2:
-            raise ValueError(f"M={self.M} must be >= 2")
+            raise UserError(f"num_clusters={self.num_clusters} must be in 1..{n} (the number of base vectors)")
+        if not 2 <= self.M <= HNSWLIB_MAX_M:
+            raise UserError(f"M={self.M} must be in 2..{HNSWLIB_MAX_M:,} (hnswlib caps M at "
+                            f"{HNSWLIB_MAX_M:,}; the level-0 degree limit is 2*M)")
         if self.ef_construction < 1:
-            raise ValueError(f"ef_construction={self.ef_construction} must be >= 1")
+            raise UserError(f"ef_construction={self.ef_construction} must be >= 1")
         if self.kmeans_iters < 0:
-            raise ValueError(f"kmeans_iters={self.kmeans_iters} must be >= 0")
+            raise UserError(f"kmeans_iters={self.kmeans_iters} must be >= 0")
+        if self.seed < 0:
+            raise UserError(f"seed={self.seed} must be >= 0")
 
     @property
     def max_degree(self) -> int:

@@ -21,10 +21,11 @@ to overwrite an existing file unless ``overwrite=True``.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from cosmos_common import UserError
 
 __all__ = [
     "FormatError",
@@ -52,8 +53,9 @@ FORMATS: dict[str, tuple[np.dtype, str]] = {
 }
 
 
-class FormatError(ValueError):
-    """A vector file whose content does not match its format."""
+class FormatError(UserError):
+    """A vector file whose content does not match its format (a
+    :class:`cosmos_common.UserError`, hence a ``ValueError``)."""
 
 
 def detect_format(path: str | os.PathLike) -> str:
@@ -64,6 +66,9 @@ def detect_format(path: str | os.PathLike) -> str:
     FormatError
         If the extension is not one of :data:`FORMATS`.
     """
+    if Path(path).is_dir():
+        raise FormatError(f"{path}: is a folder; expected a vector file (.fvecs, .bvecs, .fbin, "
+                          f".u8bin, .i8bin, ...)")
     ext = Path(path).suffix.lower().lstrip(".")
     if ext not in FORMATS:
         raise FormatError(
@@ -78,7 +83,7 @@ def _check_n(path, n, total):
         return total
     n = int(n)
     if n < 0:
-        raise ValueError(f"{path}: n must be >= 0, got {n}")
+        raise UserError(f"{path}: n must be >= 0, got {n}")
     if n > total:
         raise FormatError(f"{path}: asked for n={n} vectors but the file holds only {total}")
     return n
@@ -114,6 +119,8 @@ def read_vectors(
     if fmt not in FORMATS:
         raise FormatError(f"{path}: unknown format '{fmt}'; expected one of {', '.join(FORMATS)}")
     dtype, layout = FORMATS[fmt]
+    if path.is_dir():
+        raise FormatError(f"{path}: is a folder; expected a {fmt} file")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     size = path.stat().st_size
@@ -171,25 +178,49 @@ def read_vectors(
     return np.ascontiguousarray(arr) if copy else arr
 
 
-def check_finite(x: np.ndarray, what: str, row_offset: int = 0, chunk_rows: int = 1 << 15) -> None:
-    """Raise ValueError if a float array holds NaN or infinite values (integer arrays pass).
+#: Largest squared norm a float vector may have: a quarter of float32's largest value, so
+#: that every squared L2 distance (at most (|a| + |b|)^2 <= 4 max |x|^2) and every inner
+#: product (at most max |x|^2) of two such vectors is a finite float32. Vectors beyond it
+#: made k-means overflow and traces with infinite distances.
+MAX_SQUARED_NORM = float(np.finfo(np.float32).max) / 4
 
-    One vectorized pass per block of ``chunk_rows`` rows (about 0.07 s for 1M x 128 float32),
+
+def check_finite(x: np.ndarray, what: str, row_offset: int = 0, chunk_rows: int = 1 << 15) -> None:
+    """Raise UserError if a float array holds NaN or infinite values, or a row whose squared
+    norm exceeds :data:`MAX_SQUARED_NORM` (integer arrays pass: uint8/int8 vectors cannot).
+
+    One vectorized pass per block of ``chunk_rows`` rows (about 0.1 s for 1M x 128 float32),
     so a memory-mapped file is read once, block by block. The message names ``what`` (a file
-    or "dataset NAME: queries") and the first bad row (``row_offset`` + its index) and column.
+    or "dataset NAME: queries") and the first bad row (``row_offset`` + its index).
     """
     x = np.asarray(x) if not isinstance(x, np.ndarray) else x
     if x.dtype.kind not in "fc" or x.size == 0:
         return
     rows = x.reshape(len(x), -1) if x.ndim != 2 else x
+    # a row whose every |value| is at most this cannot exceed MAX_SQUARED_NORM: one pass of
+    # max(|x|) per block clears ordinary data (NaN makes the max NaN: checked below)
+    per_value = float(np.sqrt(MAX_SQUARED_NORM / max(rows.shape[1], 1)))
     for s in range(0, len(rows), chunk_rows):
-        ok = np.isfinite(rows[s : s + chunk_rows])
+        block = rows[s : s + chunk_rows]
+        if float(np.max(np.abs(block))) <= per_value:
+            continue
+        ok = np.isfinite(block)
         if not ok.all():
             r, c = np.argwhere(~ok)[0]
             v = rows[s + r, c]
-            raise ValueError(
+            raise UserError(
                 f"{what}: row {row_offset + s + int(r)} holds {v} at column {int(c)}; "
                 "vectors must be finite numbers (no NaN or infinity)"
+            )
+        b64 = block.astype(np.float64) if x.dtype.kind == "f" else np.abs(block)
+        sq = np.einsum("ij,ij->i", b64, b64)
+        big = sq > MAX_SQUARED_NORM
+        if big.any():
+            r = int(np.flatnonzero(big)[0])
+            raise UserError(
+                f"{what}: row {row_offset + s + r} has squared norm {sq[r]:.3g}, above "
+                f"{MAX_SQUARED_NORM:.3g} (float32's largest value / 4): its distances would "
+                "overflow float32; scale the vectors down"
             )
 
 
@@ -207,30 +238,30 @@ def groundtruth_shape(path: str | os.PathLike) -> tuple[int, int]:
 
 
 def atomic_write_bytes(path: str | os.PathLike, writer, overwrite: bool = False) -> Path:
-    """Create ``path`` atomically: ``writer(fileobj)`` fills a temporary file that is renamed.
+    """Create ``path`` atomically: ``writer(fileobj)`` fills a temporary file of the same
+    folder that is then linked (or, with ``overwrite``, renamed) into place
+    (:func:`cosmos_common.outdir.atomic_write`: a file that appears meanwhile is kept).
 
     Raises
     ------
     FileExistsError
         If ``path`` exists and ``overwrite`` is False.
     """
+    from cosmos_common.outdir import atomic_write
+
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path}: already exists (pass overwrite=True to replace it)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
             writer(f)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+
+    try:
+        return atomic_write(path, write, overwrite=overwrite)
+    except FileExistsError:
+        raise FileExistsError(f"{path}: already exists (pass overwrite=True to replace "
+                              f"it)") from None
 
 
 def write_vectors(

@@ -33,6 +33,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from cosmos_common import UserError
+
 from .index import ClusteredIndex
 
 __all__ = ["SearchParams", "search", "route", "SearchOutput"]
@@ -231,19 +233,34 @@ class SearchOutput(NamedTuple):
     hop_cand_inserts: np.ndarray  # (H,) int32
 
 
-def validate_search(index: ClusteredIndex, queries: np.ndarray, num_probes, cand_list_len, k, entry) -> None:
-    """Raise ValueError naming the field for invalid search parameters."""
-    C = index.num_clusters
-    if queries.ndim != 2 or queries.shape[1] != index.dim:
-        raise ValueError(f"queries: dimension {queries.shape[-1]} does not match the index dimension {index.dim}")
-    if not 1 <= num_probes <= C:
-        raise ValueError(f"num_probes={num_probes} must be in 1..num_clusters={C}")
+def check_search_params(n: int, num_queries: int | None, num_clusters: int, num_probes: int,
+                        cand_list_len: int, k: int, entry: str = "medoid") -> None:
+    """The rules of a traced search, checked before anything is built (UserError naming the
+    parameter): at least 1 query; 1 <= num_probes <= num_clusters; 1 <= k <= cand_list_len
+    (the search keeps only L candidates); k <= n (no more neighbors than base vectors);
+    entry one of :data:`ENTRY_MODES`. ``num_queries`` None: not checked (no queries known
+    yet)."""
+    if num_queries is not None and num_queries < 1:
+        raise UserError(f"num_queries={num_queries}: a trace needs at least 1 query")
+    if not 1 <= num_probes <= num_clusters:
+        raise UserError(f"num_probes={num_probes} must be in 1..num_clusters={num_clusters}")
     if k < 1:
-        raise ValueError(f"k={k} must be >= 1")
+        raise UserError(f"k={k} must be >= 1")
     if cand_list_len < k:
-        raise ValueError(f"k={k} must be <= cand_list_len={cand_list_len} (the search keeps only L candidates)")
+        raise UserError(f"k={k} must be <= cand_list_len={cand_list_len} (the search keeps only L candidates)")
+    if k > n:
+        raise UserError(f"k={k} must be <= {n}, the number of base vectors")
     if entry not in ENTRY_MODES:
-        raise ValueError(f"entry='{entry}' unknown; expected one of {ENTRY_MODES}")
+        raise UserError(f"entry='{entry}' unknown; expected one of {ENTRY_MODES}")
+
+
+def validate_search(index: ClusteredIndex, queries: np.ndarray, num_probes, cand_list_len, k, entry) -> None:
+    """Raise UserError (a ValueError) naming the field for invalid search parameters
+    (:func:`check_search_params`, and the queries' dimension)."""
+    if queries.ndim != 2 or queries.shape[1] != index.dim:
+        raise UserError(f"queries: dimension {queries.shape[-1]} does not match the index dimension {index.dim}")
+    check_search_params(index.n, len(queries), index.num_clusters, num_probes, cand_list_len, k,
+                        entry)
 
 
 def search(

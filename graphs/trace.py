@@ -16,6 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from cosmos_common import UserError
+from cosmos_common.npz import npz_array, npz_arrays
+
 from .io import atomic_write_bytes
 
 __all__ = ["LogicalTrace", "save_trace", "load_trace", "TRACE_FORMAT_VERSION", "save_clusters", "load_clusters"]
@@ -234,14 +237,16 @@ def load_trace(path: str | os.PathLike, verify: bool = True) -> LogicalTrace:
         raise FileNotFoundError(f"{path}: no such trace file")
     try:
         with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
+            meta = json.loads(str(npz_array(z, "meta", path)))
             missing = [k for k in TRACE_ARRAYS if k not in z.files]
             if missing:
                 raise ValueError(f"missing keys {missing}")
-            arrays = {k: z[k] for k in TRACE_ARRAYS}
+            arrays = npz_arrays(z, TRACE_ARRAYS, path)
             for k in EXTRA_ARRAYS:
                 if k in z.files:
-                    arrays[k] = z[k]
+                    arrays[k] = npz_array(z, k, path)
+    except UserError:
+        raise
     except ValueError as exc:
         raise ValueError(f"{path}: not a valid trace file ({exc})") from exc
     except Exception as exc:
@@ -279,4 +284,4 @@ def load_clusters(path: str | os.PathLike) -> dict:
         missing = [k for k in ("sizes", "centroids", "cluster_adjacency") if k not in z.files]
         if missing:
             raise ValueError(f"{path}: missing keys {missing}")
-        return {k: z[k] for k in ("sizes", "centroids", "cluster_adjacency")}
+        return npz_arrays(z, ("sizes", "centroids", "cluster_adjacency"), path)

@@ -28,13 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from cosmos_common import cacheio
+from cosmos_common import UserError, cacheio
 
 from .dataset import Dataset, real_dataset
 from .groundtruth import exact_knn, recall_at_k
 from .index import ClusteredIndex, IndexParams, default_cache_dir, get_index, index_key
 from .io import atomic_write_bytes
-from .search import search, validate_search
+from .search import check_search_params, search, validate_search
 from .synthetic import SPECS, generate
 from .trace import TRACE_FORMAT_VERSION, LogicalTrace, load_trace, save_clusters, save_trace
 
@@ -180,9 +180,14 @@ def trace_index(
     entry: str = "medoid",
     progress: bool = True,
 ) -> LogicalTrace:
-    """Search every query of ``dataset`` on ``index`` and return the logical trace."""
-    if dataset.queries is None:
-        raise ValueError(f"dataset {dataset.name}: no queries to trace")
+    """Search every query of ``dataset`` on ``index`` and return the logical trace.
+
+    Refuses (UserError) a dataset without queries and the parameters
+    :func:`graphs.search.check_search_params` rejects, before any search."""
+    if dataset.queries is None or len(dataset.queries) == 0:
+        raise UserError(f"dataset {dataset.name}: no queries to trace (at least 1 needed)")
+    check_search_params(dataset.n, len(dataset.queries), index.num_clusters, num_probes,
+                        cand_list_len, k, entry)
     check_groundtruth_k(dataset, k)
     out = search(index, dataset.base, dataset.queries, num_probes, cand_list_len, k, entry, progress=progress)
     if dataset.groundtruth is not None:
@@ -366,13 +371,10 @@ def make_workload(
     ds = get_dataset(dataset, n, num_queries, seed, cache_dir, progress=progress)
     params = IndexParams(num_clusters=num_clusters, M=M, ef_construction=ef_construction, seed=seed)
     params.validate(ds.n)
-    if ds.queries is None:
-        raise ValueError(f"dataset {ds.name}: no queries")
+    if ds.queries is None or len(ds.queries) == 0:
+        raise UserError(f"dataset {ds.name}: no queries (a trace needs at least 1)")
     # validate the search parameters before any expensive build
-    if not 1 <= num_probes <= num_clusters:
-        raise ValueError(f"num_probes={num_probes} must be in 1..num_clusters={num_clusters}")
-    if not 1 <= k <= cand_list_len:
-        raise ValueError(f"k={k} must be in 1..cand_list_len={cand_list_len}")
+    check_search_params(ds.n, len(ds.queries), num_clusters, num_probes, cand_list_len, k, entry)
     check_groundtruth_k(ds, k)
     if threads is not None and threads < 1:
         raise ValueError(f"threads={threads} must be >= 1 (None: the CPU count)")

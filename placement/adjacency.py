@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cosmos_common import UserError
+
 __all__ = ["cluster_adjacency", "validate_adjacency"]
 
 #: Distance-matrix elements computed per chunk (rows x C): bounds the working memory of
@@ -48,16 +50,16 @@ def cluster_adjacency(
     """
     x = np.asarray(centroids)
     if x.ndim != 2:
-        raise ValueError(f"centroids must be a 2-D array (clusters x dims), got shape {x.shape}")
+        raise UserError(f"centroids must be a 2-D array (clusters x dims), got shape {x.shape}")
     if not np.issubdtype(x.dtype, np.number) or np.issubdtype(x.dtype, np.complexfloating):
-        raise ValueError(f"centroids must be real numbers, got dtype {x.dtype}")
+        raise UserError(f"centroids must be real numbers, got dtype {x.dtype}")
     x = x.astype(np.float64, copy=False)
     if not np.all(np.isfinite(x)):
         bad = int(np.argwhere(~np.isfinite(x))[0, 0])
-        raise ValueError(f"centroids contain NaN or infinity (first in cluster {bad})")
+        raise UserError(f"centroids contain NaN or infinity (first in cluster {bad})")
     num_neighbors = int(num_neighbors)
     if num_neighbors < 0:
-        raise ValueError(f"num_neighbors must be >= 0, got {num_neighbors}")
+        raise UserError(f"num_neighbors must be >= 0, got {num_neighbors}")
     C = x.shape[0]
     dtype = np.int32 if C < 2**31 else np.int64
     out = np.full((C, num_neighbors), -1, dtype=dtype)
@@ -72,18 +74,18 @@ def cluster_adjacency(
     elif metric == "cosine":
         norms = np.linalg.norm(x, axis=1)
         if np.any(norms == 0):
-            raise ValueError(
+            raise UserError(
                 f"metric 'cosine' needs non-zero centroids; cluster {int(np.argmin(norms))} is zero"
             )
         x = x / norms[:, None]
     else:
-        raise ValueError(f"unknown metric {metric!r}; valid choices: 'l2', 'ip', 'cosine'")
+        raise UserError(f"unknown metric {metric!r}; valid choices: 'l2', 'ip', 'cosine'")
 
     if chunk_rows is None:
         chunk_rows = max(1, _CHUNK_ELEMENTS // C)
     chunk_rows = int(chunk_rows)
     if chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+        raise UserError(f"chunk_rows must be >= 1, got {chunk_rows}")
 
     ids = np.arange(C)
     for r0 in range(0, C, chunk_rows):
@@ -121,14 +123,14 @@ def validate_adjacency(adjacency, num_clusters: int, *, name: str = "adjacency")
             adjacency = [list(r) + [-1] * (width - len(r)) for r in adjacency]
     a = np.asarray(adjacency)
     if a.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (clusters x neighbors), got shape {a.shape}")
+        raise UserError(f"{name} must be a 2-D array (clusters x neighbors), got shape {a.shape}")
     if a.shape[0] != num_clusters:
-        raise ValueError(
+        raise UserError(
             f"{name} has {a.shape[0]} rows but there are {num_clusters} clusters (one row per cluster)"
         )
     if a.size and not np.issubdtype(a.dtype, np.integer):
         if not np.issubdtype(a.dtype, np.floating) or not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
-            raise ValueError(f"{name} must hold integer cluster ids, got dtype {a.dtype}")
+            raise UserError(f"{name} must hold integer cluster ids, got dtype {a.dtype}")
     if a.dtype not in (np.int32, np.int64):
         a = a.astype(np.int64)
     if a.size == 0:
@@ -137,7 +139,7 @@ def validate_adjacency(adjacency, num_clusters: int, *, name: str = "adjacency")
     if lo < -1 or hi >= num_clusters:
         bad = (a < -1) | (a >= num_clusters)
         c, j = (int(v) for v in np.argwhere(bad)[0])
-        raise ValueError(
+        raise UserError(
             f"{name}[{c}, {j}] = {int(a[c, j])} is not a cluster id: expected 0..{num_clusters - 1} "
             f"or -1 for padding"
         )
@@ -146,11 +148,11 @@ def validate_adjacency(adjacency, num_clusters: int, *, name: str = "adjacency")
         gap = valid[:, 1:] & ~valid[:, :-1]
         if gap.any():
             c, j = (int(v) for v in np.argwhere(gap)[0])
-            raise ValueError(
+            raise UserError(
                 f"{name}[{c}, {j + 1}] = {int(a[c, j + 1])} follows -1 padding: -1 may only pad the end of a row"
             )
     self_ref = a == np.arange(num_clusters)[:, None]
     if self_ref.any():
         c, j = (int(v) for v in np.argwhere(self_ref)[0])
-        raise ValueError(f"{name}[{c}, {j}]: cluster {c} lists itself as its own neighbor")
+        raise UserError(f"{name}[{c}, {j}]: cluster {c} lists itself as its own neighbor")
     return a

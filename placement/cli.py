@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cosmos_common import UserError
+
 from placement.io import load_clusters, load_probes, save_placement
 from placement.load import WORK_KINDS, batch_lir, device_loads, load_imbalance_ratio, query_lir
 from placement.policies import POLICIES, place
@@ -18,14 +20,14 @@ def _capacities(text: str | None):
         return None
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:
-        raise ValueError("--capacity: expected one number or a comma-separated list, one per device")
+        raise UserError("--capacity: expected one number or a comma-separated list, one per device")
     try:
         vals = [int(p) for p in parts]
     except ValueError:
-        raise ValueError(f"--capacity: {text!r} is not a whole number or a comma-separated list of them") from None
+        raise UserError(f"--capacity: {text!r} is not a whole number or a comma-separated list of them") from None
     for v in vals:
         if not 0 <= v <= 2**63 - 1:
-            raise ValueError(f"--capacity: {v} is outside 0..2**63-1 (capacities are non-negative int64)")
+            raise UserError(f"--capacity: {v} is outside 0..2**63-1 (capacities are non-negative int64)")
     return vals[0] if len(vals) == 1 else vals
 
 
@@ -63,27 +65,30 @@ def register(subparsers) -> None:
     p.add_argument("--batch", type=int, default=None, metavar="Q",
                    help="with --trace: also report the LIR of batches of Q >= 1 consecutive queries")
     p.add_argument("--out", default=None, metavar="FILE",
-                   help="write the placement as CSV cluster,device,size (never overwrites)")
+                   help="write the placement as CSV cluster,device,size (an existing file is "
+                        "refused unless --force)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.set_defaults(func=run)
 
 
 def _check_options(args) -> None:
     """Reject bad numeric options before any file is read."""
     if args.devices < 1:
-        raise ValueError(f"--devices must be >= 1, got {args.devices}")
+        raise UserError(f"--devices must be >= 1, got {args.devices}")
     if args.neighbors is not None and args.neighbors < 1:
-        raise ValueError(f"--neighbors must be >= 1 (neighbors per cluster), got {args.neighbors}")
+        raise UserError(f"--neighbors must be >= 1 (neighbors per cluster), got {args.neighbors}")
     if args.batch is not None:
         if args.batch < 1:
-            raise ValueError(f"--batch must be >= 1 (queries per batch), got {args.batch}")
+            raise UserError(f"--batch must be >= 1 (queries per batch), got {args.batch}")
         if args.trace is None:
-            raise ValueError("--batch needs --trace (the batches are of the trace's queries)")
+            raise UserError("--batch needs --trace (the batches are of the trace's queries)")
 
 
 def run(args) -> int:
     _check_options(args)
-    if args.out and Path(args.out).exists():
-        raise FileExistsError(f"{args.out} exists; refusing to overwrite it (choose another --out)")
+    from cosmos_common.outdir import check_new_file
+
+    check_new_file(args.out, args.force, "--out")
     meta = load_clusters(args.clusters)
     C = meta.sizes.shape[0]
     spec = POLICIES[args.policy]
@@ -96,7 +101,7 @@ def run(args) -> int:
         elif meta.adjacency is not None:
             adjacency = meta.adjacency
         else:
-            raise ValueError(
+            raise UserError(
                 f"{args.clusters}: policy {args.policy!r} needs cluster_adjacency or centroids, and the file has neither"
             )
     device = place(
@@ -139,7 +144,7 @@ def run(args) -> int:
         else:
             print("LIR undefined: the trace has no load")
     if args.out:
-        save_placement(args.out, device, meta.sizes)
+        save_placement(args.out, device, meta.sizes, overwrite=args.force)
         print(f"wrote {args.out}")
     sys.stdout.flush()
     return 0

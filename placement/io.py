@@ -12,13 +12,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
+from cosmos_common import UserError
+from cosmos_common.npz import npz_array
 
 from placement.load import WORK_KINDS, search_work, validate_probes
 from placement.policies import _INT64_MAX, validate_sizes
@@ -58,13 +59,44 @@ class Probes(NamedTuple):
     meta: dict
 
 
+class _Npz:
+    """An open NpzFile whose keys are read through :func:`cosmos_common.npz.npz_array` (an
+    object array or a damaged member fails naming the file and the key)."""
+
+    def __init__(self, z, path: Path):
+        self._z, self._path, self.files = z, path, z.files
+
+    def __getitem__(self, key: str):
+        return npz_array(self._z, key, self._path)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._z.close()
+        return False
+
+
 def _open_npz(path: Path):
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path}: is a folder; expected a .npz file")
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic.startswith(b"\x93NUMPY"):
+        raise UserError(f"{path}: holds a single numpy array (.npy), not a .npz archive of "
+                        f"named arrays")
+    if not magic.startswith(b"PK"):
+        raise UserError(f"{path}: not a .npz (zip) archive of named arrays")
     try:
-        return np.load(path, allow_pickle=False)
+        z = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"{path}: not a readable .npz file ({exc})") from None
+        raise UserError(f"{path}: not a readable .npz file ({exc})") from None
+    if not hasattr(z, "files"):  # a single array saved with np.save, renamed .npz
+        raise UserError(f"{path}: holds a single numpy array (.npy), not a .npz archive of "
+                        f"named arrays")
+    return _Npz(z, path)
 
 
 def _meta(npz, path: Path) -> dict:
@@ -73,9 +105,9 @@ def _meta(npz, path: Path) -> dict:
     try:
         meta = json.loads(str(npz["meta"][()]))
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"{path}: key 'meta' is not a JSON string ({exc})") from None
+        raise UserError(f"{path}: key 'meta' is not a JSON string ({exc})") from None
     if not isinstance(meta, dict):
-        raise ValueError(f"{path}: key 'meta' must hold a JSON object")
+        raise UserError(f"{path}: key 'meta' must hold a JSON object")
     return meta
 
 
@@ -87,7 +119,7 @@ def load_clusters(path) -> ClusterMetadata:
         return _load_clusters_npz(path)
     if suffix == ".csv":
         return _load_clusters_csv(path)
-    raise ValueError(f"{path}: unknown cluster file type {suffix or '(none)'!r}; expected .npz or .csv")
+    raise UserError(f"{path}: unknown cluster file type {suffix or '(none)'!r}; expected .npz or .csv")
 
 
 def _load_clusters_npz(path: Path) -> ClusterMetadata:
@@ -97,26 +129,26 @@ def _load_clusters_npz(path: Path) -> ClusterMetadata:
             sizes = np.asarray(z["sizes"])
             unit = "as given"
             if sizes.ndim != 1:
-                raise ValueError(f"{path}: 'sizes' must be 1-D (one per cluster), got shape {sizes.shape}")
+                raise UserError(f"{path}: 'sizes' must be 1-D (one per cluster), got shape {sizes.shape}")
         elif "cluster_ptr" in files:
             ptr = np.asarray(z["cluster_ptr"]).astype(np.int64)
             if ptr.ndim != 1 or ptr.size < 1 or ptr[0] != 0 or np.any(np.diff(ptr) < 0):
-                raise ValueError(f"{path}: 'cluster_ptr' must be a non-decreasing CSR pointer starting at 0")
+                raise UserError(f"{path}: 'cluster_ptr' must be a non-decreasing CSR pointer starting at 0")
             sizes = np.diff(ptr)
             unit = "vectors"
         else:
-            raise ValueError(
+            raise UserError(
                 f"{path}: no 'sizes' (clusters.npz) or 'cluster_ptr' (logical trace) key; found {sorted(files)}"
             )
         C = sizes.shape[0]
         centroids = np.asarray(z["centroids"]) if "centroids" in files else None
         adjacency = np.asarray(z["cluster_adjacency"]) if "cluster_adjacency" in files else None
     if centroids is not None and (centroids.ndim != 2 or centroids.shape[0] != C):
-        raise ValueError(f"{path}: 'centroids' must have shape ({C}, dims), got {centroids.shape}")
+        raise UserError(f"{path}: 'centroids' must have shape ({C}, dims), got {centroids.shape}")
     if adjacency is not None and (adjacency.ndim != 2 or adjacency.shape[0] != C):
-        raise ValueError(f"{path}: 'cluster_adjacency' must have shape ({C}, A), got {adjacency.shape}")
+        raise UserError(f"{path}: 'cluster_adjacency' must have shape ({C}, A), got {adjacency.shape}")
     if sizes.size and not np.issubdtype(sizes.dtype, np.integer):
-        raise ValueError(f"{path}: 'sizes' must be integers, got dtype {sizes.dtype}")
+        raise UserError(f"{path}: 'sizes' must be integers, got dtype {sizes.dtype}")
     return ClusterMetadata(_validated_sizes(path, sizes), centroids, adjacency, unit, str(path))
 
 
@@ -126,7 +158,7 @@ def _validated_sizes(path: Path, sizes: np.ndarray) -> np.ndarray:
     try:
         return validate_sizes(sizes)
     except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+        raise UserError(f"{path}: {exc}") from None
 
 
 def _read_text(path: Path) -> str:
@@ -135,13 +167,13 @@ def _read_text(path: Path) -> str:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     if not path.is_file():
-        raise ValueError(f"{path}: not a file; expected a CSV with the header cluster,size[,c0,c1,...]")
+        raise UserError(f"{path}: not a file; expected a CSV with the header cluster,size[,c0,c1,...]")
     data = path.read_bytes()
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise ValueError(
+        raise UserError(
             f"{path}, line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text; expected a CSV "
             "with the header cluster,size[,c0,c1,...]"
         ) from None
@@ -154,13 +186,13 @@ def _load_clusters_csv(path: Path) -> ClusterMetadata:
         try:
             header = [h.strip() for h in next(reader)]
         except StopIteration:
-            raise ValueError(f"{path}: empty file; expected the header cluster,size[,c0,c1,...]") from None
+            raise UserError(f"{path}: empty file; expected the header cluster,size[,c0,c1,...]") from None
         if header[:2] != ["cluster", "size"]:
-            raise ValueError(f"{path}, line 1: header must start with 'cluster,size', got {','.join(header)!r}")
+            raise UserError(f"{path}, line 1: header must start with 'cluster,size', got {','.join(header)!r}")
         dims = len(header) - 2
         expected = [f"c{i}" for i in range(dims)]
         if header[2:] != expected:
-            raise ValueError(
+            raise UserError(
                 f"{path}, line 1: centroid columns must be named c0..c{dims - 1} in order, got {header[2:]}"
             )
         ids, sizes, rows = [], [], []
@@ -168,39 +200,39 @@ def _load_clusters_csv(path: Path) -> ClusterMetadata:
             if not rec or all(not f.strip() for f in rec):
                 continue
             if len(rec) != len(header):
-                raise ValueError(f"{path}, line {line_no}: expected {len(header)} fields, got {len(rec)}")
+                raise UserError(f"{path}, line {line_no}: expected {len(header)} fields, got {len(rec)}")
             try:
                 cid = int(rec[0])
             except ValueError:
-                raise ValueError(f"{path}, line {line_no}: cluster {rec[0]!r} is not an integer id") from None
+                raise UserError(f"{path}, line {line_no}: cluster {rec[0]!r} is not an integer id") from None
             if abs(cid) > _INT64_MAX:
-                raise ValueError(f"{path}, line {line_no}: cluster id {cid} is out of range "
+                raise UserError(f"{path}, line {line_no}: cluster id {cid} is out of range "
                                  "(ids are 0..clusters-1)")
             ids.append(cid)
             try:
                 size = int(rec[1])
             except ValueError:
-                raise ValueError(f"{path}, line {line_no}: size {rec[1]!r} is not an integer") from None
+                raise UserError(f"{path}, line {line_no}: size {rec[1]!r} is not an integer") from None
             if size < 0:
-                raise ValueError(f"{path}, line {line_no}: size {size} is negative")
+                raise UserError(f"{path}, line {line_no}: size {size} is negative")
             if size > _INT64_MAX:
-                raise ValueError(f"{path}, line {line_no}: size {size} does not fit in int64 "
+                raise UserError(f"{path}, line {line_no}: size {size} does not fit in int64 "
                                  "(at most 2**63 - 1)")
             sizes.append(size)
             if dims:
                 try:
                     rows.append([float(v) for v in rec[2:]])
                 except ValueError:
-                    raise ValueError(f"{path}, line {line_no}: centroid coordinates must be numbers") from None
+                    raise UserError(f"{path}, line {line_no}: centroid coordinates must be numbers") from None
     C = len(ids)
     ids_a = np.array(ids, dtype=np.int64)
     if C and (ids_a.min() < 0 or ids_a.max() >= C or np.unique(ids_a).size != C):
-        raise ValueError(f"{path}: cluster ids must be 0..{C - 1}, each exactly once (found {C} rows)")
+        raise UserError(f"{path}: cluster ids must be 0..{C - 1}, each exactly once (found {C} rows)")
     order = np.argsort(ids_a)
     sizes_a = np.array(sizes, dtype=np.int64)[order]
     centroids = np.array(rows, dtype=np.float64)[order] if dims else None
     if centroids is not None and not np.all(np.isfinite(centroids)):
-        raise ValueError(f"{path}: centroid coordinates must be finite")
+        raise UserError(f"{path}: centroid coordinates must be finite")
     return ClusterMetadata(_validated_sizes(path, sizes_a), centroids, None, "as given", str(path))
 
 
@@ -216,20 +248,20 @@ def load_probes(path, work: str = "searches", num_clusters: int | None = None,
     """
     path = Path(path)
     if work not in WORK_KINDS:
-        raise ValueError(f"unknown work kind {work!r}; valid choices: {', '.join(WORK_KINDS)}")
+        raise UserError(f"unknown work kind {work!r}; valid choices: {', '.join(WORK_KINDS)}")
     with _open_npz(path) as z:
         missing = [k for k in ("query_ptr", "search_cluster") if k not in z.files]
         if work != "searches":
             missing += [k for k in ("search_hop_ptr", "hop_read_ptr") if k not in z.files]
         if missing:
-            raise ValueError(f"{path}: not a logical trace: missing key(s) {', '.join(missing)}")
+            raise UserError(f"{path}: not a logical trace: missing key(s) {', '.join(missing)}")
         meta = _meta(z, path)
         try:
             qp, sc = validate_probes(z["query_ptr"], z["search_cluster"], num_clusters)
             arrays = {k: z[k] for k in ("search_cluster", "search_hop_ptr", "hop_read_ptr") if k in z.files}
             weights = search_work(arrays, work)
         except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
+            raise UserError(f"{path}: {exc}") from None
         if num_clusters is not None:  # probes in range, but of an index with other clusters?
             _check_cluster_count(z, meta, path, int(num_clusters), clusters_file)
     return Probes(qp, sc, weights, work, meta)
@@ -246,33 +278,31 @@ def _check_cluster_count(z, meta: dict, path: Path, num_clusters: int, clusters_
         own, where = int(meta["num_clusters"]), "meta num_clusters"
     if own is not None and own != num_clusters:
         other = f"{clusters_file} has {num_clusters}" if clusters_file else f"{num_clusters} were expected"
-        raise ValueError(
+        raise UserError(
             f"{path}: the trace is of an index with {own} clusters ({where}), but {other}; "
             "give the clusters file and the trace of the same index"
         )
 
 
 def save_placement(path, device, sizes=None, *, overwrite: bool = False) -> Path:
-    """Write ``cluster,device[,size]`` CSV through a temporary file and a rename.
+    """Write ``cluster,device[,size]`` CSV through a temporary file and a rename
+    (:func:`cosmos_common.outdir.atomic_write`).
 
-    Refuses to replace an existing file unless ``overwrite`` is true.
+    Refuses to replace an existing file unless ``overwrite`` is true (FileExistsError).
     """
+    from cosmos_common.outdir import atomic_write
+
     path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; refusing to overwrite it")
     dev = np.asarray(device, dtype=np.int64)
     cols = [np.arange(dev.shape[0]), dev]
     header = "cluster,device"
     if sizes is not None:
         cols.append(np.asarray(sizes, dtype=np.int64))
         header += ",size"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            np.savetxt(fh, np.column_stack(cols), fmt="%d", delimiter=",", header=header, comments="")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w") as fh:
+            np.savetxt(fh, np.column_stack(cols), fmt="%d", delimiter=",", header=header,
+                       comments="")
+
+    return atomic_write(path, write, overwrite=overwrite)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cosmos_common import UserError
+
 __all__ = [
     "validate_probes",
     "search_work",
@@ -32,6 +34,20 @@ __all__ = [
 WORK_KINDS = ("searches", "hops", "distances")
 
 
+def check_count(value, name: str, minimum: int = 1) -> int:
+    """``value`` as an int if it is a whole number (a Python or numpy integer, not a bool)
+    of at least ``minimum``; UserError naming ``name`` otherwise (``2.5`` devices or ``True``
+    neighbors are refused, not truncated)."""
+    import numbers
+
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise UserError(f"{name} must be a whole number >= {minimum}, got {value!r} "
+                        f"({type(value).__name__})")
+    if value < minimum:
+        raise UserError(f"{name} must be >= {minimum} (a whole number), got {value}")
+    return int(value)
+
+
 def validate_probes(query_ptr, search_cluster, num_clusters: int | None = None):
     """Check the CSR probe arrays; return them as int64 arrays.
 
@@ -42,29 +58,29 @@ def validate_probes(query_ptr, search_cluster, num_clusters: int | None = None):
     sc = np.asarray(search_cluster)
     for name, a in (("query_ptr", qp), ("search_cluster", sc)):
         if a.ndim != 1:
-            raise ValueError(f"{name} must be a 1-D array, got shape {a.shape}")
+            raise UserError(f"{name} must be a 1-D array, got shape {a.shape}")
         if a.size and not np.issubdtype(a.dtype, np.integer):
-            raise ValueError(f"{name} must be integers, got dtype {a.dtype}")
+            raise UserError(f"{name} must be integers, got dtype {a.dtype}")
     qp = qp.astype(np.int64, copy=False)
     sc = sc.astype(np.int64, copy=False)
     if qp.size < 1:
-        raise ValueError("query_ptr must have at least one entry (Q+1 entries for Q queries)")
+        raise UserError("query_ptr must have at least one entry (Q+1 entries for Q queries)")
     if qp[0] != 0:
-        raise ValueError(f"query_ptr[0] must be 0, got {int(qp[0])}")
+        raise UserError(f"query_ptr[0] must be 0, got {int(qp[0])}")
     dec = np.flatnonzero(np.diff(qp) < 0)
     if dec.size:
         q = int(dec[0])
-        raise ValueError(f"query_ptr decreases at query {q}: {int(qp[q])} -> {int(qp[q + 1])}")
+        raise UserError(f"query_ptr decreases at query {q}: {int(qp[q])} -> {int(qp[q + 1])}")
     if qp[-1] != sc.size:
-        raise ValueError(
+        raise UserError(
             f"query_ptr ends at {int(qp[-1])} but search_cluster has {sc.size} entries (they must match)"
         )
     if sc.size and sc.min() < 0:
         i = int(np.argmin(sc))
-        raise ValueError(f"search_cluster[{i}] = {int(sc[i])} is negative")
+        raise UserError(f"search_cluster[{i}] = {int(sc[i])} is negative")
     if num_clusters is not None and sc.size and sc.max() >= num_clusters:
         i = int(np.argmax(sc))
-        raise ValueError(
+        raise UserError(
             f"search_cluster[{i}] = {int(sc[i])} but there are only {num_clusters} clusters (0..{num_clusters - 1})"
         )
     return qp, sc
@@ -87,19 +103,19 @@ def search_work(trace, kind: str = "searches") -> np.ndarray:
     work : ndarray, shape (S,), float64
     """
     if kind not in WORK_KINDS:
-        raise ValueError(f"unknown work kind {kind!r}; valid choices: {', '.join(WORK_KINDS)}")
+        raise UserError(f"unknown work kind {kind!r}; valid choices: {', '.join(WORK_KINDS)}")
     S = int(np.asarray(trace["search_cluster"]).shape[0])
     if kind == "searches":
         return np.ones(S, dtype=np.float64)
     hop_ptr = np.asarray(trace["search_hop_ptr"]).astype(np.int64)
     if hop_ptr.shape != (S + 1,) or hop_ptr[0] != 0 or np.any(np.diff(hop_ptr) < 0):
-        raise ValueError(f"search_hop_ptr must be a non-decreasing ({S + 1},) CSR pointer starting at 0")
+        raise UserError(f"search_hop_ptr must be a non-decreasing ({S + 1},) CSR pointer starting at 0")
     if kind == "hops":
         return np.diff(hop_ptr).astype(np.float64)
     read_ptr = np.asarray(trace["hop_read_ptr"]).astype(np.int64)
     H = int(hop_ptr[-1])
     if read_ptr.shape != (H + 1,) or read_ptr[0] != 0 or np.any(np.diff(read_ptr) < 0):
-        raise ValueError(f"hop_read_ptr must be a non-decreasing ({H + 1},) CSR pointer starting at 0")
+        raise UserError(f"hop_read_ptr must be a non-decreasing ({H + 1},) CSR pointer starting at 0")
     # reads of search s = read_ptr[hop_ptr[s+1]] - read_ptr[hop_ptr[s]]
     reads = np.diff(read_ptr[hop_ptr])
     return (1 + reads).astype(np.float64)
@@ -108,23 +124,21 @@ def search_work(trace, kind: str = "searches") -> np.ndarray:
 def _search_devices(device, query_ptr, search_cluster, num_devices, weights):
     dev = np.asarray(device)
     if dev.ndim != 1 or (dev.size and not np.issubdtype(dev.dtype, np.integer)):
-        raise ValueError(f"device must be a 1-D integer array (one device per cluster), got {dev.dtype} {dev.shape}")
+        raise UserError(f"device must be a 1-D integer array (one device per cluster), got {dev.dtype} {dev.shape}")
     dev = dev.astype(np.int64, copy=False)
-    num_devices = int(num_devices)
-    if num_devices < 1:
-        raise ValueError(f"num_devices must be >= 1, got {num_devices}")
+    num_devices = check_count(num_devices, "num_devices")
     if dev.size and (dev.min() < 0 or dev.max() >= num_devices):
         c = int(np.flatnonzero((dev < 0) | (dev >= num_devices))[0])
-        raise ValueError(f"cluster {c} is on device {int(dev[c])}, outside 0..{num_devices - 1}")
+        raise UserError(f"cluster {c} is on device {int(dev[c])}, outside 0..{num_devices - 1}")
     qp, sc = validate_probes(query_ptr, search_cluster, dev.shape[0])
     if weights is None:
         w = None
     else:
         w = np.asarray(weights, dtype=np.float64)
         if w.shape != sc.shape:
-            raise ValueError(f"weights must have one value per search ({sc.shape[0]}), got shape {w.shape}")
+            raise UserError(f"weights must have one value per search ({sc.shape[0]}), got shape {w.shape}")
         if not np.all(np.isfinite(w)) or (w.size and w.min() < 0):
-            raise ValueError("weights must be finite and >= 0")
+            raise UserError("weights must be finite and >= 0")
     return dev[sc], qp, w, num_devices
 
 
@@ -164,12 +178,12 @@ def load_imbalance_ratio(loads) -> float:
     """
     x = np.asarray(loads, dtype=np.float64)
     if x.ndim != 1 or x.size == 0:
-        raise ValueError(f"loads must be a non-empty 1-D array (one per device), got shape {x.shape}")
+        raise UserError(f"loads must be a non-empty 1-D array (one per device), got shape {x.shape}")
     if not np.all(np.isfinite(x)) or x.min() < 0:
-        raise ValueError("loads must be finite and >= 0")
+        raise UserError("loads must be finite and >= 0")
     total = x.sum()
     if total <= 0:
-        raise ValueError("LIR is undefined when the total load is zero")
+        raise UserError("LIR is undefined when the total load is zero")
     return float(x.max() * x.size / total)
 
 
@@ -197,7 +211,7 @@ def batch_lir(device, query_ptr, search_cluster, num_devices: int, batch_size: i
     """LIR of each batch of ``batch_size`` consecutive queries (the last batch may be shorter)."""
     batch_size = int(batch_size)
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        raise UserError(f"batch_size must be >= 1, got {batch_size}")
     ql = query_device_loads(device, query_ptr, search_cluster, num_devices, weights)
     Q = ql.shape[0]
     if Q == 0:

@@ -38,7 +38,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from cosmos_common import UserError
+
 from placement.adjacency import cluster_adjacency, validate_adjacency
+from placement.load import check_count
 
 __all__ = [
     "PlacementProblem",
@@ -62,8 +65,10 @@ __all__ = [
 ]
 
 
-class CapacityError(ValueError):
-    """A cluster does not fit on any device (the message names the cluster)."""
+class CapacityError(UserError):
+    """A cluster does not fit on any device (the message names the cluster). A
+    :class:`cosmos_common.UserError` (hence a ``ValueError``): the command line prints it as
+    one line."""
 
 
 class PlacementProblem(NamedTuple):
@@ -114,7 +119,7 @@ def register_policy(name: str, *, needs_adjacency: bool = False, help: str = "")
 
     def deco(func):
         if name in POLICIES:
-            raise ValueError(f"placement policy {name!r} is already registered")
+            raise UserError(f"placement policy {name!r} is already registered")
         POLICIES[name] = PolicySpec(name, func, needs_adjacency, help or (func.__doc__ or "").strip().split("\n")[0])
         return func
 
@@ -126,7 +131,7 @@ def get_policy(name: str) -> PolicySpec:
     try:
         return POLICIES[name]
     except KeyError:
-        raise ValueError(
+        raise UserError(
             f"unknown placement policy {name!r}; valid choices: {', '.join(POLICIES)}"
         ) from None
 
@@ -154,26 +159,26 @@ def _as_int_array(values, name: str) -> np.ndarray:
         flat = [int(v) for v in a.ravel()]  # Python ints beyond int64: name the first one
         big = [i for i, v in enumerate(flat) if not -_INT64_MAX - 1 <= v <= _INT64_MAX]
         if big:
-            raise ValueError(f"{name}[{big[0]}] = {flat[big[0]]} does not fit in int64 "
+            raise UserError(f"{name}[{big[0]}] = {flat[big[0]]} does not fit in int64 "
                              f"(at most 2**63 - 1 = {_INT64_MAX})")
         a = np.array(flat, dtype=np.int64).reshape(a.shape)
     if a.dtype == object or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
-        raise ValueError(f"{name} must be numbers, got dtype {a.dtype}")
+        raise UserError(f"{name} must be numbers, got dtype {a.dtype}")
     if a.dtype == np.uint64 and a.size and a.max() > _INT64_MAX:
         i = int(np.argmax(a.ravel()))
-        raise ValueError(f"{name}[{i}] = {int(a.ravel()[i])} does not fit in int64 "
+        raise UserError(f"{name}[{i}] = {int(a.ravel()[i])} does not fit in int64 "
                          f"(at most 2**63 - 1 = {_INT64_MAX})")
     if np.issubdtype(a.dtype, np.floating):
         if not np.all(np.isfinite(a)):
             i = int(np.flatnonzero(~np.isfinite(a.ravel()))[0])
-            raise ValueError(f"{name}[{i}] is not finite ({a.ravel()[i]})")
+            raise UserError(f"{name}[{i}] is not finite ({a.ravel()[i]})")
         frac = a != np.round(a)
         if np.any(frac):
             i = int(np.flatnonzero(frac.ravel())[0])
-            raise ValueError(f"{name}[{i}] = {a.ravel()[i]} is not a whole number (sizes and capacities are integers)")
+            raise UserError(f"{name}[{i}] = {a.ravel()[i]} is not a whole number (sizes and capacities are integers)")
         if np.any(np.abs(a) >= 2.0**62):
             i = int(np.flatnonzero(np.abs(a.ravel()) >= 2.0**62)[0])
-            raise ValueError(f"{name}[{i}] = {a.ravel()[i]} is too large: float values must be "
+            raise UserError(f"{name}[{i}] = {a.ravel()[i]} is too large: float values must be "
                              f"below 2**62 = {SIZE_TOTAL_LIMIT} (give integers for larger ones)")
     return a.astype(np.int64, copy=False)
 
@@ -193,13 +198,13 @@ def validate_sizes(sizes) -> np.ndarray:
     sizes adding up to :data:`SIZE_TOTAL_LIMIT` (2**62) or more."""
     s = _as_int_array(sizes, "sizes")
     if s.ndim != 1:
-        raise ValueError(f"sizes must be a 1-D array (one size per cluster), got shape {s.shape}")
+        raise UserError(f"sizes must be a 1-D array (one size per cluster), got shape {s.shape}")
     if s.size and s.min() < 0:
         c = int(np.argmin(s))
-        raise ValueError(f"sizes[{c}] = {int(s[c])} is negative: cluster sizes must be >= 0")
+        raise UserError(f"sizes[{c}] = {int(s[c])} is negative: cluster sizes must be >= 0")
     total = _exact_sum(s)
     if total >= SIZE_TOTAL_LIMIT:
-        raise ValueError(f"sizes add up to {total}, but their total must be below 2**62 = "
+        raise UserError(f"sizes add up to {total}, but their total must be below 2**62 = "
                          f"{SIZE_TOTAL_LIMIT} (per-device sums are int64)")
     return s
 
@@ -211,25 +216,23 @@ def resolve_capacities(capacities, num_devices: int, sizes: np.ndarray) -> np.nd
     cluster), so Algorithm 1's tie rule "more remaining capacity" becomes "less used". A scalar
     is the capacity of every device; a sequence gives one capacity per device.
     """
-    num_devices = int(num_devices)
-    if num_devices < 1:
-        raise ValueError(f"num_devices must be >= 1, got {num_devices}")
+    num_devices = check_count(num_devices, "num_devices")
     if capacities is None:
         total = _exact_sum(sizes)
         if total > _INT64_MAX:  # only for unvalidated sizes: validate_sizes keeps it below 2**62
-            raise ValueError(f"sizes add up to {total}, more than int64 holds; their total must "
+            raise UserError(f"sizes add up to {total}, more than int64 holds; their total must "
                              f"be below 2**62 = {SIZE_TOTAL_LIMIT}")
         return np.full(num_devices, total, dtype=np.int64)
     c = _as_int_array(capacities, "capacities")
     if c.ndim == 0:
         c = np.full(num_devices, int(c), dtype=np.int64)
     if c.ndim != 1 or c.shape[0] != num_devices:
-        raise ValueError(
+        raise UserError(
             f"capacities must be one number or one per device ({num_devices}), got shape {c.shape}"
         )
     if c.min() < 0:
         d = int(np.argmin(c))
-        raise ValueError(f"capacities[{d}] = {int(c[d])} is negative")
+        raise UserError(f"capacities[{d}] = {int(c[d])} is negative")
     return c.copy()
 
 
@@ -313,26 +316,29 @@ def place(
     ValueError
         Invalid inputs (the message names the field and what was expected).
     """
+    num_devices = check_count(num_devices, "num_devices")
+    if num_neighbors is not None:
+        num_neighbors = check_count(num_neighbors, "num_neighbors")
     s = validate_sizes(sizes)
     caps = resolve_capacities(capacities, num_devices, s)
     spec = get_policy(policy)
     C = s.shape[0]
     if adjacency is not None and centroids is not None:
-        raise ValueError("give either adjacency or centroids, not both")
+        raise UserError("give either adjacency or centroids, not both")
     adj = None
     if adjacency is not None:
         adj = validate_adjacency(adjacency, C)
     elif centroids is not None:
         cen = np.asarray(centroids)
         if cen.ndim != 2 or cen.shape[0] != C:
-            raise ValueError(f"centroids must have shape ({C}, dims) (one row per cluster), got {cen.shape}")
+            raise UserError(f"centroids must have shape ({C}, dims) (one row per cluster), got {cen.shape}")
         if num_neighbors is not None and int(num_neighbors) < 1:
-            raise ValueError(f"num_neighbors must be >= 1 (neighbors per cluster in the derived "
+            raise UserError(f"num_neighbors must be >= 1 (neighbors per cluster in the derived "
                              f"adjacency), got {int(num_neighbors)}")
         k = min(C - 1, int(num_devices)) if num_neighbors is None else int(num_neighbors)
         adj = cluster_adjacency(cen, max(k, 0), metric=metric).astype(np.int64)
     if spec.needs_adjacency and adj is None:
-        raise ValueError(f"policy {policy!r} needs the cluster adjacency: give adjacency or centroids")
+        raise UserError(f"policy {policy!r} needs the cluster adjacency: give adjacency or centroids")
     if C and s.max() > caps.max():
         c = int(np.argmax(s))
         raise CapacityError(
@@ -363,7 +369,7 @@ def adjacency_aware_steps(sizes, capacities, adjacency) -> list[dict]:
     s = validate_sizes(sizes)
     C = s.shape[0]
     if np.ndim(capacities) != 1:
-        raise ValueError("adjacency_aware_steps needs one capacity per device (a 1-D sequence)")
+        raise UserError("adjacency_aware_steps needs one capacity per device (a 1-D sequence)")
     caps = resolve_capacities(capacities, len(capacities), s)
     adj = validate_adjacency(adjacency, C)
     D = caps.shape[0]

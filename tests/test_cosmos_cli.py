@@ -36,7 +36,7 @@ def test_simulate_writes_summary_and_csvs_and_never_overwrites(tmp_path, capsys)
     assert conf["system"]["gpc"]["cores"] == 4
     before = (out / "summary.json").read_text()
     assert main(argv) == 2
-    assert "already holds results" in capsys.readouterr().err
+    assert "folder is not empty" in capsys.readouterr().err
     assert (out / "summary.json").read_text() == before
 
 
@@ -106,7 +106,7 @@ def test_a_result_file_that_appears_during_the_run_is_kept(tmp_path, monkeypatch
 
     def user_writes_meanwhile(*a, **kw):
         res = real(*a, **kw)
-        out.mkdir()
+        out.mkdir(exist_ok=True)  # made by the command before the work
         (out / "summary.json").write_text("the user's own summary")
         return res
 
@@ -116,8 +116,10 @@ def test_a_result_file_that_appears_during_the_run_is_kept(tmp_path, monkeypatch
     err = capsys.readouterr().err
     assert f"{out / 'summary.json'} exists" in err and "Traceback" not in err, err
     assert (out / "summary.json").read_text() == "the user's own summary"
-    # all or nothing: none of this run's files stays next to the user's summary
-    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
+    # all or nothing: none of this run's files stays next to the user's summary, and the
+    # folder says the run did not complete
+    assert sorted(p.name for p in out.iterdir()) == ["INCOMPLETE", "summary.json"]
+    assert "missing: per_query.csv" in (out / "INCOMPLETE").read_text()
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -30,14 +30,17 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_new_run_dir_never_reuses_a_folder_with_content(tmp_path):
+    from cosmos_common import UserError
+
     fresh = tmp_path / "a" / "b"
     assert new_run_dir(fresh) == fresh and fresh.is_dir()  # created with parents
     assert new_run_dir(fresh) == fresh  # still empty: used as is
     (fresh / "requests.csv").write_text("x\n")
-    assert new_run_dir(fresh) == fresh / "run-1"
-    assert new_run_dir(fresh) == fresh / "run-2"  # run-1 exists (empty) -> next name
+    with pytest.raises(UserError, match="folder is not empty .*pass a new folder"):
+        new_run_dir(fresh)
+    assert (fresh / "requests.csv").read_text() == "x\n"
     (tmp_path / "file").write_text("")
-    with pytest.raises(FileExistsError, match="is not a folder"):
+    with pytest.raises(UserError, match="is not a folder"):
         new_run_dir(tmp_path / "file")
 
 
@@ -188,10 +191,16 @@ def test_replay_prints_the_summary_and_writes_the_results(first_run):
 def test_second_run_does_not_overwrite_the_first_and_config_repeats_it(first_run, capsys):
     _, _, _, folder = first_run
     before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    assert "INCOMPLETE" not in before
+    # the same --out again: refused in one line, before any work, the first run untouched
     code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--out", str(folder),
                        "--config", str(folder / "config.json"), "--no-progress")
+    assert code == 2 and f"--out {folder}: folder is not empty" in err, err
+    assert "pass a new folder" in err and "Traceback" not in err
+    second = folder.parent / (folder.name + "-again")
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--out", str(second),
+                       "--config", str(folder / "config.json"), "--no-progress")
     assert code == 0, err
-    second = folder / "run-1"
     assert f"results written to {second}" in err
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
     # same config -> same per-request results, bit for bit
@@ -258,7 +267,7 @@ def test_system_errors_and_absurd_values_are_one_line(capsys, tmp_path):
     assert code == 2 and f"{tmp_path}: Is a directory" in err and "Traceback" not in err
     (tmp_path / "f").write_text("")
     code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--out", str(tmp_path / "f"))
-    assert code == 2 and "is a file; expected a results folder" in err
+    assert code == 2 and "f: exists and is not a folder; pass a new folder" in err
     code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--queue-depth", "100000000")
     assert code == 2 and "read_queue_depth=100000000: at most 65536" in err
     huge = tmp_path / "huge.trace"

@@ -134,7 +134,7 @@ def test_interrupt_exits_130_and_says_how_to_resume(tmp_path, monkeypatch, capsy
     import experiments.runner
     from cosmos.cli import main
 
-    def interrupted(name, ctx):
+    def interrupted(name, ctx, *args, **kw):
         raise KeyboardInterrupt
 
     monkeypatch.setenv("COSMOS_CACHE", str(tmp_path / "cache"))
@@ -144,7 +144,10 @@ def test_interrupt_exits_130_and_says_how_to_resume(tmp_path, monkeypatch, capsy
     assert "interrupted; the simulations that finished are kept" in capsys.readouterr().err
     assert main(["reproduce", "--scale", "tiny", "--out-root", str(tmp_path / "r"),
                  "--no-progress", "--no-sim-cache"]) == 130
-    assert capsys.readouterr().err.strip() == "cosmos reproduce: interrupted"
+    first, last = capsys.readouterr().err.strip().splitlines()
+    assert last == "cosmos reproduce: interrupted"
+    assert first.startswith("cosmos reproduce: incomplete results (each holds an INCOMPLETE "
+                            "file saying what is missing): ")
 
 
 def test_tags_are_not_part_of_the_key_and_duplicates_run_once(tmp_path):

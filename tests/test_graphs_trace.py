@@ -85,8 +85,18 @@ def test_inconsistent_trace_rejected(trace):
 def test_bad_parameters_fail_before_building(tmp_path):
     with pytest.raises(ValueError, match="num_probes=9 must be in 1..num_clusters=8"):
         graphs.make_workload("sift", cache_dir=tmp_path, **{**KW, "num_probes": 9})
-    with pytest.raises(ValueError, match="k=30 must be in 1..cand_list_len=24"):
+    with pytest.raises(ValueError, match="k=30 must be <= cand_list_len=24"):
         graphs.make_workload("sift", cache_dir=tmp_path, **{**KW, "k": 30})
+    from cosmos_common import UserError
+
+    # the Python API refuses what the command line refuses, before any build
+    with pytest.raises(UserError, match="M=100000 must be in 2..10,000"):
+        graphs.make_workload("sift", cache_dir=tmp_path, **{**KW, "M": 100_000})
+    with pytest.raises(UserError, match="no queries"):
+        graphs.make_workload("sift", cache_dir=tmp_path, **{**KW, "num_queries": 0})
+    with pytest.raises(UserError, match="k=9 must be <= 8, the number of base vectors"):
+        graphs.make_workload("sift", cache_dir=tmp_path,
+                             **{**KW, "n": 8, "num_clusters": 2, "num_probes": 1, "k": 9})
     assert not (tmp_path / "indexes").exists()
 
 
