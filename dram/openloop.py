@@ -135,7 +135,8 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
     C = params.n_channels
     og = H[_u(K.H_O_GLOB)]
     done = drv[2]
-    work = 0
+    work = 0            # driver iterations + ticks of idle stretches, this call
+    adv = 0             # the latter
     nrefi = params.nREFI
     while drv[5] < C and done < max_done and work < max_work:
         g = drv[5]
@@ -196,7 +197,6 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
                     else:
                         b1 = True
             # 3. tick at t + 1
-            drv[4] += 1
             stamp0 = H[_u(oc + K.C_OFFSTAMP)]
             if every_cycle:             # evaluate in every cycle (no wake skips, no memo)
                 H[_u(oc + K.C_WAKE)] = 0
@@ -237,6 +237,7 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
                     reached, nt = K.advance_channel(params, H, g, t + 2, a, scratch, True,
                                                     max_work)
                     work += nt
+                    adv += nt
                     tn = reached - 1
             if tn < t + 1:
                 tn = t + 1
@@ -260,6 +261,7 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
             drv[1] = nxt
             drv[6] = dg
     drv[2] = done
+    drv[4] += work - adv    # iterations, counted in a register rather than stored each time
 
 
 @njit(cache=True, _nrt=False)
