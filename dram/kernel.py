@@ -35,7 +35,9 @@ One controller cycle at clock ``clk`` (per channel, channels in index order):
 
 Idle cycles cost nothing: each channel keeps ``wake``, the earliest cycle at which its
 decision can change (a not-ready command becomes ready), and :func:`tick` skips it before then;
-:func:`next_event` tells a driver the next cycle at which anything can happen.
+:func:`next_event` tells a driver the next cycle at which anything can happen. Idle refresh
+periods cost nothing either: :func:`advance_channel` takes a channel through an idle stretch
+of any length, applying its refresh periods in closed form (the state stepping would give).
 """
 
 from __future__ import annotations
