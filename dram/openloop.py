@@ -12,7 +12,9 @@ each driver cycle t = 0, 1, 2, ...
 
 A read completes when its data returns (RD issue + nCL + nBL); a write when its WR issues.
 Untimed traces (``arrival`` = None) have every request available at cycle 0.
-Cycles in which nothing can happen are skipped; results equal cycle-by-cycle stepping.
+Cycles in which nothing can happen are skipped, and an idle channel's refresh periods are
+applied in closed form (:func:`dram.kernel.advance_channel`); results equal cycle-by-cycle
+stepping. The jitted driver runs in calls of bounded work, so Ctrl-C is seen between them.
 Channels share nothing but the completion ring, so the driver runs one channel after the
 other (each through its own requests, then every channel on to the run's last cycle for its
 refreshes): the same cycles as lockstep stepping, without visiting idle channels.
