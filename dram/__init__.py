@@ -6,6 +6,9 @@ Public API::
     result = replay({"addr": addr, "is_write": w, "arrival": t}, DRAMConfig(channels=4))
     result.completion, result.stats["mean_read_latency_cycles"]
 
+``replay`` refuses addresses beyond ``config.capacity_bytes`` as ``cosmos dram replay`` does
+(``wrap=True`` takes them modulo the capacity, as ``--wrap``).
+
 Closed loop from jitted code: :mod:`dram.kernel` (``new_state``, ``offer``, ``tick``,
 ``pop_completions``, ``next_event``). See docs/dram.md.
 """

@@ -424,6 +424,8 @@ def run_statistics(trace, result, *, read_s: float, replay_s: float) -> dict:
     stats = stats_to_dict(result.stats)
     sim_s = float(getattr(result, "wall_s", 0.0) or replay_s)
     stats["trace_read_s"] = float(read_s)
+    # compiling (or loading) the jitted driver, timed apart from the simulation
+    stats["compile_s"] = float(getattr(result, "compile_s", 0.0))
     stats["replay_wall_s"] = float(replay_s)
     stats["sim_wall_s"] = sim_s
     stats["sim_requests_per_s"] = float(len(trace) / sim_s) if sim_s > 0 else None

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 import numpy as np
 
+from cosmos_common import UserError
 from dram.standards import MAPPINGS, ROW_POLICIES, SCHEDULERS, ddr5
 
 # Field ids of the address mapper (kernel constants).
@@ -150,14 +151,44 @@ class DRAMConfig:
         t = dict(ddr5.TIMING_PRESETS[self.standard])
         t.update(ddr5.derived_timings(t, ddr5.ORG_PRESETS[self.org]))
         t.update({k: int(v) for k, v in self.timing_overrides})
-        if t["nBL"] < 1 or t["nREFI"] <= t["nRFC"]:
-            raise ValueError(f"DRAMConfig: impossible timings nBL={t['nBL']}, "
-                             f"nRFC={t['nRFC']} >= nREFI={t['nREFI']}")
+        for name in ddr5.TIMING_PARAMS:
+            low = TIMING_MIN.get(name, 1)
+            if t[name] < low:
+                raise UserError(f"DRAMConfig.timing_overrides: {name}={t[name]}, expected at "
+                                f"least {low} cycle{'s' if low != 1 else ''}"
+                                + (f" ({TIMING_MIN_WHY[name]})" if name in TIMING_MIN_WHY
+                                   else ""))
+        if t["nRC"] < t["nRAS"] + t["nRP"]:
+            raise UserError(f"DRAMConfig.timing_overrides: nRC={t['nRC']} is below nRAS + nRP "
+                            f"= {t['nRAS']} + {t['nRP']} (JESD79-5: tRC = tRAS + tRP, a row "
+                            f"must be open tRAS and precharged tRP before the next ACT)")
+        if t["nREFI"] <= t["nRFC"]:
+            raise UserError(f"DRAMConfig: impossible timings: nRFC={t['nRFC']} >= "
+                            f"nREFI={t['nREFI']} (a refresh must end before the next one)")
 
     def resolve(self) -> "Params":
         """Validate and turn this config into the kernels' :class:`Params`."""
         self.validate()
         return _resolve(self)
+
+
+#: Smallest value of a timing parameter (nCK) where it is not 1. Every timing is a duration
+#: the DRAM needs (JESD79-5 gives each a positive minimum), so by default it is at least one
+#: cycle: a zero nCL, nRCD, nRP, nRAS, nBL, ... would let data return, a row open or a bank
+#: close in no time. These four may be 0, because they only add to a spacing that other,
+#: positive timings already make and a what-if study may want them gone (JESD79-5 has
+#: tPPD = 2 nCK, tWTR_S/L >= 2.5 / 10 ns, and Ramulator 2.1's rank-switch gap nCS = 2).
+TIMING_MIN = {
+    "nPPD": 0,      # PRE to PRE in the same rank: the command bus already spaces them a cycle
+    "nWTRS": 0,     # write-to-read turnaround, added to nCWL + nBL
+    "nWTRL": 0,
+    "nCS": 0,       # rank-switch gap on the shared data bus, added to nBL (ideal bus: 0)
+}
+TIMING_MIN_WHY = {
+    "nCL": "a read returns its data nCL cycles after the RD command",
+    "nBL": "a burst occupies the data bus nBL cycles",
+    "nREFI": "one all-bank refresh per rank every nREFI cycles",
+}
 
 
 def parse_mapping(mapping: str):

@@ -12,7 +12,9 @@ each driver cycle t = 0, 1, 2, ...
 
 A read completes when its data returns (RD issue + nCL + nBL); a write when its WR issues.
 Untimed traces (``arrival`` = None) have every request available at cycle 0.
-Cycles in which nothing can happen are skipped; results equal cycle-by-cycle stepping.
+Cycles in which nothing can happen are skipped, and an idle channel's refresh periods are
+applied in closed form (:func:`dram.kernel.advance_channel`); results equal cycle-by-cycle
+stepping. The jitted driver runs in calls of bounded work, so Ctrl-C is seen between them.
 Channels share nothing but the completion ring, so the driver runs one channel after the
 other (each through its own requests, then every channel on to the run's last cycle for its
 refreshes): the same cycles as lockstep stepping, without visiting idle channels.
@@ -33,8 +35,15 @@ from dram.config import DRAMConfig
 from dram.stats import summarize
 from dram.jitcache import drop_stale, vectorizing
 import dram.config as _config
+from cosmos_common import UserError
 
 drop_stale(__file__, K.__file__, _config.__file__)  # its jitted driver inlines dram.kernel
+
+
+#: Driver iterations and controller ticks per jitted call: at the replay's speed (millions
+#: per second) a call takes well under 0.2 s, so Ctrl-C (seen by Python between calls) stops
+#: a replay within a fraction of a second; the calls cost nothing measurable at this size.
+WORK_PER_CALL = 1 << 18
 
 
 @dataclass
@@ -45,9 +54,10 @@ class ReplayResult:
     ``accept`` (cycle the controller took it), ``completion`` (read: data returned; write:
     WR issued). ``is_write`` uint8. ``stats``: dict of the statistics (see
     :func:`dram.stats.summarize`; includes per-channel and per-rank arrays).
-    ``config``: the DRAMConfig. ``wall_s``: seconds in the simulation loop (excluding
-    compilation when the kernels were already compiled); ``cpu_s`` the process CPU time of the
-    same (less sensitive to other jobs on the machine). ``command_log``: int64 [n, 7]
+    ``config``: the DRAMConfig. ``wall_s``: seconds in the simulation loop (compilation
+    excluded); ``cpu_s`` the process CPU time of the same (less sensitive to other jobs on
+    the machine); ``compile_s``: seconds spent compiling the jitted driver, or loading it
+    from numba's cache, before the simulation. ``command_log``: int64 [n, 7]
     (clk, channel, command, rank, bank group, bank, row) if requested, else None.
     """
     arrival: np.ndarray
@@ -58,6 +68,7 @@ class ReplayResult:
     config: DRAMConfig
     wall_s: float = 0.0
     cpu_s: float = 0.0
+    compile_s: float = 0.0
     command_log: Optional[np.ndarray] = None
     channel: Optional[np.ndarray] = field(default=None, repr=False)
 
@@ -93,9 +104,13 @@ def _channel_next(H, g, clk):
 
 @njit(cache=True, _nrt=False)
 def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, fifo_adm,
-         rej_stamp, drv, accept, completion, max_done, out_ids, out_cyc, every_cycle):
+         rej_stamp, drv, accept, completion, max_done, out_ids, out_cyc, every_cycle,
+         scratch, jump, max_work):
     """Run the open-loop driver, one channel after the other, until ``max_done``
-    completions or the end of the trace.
+    completions, about ``max_work`` driver iterations and ticks (so that Python regains
+    control often: numba code does not see Ctrl-C), or the end of the trace. Called again
+    with the same arrays, it goes on where it stopped; how the run is cut into calls changes
+    nothing.
 
     Channels share nothing but the completion ring: a request's acceptance and completion
     depend only on its own channel's requests (offers to other channels neither block it nor
@@ -113,12 +128,19 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
 
     drv int64[8]: [t (next driver cycle), next index into the channel's requests, completions
     so far, error code, driver iterations, channel, completions of this channel, last tick].
+
+    An idle channel waiting for its next request (no request in its FIFOs or controller) is
+    advanced to that arrival by :func:`dram.kernel.advance_channel`, which with ``jump``
+    applies whole idle refresh periods in closed form.
     """
     N = rec.shape[0]
     C = params.n_channels
     og = H[_u(K.H_O_GLOB)]
     done = drv[2]
-    while drv[5] < C and done < max_done:
+    work = 0            # driver iterations + ticks of idle stretches, this call
+    adv = 0             # the latter
+    nrefi = params.nREFI
+    while drv[5] < C and done < max_done and work < max_work:
         g = drv[5]
         t = drv[0]
         nxt = drv[1]
@@ -127,7 +149,8 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
         ng = chan_ptr[_u(g + 1)] - c0
         oc = H[_u(K.H_O_CH)] + g * K.NCHF
         f0 = 2 * g
-        while dg < ng and done < max_done:
+        while dg < ng and done < max_done and work < max_work:
+            work += 1
             # 1. admission
             while nxt < ng and adm_arrival[_u(c0 + nxt)] <= t:
                 fifo_adm[_u(adm_fifo[_u(c0 + nxt)])] += 1
@@ -176,7 +199,6 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
                     else:
                         b1 = True
             # 3. tick at t + 1
-            drv[4] += 1
             stamp0 = H[_u(oc + K.C_OFFSTAMP)]
             if every_cycle:             # evaluate in every cycle (no wake skips, no memo)
                 H[_u(oc + K.C_WAKE)] = 0
@@ -204,8 +226,21 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
                 t += 1
                 continue
             tn = _channel_next(H, g, t + 2) - 1
-            if nxt < ng and adm_arrival[_u(c0 + nxt)] < tn:
-                tn = adm_arrival[_u(c0 + nxt)]
+            if nxt < ng:
+                a = adm_arrival[_u(c0 + nxt)]
+                if a < tn:
+                    tn = a
+                elif jump and a - t > 3 * nrefi and fifo_head[_u(f0)] == fifo_adm[_u(f0)] \
+                        and fifo_head[_u(f0 + 1)] == fifo_adm[_u(f0 + 1)] \
+                        and H[_u(oc + K.Q_RD)] == 0 and H[_u(oc + K.Q_WR)] == 0 \
+                        and H[_u(oc + K.Q_ACT)] == 0 and H[_u(oc + K.C_PDL)] == 0:
+                    # idle until request nxt arrives: every tick through its arrival cycle
+                    # (nothing is offered before), at most max_work of them per call
+                    reached, nt = K.advance_channel(params, H, g, t + 2, a, scratch, True,
+                                                    max_work)
+                    work += nt
+                    adv += nt
+                    tn = reached - 1
             if tn < t + 1:
                 tn = t + 1
             if tn >= K.INF - 2:
@@ -228,21 +263,61 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
             drv[1] = nxt
             drv[6] = dg
     drv[2] = done
+    drv[4] += work - adv    # iterations, counted in a register rather than stored each time
 
 
 @njit(cache=True, _nrt=False)
-def _finish(params, H, t_end):
+def _finish(params, H, t_end, scratch, jump, max_work):
     """Tick every channel through ``t_end`` (the run's last completion), as lockstep
-    simulation would have: refreshes keep falling due on channels that finished earlier."""
+    simulation would have: refreshes keep falling due on channels that finished earlier
+    (idle, so ``jump`` applies whole refresh periods at once). Stops after about
+    ``max_work`` ticks; each channel's ``C_LASTTICK`` records how far it got, so calling
+    again goes on. Returns True when every channel has reached ``t_end``."""
+    work = 0
     for g in range(params.n_channels):
         oc = H[_u(K.H_O_CH)] + g * K.NCHF
-        c = _channel_next(H, g, H[_u(oc + K.C_LASTTICK)] + 1)
-        while c <= t_end:
-            K._channel_tick(params, H, g, c)
-            c = _channel_next(H, g, c + 1)
+        last = H[_u(oc + K.C_LASTTICK)]
+        if last >= t_end:
+            continue
+        if work >= max_work:
+            return False
+        reached, nt = K.advance_channel(params, H, g, last + 1, t_end, scratch, jump,
+                                        max_work - work)
+        work += nt
+        H[_u(oc + K.C_LASTTICK)] = reached - 1
+        if reached <= t_end:
+            return False
+    return True
 
 
-def _check_trace(trace):
+def _check_capacity(addr, capacity_bytes: int, wrap: bool):
+    """Addresses (integer array, >= 0) checked against the capacity as the trace readers do
+    (:func:`dram.traces.check_capacity`, same words): beyond it is an error naming the first
+    index, unless ``wrap`` is True, which takes them modulo the capacity, or "mapper", which
+    leaves them as they are (see :func:`replay`)."""
+    if addr.size == 0 or wrap == "mapper":
+        return addr
+    cap = np.uint64(capacity_bytes)
+    a = addr.astype(np.uint64, copy=False)
+    over = a >= cap
+    if not over.any():
+        return addr
+    if wrap:
+        return a % cap
+    from dram.traces import _fmt_bytes
+    i = int(np.flatnonzero(over)[0])
+    raise UserError(
+        f"trace.addr[{i}]: address 0x{int(a[i]):x} is beyond the memory's capacity of "
+        f"{_fmt_bytes(capacity_bytes)} (0x{capacity_bytes:x}); {int(np.count_nonzero(over))} "
+        f"of {addr.size} requests are; use a larger configuration, or wrap=True (--wrap) to "
+        f"take addresses modulo the capacity")
+
+
+def _check_trace(trace, capacity_bytes: int, wrap: bool):
+    from dram.traces import MemTrace, check_capacity
+
+    if isinstance(trace, MemTrace) and wrap != "mapper":   # the words of the CLI: file, line
+        trace = check_capacity(trace, capacity_bytes, wrap=wrap)
     if isinstance(trace, dict):
         get = trace.get
     else:
@@ -251,34 +326,35 @@ def _check_trace(trace):
     addr = get("addr")
     is_write = get("is_write")
     if addr is None or is_write is None:
-        raise ValueError("trace: expected fields 'addr' and 'is_write'")
+        raise UserError("trace: expected fields 'addr' and 'is_write'")
     addr = np.asarray(addr)
     if addr.ndim != 1:
-        raise ValueError(f"trace.addr: expected a 1-D array, got shape {addr.shape}")
+        raise UserError(f"trace.addr: expected a 1-D array, got shape {addr.shape}")
     if addr.dtype.kind not in "iu":
-        raise ValueError(f"trace.addr: expected integer byte addresses, got dtype {addr.dtype}")
+        raise UserError(f"trace.addr: expected integer byte addresses, got dtype {addr.dtype}")
     if addr.dtype.kind == "i" and addr.size and addr.min() < 0:
-        raise ValueError(f"trace.addr: negative address at index {int(np.argmin(addr))}")
+        raise UserError(f"trace.addr: negative address at index {int(np.argmin(addr))}")
+    addr = _check_capacity(addr, capacity_bytes, wrap)
     if addr.size and int(addr.max()) >= (1 << 62):
-        raise ValueError(f"trace.addr: address at index {int(np.argmax(addr))} is >= 2**62")
+        raise UserError(f"trace.addr: address at index {int(np.argmax(addr))} is >= 2**62")
     addr = addr.astype(np.int64)
     n = addr.shape[0]
     is_write = np.asarray(is_write)
     if is_write.shape != (n,):
-        raise ValueError(f"trace.is_write: expected shape ({n},), got {is_write.shape}")
+        raise UserError(f"trace.is_write: expected shape ({n},), got {is_write.shape}")
     is_write = (is_write != 0).astype(np.int64)
     arrival = get("arrival")
     timed = arrival is not None
     if timed:
         arrival = np.asarray(arrival)
         if arrival.shape != (n,):
-            raise ValueError(f"trace.arrival: expected shape ({n},), got {arrival.shape}")
+            raise UserError(f"trace.arrival: expected shape ({n},), got {arrival.shape}")
         arrival = arrival.astype(np.int64)
         if n and arrival.min() < 0:
-            raise ValueError(f"trace.arrival: negative cycle at index {int(np.argmin(arrival))}")
+            raise UserError(f"trace.arrival: negative cycle at index {int(np.argmin(arrival))}")
         bad = np.nonzero(np.diff(arrival) < 0)[0]
         if bad.size:
-            raise ValueError(f"trace.arrival: cycles must not decrease; index {int(bad[0]) + 1} "
+            raise UserError(f"trace.arrival: cycles must not decrease; index {int(bad[0]) + 1} "
                              f"arrives at {int(arrival[bad[0] + 1])} after "
                              f"{int(arrival[bad[0]])}")
     else:
@@ -289,39 +365,68 @@ def _check_trace(trace):
     else:
         rank_local = np.asarray(rank_local)
         if rank_local.shape != (n,):
-            raise ValueError(f"trace.rank_local: expected shape ({n},), got {rank_local.shape}")
+            raise UserError(f"trace.rank_local: expected shape ({n},), got {rank_local.shape}")
         rank_local = (rank_local != 0).astype(np.int64)
     return addr, is_write, arrival, rank_local, timed
 
 
 def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | None = None,
-           *, command_log: int = 0, chunk: int = 1 << 16,
-           every_cycle: bool = False) -> ReplayResult:
+           *, wrap: bool = False, command_log: int = 0, chunk: int = 1 << 16,
+           every_cycle: bool = False, jump_idle: bool = True) -> ReplayResult:
     """Replay a trace open loop and return per-request cycles and statistics.
 
     Parameters
     ----------
     trace : mapping or object with ``addr`` (uint64/int64 [N] byte addresses), ``is_write``
         ([N] 0/1), ``arrival`` (int64 [N] non-decreasing DRAM cycles, or None = untimed: all
-        available at cycle 0, offered in file order), optional ``rank_local`` ([N] 0/1).
-        Addresses beyond the mapped capacity wrap (high bits are dropped by the mapper);
-        callers that want an error check against ``config.capacity_bytes`` first.
+        available at cycle 0, offered in file order), optional ``rank_local`` ([N] 0/1); or
+        a :class:`dram.traces.MemTrace`.
     config : DRAMConfig, default DRAMConfig()
     progress : None/False (silent), True (tqdm bar), or a callable ``f(done, total)`` called
-        after every chunk.
+        after every chunk (several times a second).
+    wrap : bool or "mapper"
+        False: an address at or beyond ``config.capacity_bytes`` is an error naming its index
+        (for a MemTrace its file and line), in the words of ``cosmos dram replay``. True:
+        addresses are taken modulo the capacity first, as ``--wrap`` does. "mapper": they
+        are left as they are and the address mapper ignores the bits above its fields, as
+        Ramulator 2.1's does; then forwarding and coalescing still compare full addresses, so
+        A and A + capacity are distinct requests to the same location (the behaviour of the
+        reference runs the model is validated against).
     command_log : int
         If > 0, record up to this many issued commands (ReplayResult.command_log).
     chunk : int
-        Completions per jitted call between progress updates.
+        At most this many completions per jitted call (calls also end after a bounded amount
+        of work, a small fraction of a second, so Ctrl-C is seen between them).
     every_cycle : bool
         Step the driver through every cycle instead of jumping over idle ones (slow; for
         checking that the jumps change nothing).
+    jump_idle : bool
+        Apply the refresh periods of an idle channel in closed form
+        (:func:`dram.kernel.advance_channel`); False steps each one (for checking that the
+        closed form changes nothing). Ignored with ``every_cycle``.
+
+    Raises
+    ------
+    UserError (a ValueError)
+        Malformed trace arrays, or an address beyond the capacity without ``wrap``.
+    KeyboardInterrupt
+        Ctrl-C, within a fraction of a second; nothing is returned or written.
     """
     config = config or DRAMConfig()
+    if not isinstance(config, DRAMConfig):
+        raise UserError(f"config: expected a dram.DRAMConfig, got {type(config).__name__}")
     params = config.resolve()
-    addr, is_write, arrival, rank_local, timed = _check_trace(trace)
+    if wrap not in (False, True, "mapper"):
+        raise UserError(f"wrap={wrap!r}: expected False, True or 'mapper'")
+    addr, is_write, arrival, rank_local, timed = _check_trace(trace, config.capacity_bytes,
+                                                              wrap)
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise UserError(f"chunk={chunk!r}: expected a positive integer")
     n = addr.shape[0]
     C = params.n_channels
+    t0 = time.perf_counter()
+    K.map_all(params, addr[:0], np.zeros((0, 5), np.int64))     # compile or load, timed apart
+    compile_s = time.perf_counter() - t0
     mapped = np.zeros((n, 5), np.int64)
     if n:
         K.map_all(params, addr, mapped)
@@ -358,6 +463,22 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     out_ids = np.zeros(4096 + 4 * C, np.int64)
     out_cyc = np.zeros(4096 + 4 * C, np.int64)
 
+    scratch = K.jump_scratch(params)
+    jump = bool(jump_idle) and not every_cycle
+
+    def run(target, max_work):
+        _run(params, state.heap, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head,
+             fifo_adm, rej_stamp, drv, accept, completion, target, out_ids, out_cyc,
+             bool(every_cycle), scratch, jump, max_work)
+
+    # compile (or load from numba's cache) before the clock starts: the same calls with
+    # nothing to do, on throwaway state where they would change something
+    t0 = time.perf_counter()
+    with vectorizing():
+        run(0, 0)
+        _finish(params, K.new_state(params, 1).heap, -1, scratch, jump, 0)
+    compile_s += time.perf_counter() - t0
+
     bar = None
     if progress is True:
         from tqdm import tqdm
@@ -369,9 +490,7 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         t0 = time.perf_counter()
         c0 = time.process_time()
         with vectorizing():
-            _run(params, state.heap, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr,
-                 fifo_head, fifo_adm, rej_stamp, drv, accept, completion, target, out_ids,
-                 out_cyc, bool(every_cycle))
+            run(target, WORK_PER_CALL)
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
         if drv[3] == 1:
@@ -388,9 +507,12 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         # driven to that cycle (refreshes of channels that finished earlier count)
         t0 = time.perf_counter()
         c0 = time.process_time()
-        last = K.views(state)["ch"][:, K.C_LASTTICK]
-        with vectorizing():
-            _finish(params, state.heap, int(last.max()))
+        t_end = int(K.views(state)["ch"][:, K.C_LASTTICK].max())
+        while True:
+            with vectorizing():
+                finished = _finish(params, state.heap, t_end, scratch, jump, WORK_PER_CALL)
+            if finished:
+                break
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
     if bar is not None:
@@ -403,4 +525,5 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     stats["driver_iterations"] = int(drv[4])
     return ReplayResult(arrival=arrival, accept=accept, completion=completion,
                         is_write=is_write.astype(np.uint8), stats=stats, config=config,
-                        wall_s=wall, cpu_s=cpu, command_log=log, channel=ch)
+                        wall_s=wall, cpu_s=cpu, compile_s=compile_s, command_log=log,
+                        channel=ch)

@@ -305,7 +305,9 @@ def summary_table(stats: Mapping[str, Any]) -> str:
     if g("sim_requests_per_s") is not None:
         rows.append(("simulation speed", f"{_num(g('sim_requests_per_s'), 0)} requests/s "
                                          f"({_num(g('sim_wall_s'), 3)} s simulating, "
-                                         f"{_num(g('replay_wall_s'), 3)} s with set-up)"))
+                                         + (f"compile {_num(g('compile_s'), 3)} s, "
+                                            if g("compile_s") is not None else "")
+                                         + f"{_num(g('replay_wall_s'), 3)} s with set-up)"))
     for label, value in rows:
         lines.append(f"{label:<26}{value}")
     return "\n".join(line.rstrip() for line in lines)

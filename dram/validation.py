@@ -78,7 +78,7 @@ def run_case(entry: dict, refresh: bool, check_sha: bool = False, trace=None) ->
     tr = trace if trace is not None else synth.from_manifest(entry)
     if check_sha and trace_sha256(tr) != entry["sha256_uncompressed"]:
         raise ValueError(f"{entry['name']}: regenerated trace does not match the manifest sha256")
-    res = replay(tr, reference_config(entry["channels"], refresh))
+    res = replay(tr, reference_config(entry["channels"], refresh), wrap="mapper")
     w = int(entry.get("n_warmup", 0) or 0)
     lat = latency_stats(res.arrival[w:], res.accept[w:], res.completion[w:],
                         res.is_write[w:], res.stats["tCK_ps"])

@@ -276,7 +276,7 @@ def _run_workload(a) -> int:
         tr = synth.from_manifest(e)
         n = 0
         for _ in range(a.repeat):
-            r = replay(tr, V.reference_config(e["channels"], True))
+            r = replay(tr, V.reference_config(e["channels"], True), wrap="mapper")
             n += len(r.completion)
         return n
     from cosmos.presets import get_preset

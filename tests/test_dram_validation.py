@@ -57,7 +57,8 @@ def test_per_request_records_identical_to_reference():
     for name, refresh in (("1ch_random_rw_L0.85_s40", True), ("1ch_unloaded_miss_s61", True)):
         e = MANIFEST[name]
         ref = pd.read_csv(DATA / "requests" / f"{name}.refON.requests.csv.gz")
-        res = replay(synth.from_manifest(e), V.reference_config(e["channels"], refresh))
+        res = replay(synth.from_manifest(e), V.reference_config(e["channels"], refresh),
+                     wrap="mapper")
         np.testing.assert_array_equal(res.arrival, ref["arrival"].to_numpy())
         np.testing.assert_array_equal(res.accept, ref["accept"].to_numpy())
         np.testing.assert_array_equal(res.completion, ref["completion"].to_numpy())
