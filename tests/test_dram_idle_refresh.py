@@ -286,4 +286,7 @@ def test_ctrl_c_stops_dram_replay_within_a_second(tmp_path):
     assert stopped_s < 1.0
     assert err.strip().splitlines()[-1] == "cosmos dram: interrupted"
     assert "Traceback" not in err
-    assert not out.exists() or not any(out.iterdir())     # nothing partial written
+    # nothing partial written: the folder made by --out holds only its INCOMPLETE marker,
+    # which says the run was interrupted (the output rule, cosmos_common.outdir)
+    assert sorted(p.name for p in out.iterdir()) == ["INCOMPLETE"]
+    assert "interrupted" in (out / "INCOMPLETE").read_text()
