@@ -205,7 +205,9 @@ def _load_config_file(path: Path):
     if isinstance(data, dict) and "dram_config" in data:
         data = data["dram_config"]
     try:
-        return config_from_dict(data)
+        cfg = config_from_dict(data)
+        cfg.validate()          # a wrong-typed or out-of-range field is named with the file
+        return cfg
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: {exc}") from None
 

@@ -335,3 +335,17 @@ def test_format_choices_are_the_readers_formats():
     from dram.traces import FORMATS
 
     assert FORMAT_CHOICES == ("auto", *FORMATS)
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("channels", "x", "DRAMConfig.channels='x': expected a positive integer"),
+    ("refresh", 3, "refresh"),
+])
+def test_a_wrong_typed_field_of_config_names_the_file(capsys, tmp_path, field, value, expected):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"dram_config": {field: value}}))
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x0 READ 0\n")
+    rc, out, err = run(capsys, "dram", "replay", str(trace), "--config", str(cfg))
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert f"{cfg}: " in err and expected in err
