@@ -51,7 +51,6 @@ import io
 import itertools
 import os
 import sys
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, NamedTuple
@@ -1101,35 +1100,16 @@ def write_trace(
 def atomic_write(path: Path, write: Callable[[Path], None], *, overwrite: bool = False) -> Path:
     """Create ``path`` by ``write(tmp)`` into a temporary file of the same folder, then rename.
 
-    Without ``overwrite`` an existing ``path`` is never replaced: the rename is a hard link that
-    fails when the name exists (checked again at that moment, so a file created meanwhile is
-    kept too). The temporary file is removed on any failure.
+    Without ``overwrite`` an existing ``path`` is never replaced (a file created meanwhile is
+    kept too): :func:`cosmos_common.outdir.atomic_write`, the one implementation of every
+    package, except that the folder must exist (a trace or result is not written into a
+    folder created by mistake).
     """
+    from cosmos_common.outdir import atomic_write as _atomic_write
+
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; refusing to overwrite it")
     if not path.parent.is_dir():
         raise FileNotFoundError(f"{path.parent}: no such folder")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600; results are ordinary files
-        write(tmp_path)
-        if overwrite:
-            os.replace(tmp_path, path)
-        else:
-            try:
-                os.link(tmp_path, path)
-            except FileExistsError:
-                raise FileExistsError(f"{path} exists; refusing to overwrite it") from None
-            except OSError:  # file system without hard links
-                if path.exists():
-                    raise FileExistsError(f"{path} exists; refusing to overwrite it") from None
-                os.replace(tmp_path, path)
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
-    return path
+    return _atomic_write(path, write, overwrite=overwrite)
