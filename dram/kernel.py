@@ -1145,10 +1145,9 @@ def _channel_tick(params, H, g, clk):
         return
     if _schedule(params, H, g, clk):
         # A command issued: the channel is next evaluated at the first cycle the channel-level
-        # timing allows (a lower bound). Evaluating the scheduler at that cycle right away
-        # instead (a "probe", sessions 7-20) gave the exact wake-up but cost a full buffer scan
-        # per command that offers arriving in between often made useless; without it the
-        # system engine is ~3 % faster and the open-loop replay no slower (session 21).
+        # timing allows (a lower bound), not probed for its exact wake-up right away: a probe
+        # would cost a full buffer scan per command, often made useless by offers arriving in
+        # between.
         H[_u(c + C_WAKE)] = _after_issue(params, H, g, clk)
 
 

@@ -42,8 +42,8 @@ and mispredictions are counted only with ``--sims``, and then in valgrind's mode
 included, from the usual numba cache) under ``perf record -e cpu-clock``, a software clock that
 needs no hardware counters (virtual machines often have none), and each sample's instruction
 address goes to its jitted function as above. It answers what the counts cannot: where the
-time goes on this CPU, cache misses and mispredictions included (session 14: the scheduler-
-cache refresh takes 7 % of the instructions of a loaded replay but 18 % of its time). Samples
+time goes on this CPU, cache misses and mispredictions included (a function can take a far
+larger share of the time than of the instructions when its loads miss the cache). Samples
 land on the instruction after a slow one, so read the shares per function, not per
 instruction. Run time: the workload's own, about 1 s per 100,000 replayed requests.
 """

@@ -26,23 +26,12 @@ one about 2.5 times as many, its vectors being 3 times larger): with up
 to 64 queries in flight, 400 queries give a short steady-state window, so ``--full`` is the
 scale for figures to rely on.
 
-Cost of ``--full``, measured on 2026-11-22 on this 2-core machine: building each 1M-vector
-workload (synthetic data, exact ground truth, k-means, 64 hnswlib graphs, the traced search)
-took 375 s (SIFT-like) and 293 s (DEEP-like) wall on 2 cores (commit 89e5fe0); a query makes
-26,948 (SIFT-like) and 77,063 (DEEP-like) DRAM requests. fig4a at full scale (10,000 queries
-of each of the six systems on both workloads, 6.2 billion DRAM requests) took 57 min wall
-and 6,396 CPU-s with the workloads cached (commit 14e534a; ``cosmos run fig4a_qps --full``;
-46 min 44 s and 5,432 CPU-s at commit 76dd9ae in a quieter hour, 9.0 GB in one process),
-650,000-1,180,000 requests per second per worker depending on the system (the Cosmos
-presets, with 64 search contexts over 32 channels, are the slowest to simulate); each worker
-held 6.8 GB (10.4 GB at its peak). The three sweeps (devices, ranks, load), run one after
-the other with ``cosmos run NAME --full`` from an empty workload cache (commit f81c29c), took
-15 min 45 s, 15 min 25 s and 15 min 39 s wall (1,679 / 1,592 / 1,732 CPU-s; the first two
-each include one 1M-vector build, about 4-5 min), at most 3.9 GB resident. So on that machine
-the whole ``--full`` run took close to 2 h. On the 2 vCPUs of an AMD EPYC (Zen 4) of
-2026-11-23, with the engine advancing in windows and the blocked ground truth, it took 52 min
-7 s from nothing (commit f08cd47): building both workloads about 4 min, fig4a's simulations
-27 min, the sweeps 19 min (README, "Scales").
+Cost of ``--full``: building each 1M-vector workload (synthetic data, exact ground truth,
+k-means, 64 hnswlib graphs, the traced search) takes a few minutes on 2 cores; a query makes
+about 27,000 (SIFT-like) and 77,000 (DEEP-like) DRAM requests, so fig4a at full scale is
+several billion DRAM requests and dominates the run. Each simulation worker holds 7-10 GB at
+its peak. docs/experiments.md gives the measured cost of a whole ``--full`` run and the
+command that measures it.
 """
 
 from __future__ import annotations

@@ -88,8 +88,7 @@ TIMING_PRESETS = {
     # DDR5-5600 (tCK = 357 ps) and DDR5-6400 (tCK = 312 ps), AN bins: nCL = nRCD = nRP of about
     # 14.3 ns like DDR5-4800AN's 14.2 ns; the other timings by the same nanosecond values as the
     # 4800 bins, in whole nCK: nRAS 32 ns, nWR 30 ns, nRTP 7.5 ns, nCCDL 5 ns (nCCDL_WR 4x that),
-    # nWTRS 2.5 ns, nWTRL 10 ns (nRTP 21, nCCDL 14 and nWTRS 7 at 5600 and nWTRS 8 at 6400 were
-    # 20, 12, 5 and 5 before 2026-11-22: inconsistent with those rules).
+    # nWTRS 2.5 ns, nWTRL 10 ns (so nRTP 21, nCCDL 14 and nWTRS 7 at 5600, nWTRS 8 at 6400).
     "DDR5_5600AN": dict(rate=5600, tCK_ps=357, nBL=8, nCL=40, nRCD=40, nRP=40, nRAS=90, nRC=130,
                         nWR=84, nRTP=21, nCWL=38, nPPD=2, nCCDS=8, nCCDL=14, nCCDS_WR=8,
                         nCCDL_WR=56, nWTRS=7, nWTRL=28, nCS=2),
