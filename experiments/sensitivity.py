@@ -97,7 +97,8 @@ PARAMETERS: tuple[Parameter, ...] = (
               "150 ns round trip: the top of the 170-250 ns CXL load-to-use of the CXL "
               "Consortium's Hot Chips 34 figure, as FPGA-based CXL devices show (estimate)"),
     Parameter("link.bandwidth_GBps", 31.5, 128.0,
-              "PCIe 5.0 x8: CXL memory expanders ship as x8 devices as often as x16",
+              "PCIe 5.0 x8: shipping CXL memory expanders (e.g. Micron CZ120) are x8 "
+              "devices",
               "PCIe 6.0 x16 (CXL 3.x): 64 GT/s x 16 lanes / 8 = 128 GB/s per direction"),
     Parameter("switch.latency_ns", 25.0, 100.0,
               "50 ns round trip: a cut-through switch ASIC (estimate)",
@@ -548,13 +549,16 @@ def plot(folder) -> None:
             target = PAPER[ratio].get(fam)
             if target is not None:
                 ax.axvspan(target * (1 - TOLERANCE), target * (1 + TOLERANCE), color="0.88",
-                           zorder=0, label=f"paper {target}x +-{TOLERANCE:.0%}")
+                           zorder=0, label=f"the paper's figure +-{TOLERANCE:.0%}")
                 ax.axvline(target, color="0.4", ls="--", lw=0.8)
             ax.set_yticks(y, [b[1] for b in bars], fontsize=7)
             ax.set_xlabel(f"Cosmos QPS / {'Base' if ratio.endswith('base') else 'CXL-ANNS'} QPS")
-            ax.set_title(f"{fam}: default {d:.2f}x", fontsize=9)
-            ax.legend(frameon=False, fontsize=7, loc="lower right")
-        fig.tight_layout()
+            paper = "" if target is None else f", paper {target}x"
+            ax.set_title(f"{fam}: ours {d:.2f}x at the defaults{paper}", fontsize=9)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, fontsize=7)
+        height = fig.get_figheight()
+        fig.tight_layout(rect=(0, 0.35 / height, 1, 1))
         save_figure(fig, folder, f"tornado_{ratio}")
         plt.close(fig)
 
