@@ -14,19 +14,21 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
-    from experiments.runner import EXPERIMENTS, add_common_arguments
+    from experiments.runner import ALL_EXPERIMENTS, EXPERIMENTS, ON_REQUEST, add_common_arguments
 
     p = subparsers.add_parser("reproduce", help="regenerate every figure of the paper (and ours)",
                               description="Run every experiment into one new results folder: "
-                              + ", ".join(EXPERIMENTS) + ".")
+                              + ", ".join(EXPERIMENTS) + " (and, with --only, "
+                              + ", ".join(ON_REQUEST) + ").")
     add_common_arguments(p)
     p.add_argument("--only", metavar="NAMES",
-                   help="comma-separated subset of the experiments (default: all)")
+                   help="comma-separated subset of the experiments (default: all but "
+                        + ", ".join(ON_REQUEST) + ", which run only when named)")
     p.set_defaults(func=reproduce)
 
     r = subparsers.add_parser("run", help="run one experiment (a figure) into a new results folder")
-    r.add_argument("name", choices=list(EXPERIMENTS), metavar="NAME",
-                   help="one of: " + ", ".join(EXPERIMENTS))
+    r.add_argument("name", choices=list(ALL_EXPERIMENTS), metavar="NAME",
+                   help="one of: " + ", ".join(ALL_EXPERIMENTS))
     add_common_arguments(r)
     r.set_defaults(func=run_one)
 
@@ -64,14 +66,16 @@ def reproduce(args) -> int:
 
     from cosmos_common.outdir import RunFolder, incomplete_folders
     from experiments.common import atomic_write_text, results_dir
-    from experiments.runner import EXPERIMENTS, context_from_args, dataset_note, run_experiment
+    from experiments.runner import (ALL_EXPERIMENTS, EXPERIMENTS, context_from_args,
+                                    dataset_note, run_experiment)
 
     names = list(EXPERIMENTS)
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
-        bad = [n for n in names if n not in EXPERIMENTS]
+        bad = [n for n in names if n not in ALL_EXPERIMENTS]
         if bad:
-            raise ValueError(f"--only: unknown experiment(s) {bad}; expected {list(EXPERIMENTS)}")
+            raise ValueError(f"--only: unknown experiment(s) {bad}; expected "
+                             f"{list(ALL_EXPERIMENTS)}")
     note = dataset_note(args)  # also checks every common option before anything is written
     if note:
         print(note, flush=True)

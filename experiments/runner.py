@@ -44,6 +44,15 @@ EXPERIMENTS = {
     "latency_load": "experiments.latency_load",
 }
 
+#: experiments run only when named (``cosmos run NAME``, ``cosmos reproduce --only NAME``):
+#: studies of the model itself, too long to be part of every reproduction
+ON_REQUEST = {
+    "sensitivity": "experiments.sensitivity",
+}
+
+#: every experiment, by name
+ALL_EXPERIMENTS = {**EXPERIMENTS, **ON_REQUEST}
+
 
 @dataclass
 class Context:
@@ -150,9 +159,10 @@ class Context:
 
 
 def load(name: str):
-    if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; expected one of {', '.join(EXPERIMENTS)}")
-    return importlib.import_module(EXPERIMENTS[name])
+    if name not in ALL_EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; expected one of "
+                         f"{', '.join(ALL_EXPERIMENTS)}")
+    return importlib.import_module(ALL_EXPERIMENTS[name])
 
 
 #: installed distributions whose versions go into config.json (this project is cosmos-sim)
