@@ -40,12 +40,15 @@ EXPECTED = {
     "scale_ranks": {"ranks.csv": ["dataset", "system", "ranks", "qps"]},
     "latency_load": {"latency_load.csv": ["system", "load_fraction", "offered_qps",
                                           "latency_mean_ns", "latency_p99_ns"]},
+    "rag_ttft": {"rag_ttft.csv": ["system", "schema", "request_rate_rps", "status",
+                                  "ttft_p50_s", "ttft_p99_s", "e2e_p99_s",
+                                  "retrieval_share_of_ttft", "qps_per_chip"]},
 }
 PLOTS = {"fig4a_qps": ["fig4a_qps"], "fig4b_breakdown": ["fig4b_breakdown"],
          "fig5a_lir": ["fig5a_lir"], "fig5b_heatmap": ["fig5b_heatmap"],
          "validate_dram": ["latency_vs_bandwidth", "unloaded_latency"],
          "scale_devices": ["scale_devices"], "scale_ranks": ["scale_ranks"],
-         "latency_load": ["latency_load"]}
+         "latency_load": ["latency_load"], "rag_ttft": ["rag_ttft"]}
 
 
 @pytest.fixture(scope="module")
