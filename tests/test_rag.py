@@ -215,3 +215,61 @@ def test_rag_does_not_reach_into_lower_packages():
                           "print('experiments.rag' in sys.modules)"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# --------------------------------------------------------------------------- simulations
+
+@pytest.fixture(scope="module")
+def small_trace(tmp_path_factory):
+    from cosmos_helpers import make_trace
+
+    path = tmp_path_factory.mktemp("rag") / "t.npz"
+    np.savez(path, **make_trace(num_queries=40))
+    return str(path)
+
+
+def _ctx(root):
+    import types
+
+    return types.SimpleNamespace(workers=1, scheduler=None, progress=False, sims=[0, 0],
+                                 sim_cache_dir=lambda: root)
+
+
+def _task(trace, system, rate):
+    return dict(system=system, trace_path=trace, num_queries=40, mode="open", rate_qps=rate,
+                seed=0, tags={"system": system})
+
+
+def test_retrieval_points_are_cached_and_only_new_ones_run(small_trace, tmp_path):
+    ctx = _ctx(tmp_path / "sims")
+    first = rag.sweep_retrieval(ctx, [_task(small_trace, "cosmos", 2e4)], "t")
+    assert ctx.sims == [0, 1]
+    row = first[0]
+    assert row["system"] == "cosmos" and len(row["latencies_ns"]) > 20
+    assert all(v > 0 for v in row["latencies_ns"])
+    # a new rate and a new system: only those two simulate, the first is read back
+    again = rag.sweep_retrieval(ctx, [_task(small_trace, "cosmos", 2e4),
+                                      _task(small_trace, "cosmos", 4e4),
+                                      _task(small_trace, "base", 2e4)], "t")
+    assert ctx.sims == [1, 4]
+    assert again[0] == first[0]
+    direct = rag.retrieval_task(**{k: v for k, v in _task(small_trace, "cosmos", 2e4).items()
+                                   if k != "tags"})
+    assert direct["latencies_ns"] == first[0]["latencies_ns"]     # bit for bit
+    prof = rag.retrieval_profile("cosmos", 2e4, 1e9, first[0])
+    assert not prof.saturated
+    assert prof.latencies_s.mean() == pytest.approx(np.mean(row["latencies_ns"]) * 1e-9)
+
+
+def test_an_overloaded_simulation_is_detected_as_saturated(small_trace):
+    from experiments.sim import simulate_task
+
+    cap = simulate_task("base", small_trace, num_queries=40, seed=0)["qps"]
+    row = rag.retrieval_task("base", small_trace, num_queries=40, mode="open",
+                             rate_qps=20 * cap, seed=0)
+    # the capacity check alone would refuse it; the simulation itself shows the backlog
+    assert row["backlog_growth"] > rag.BACKLOG_GROWTH_LIMIT
+    assert rag.retrieval_profile("base", 20 * cap, 1e12, row).saturated
+    ok = rag.retrieval_task("base", small_trace, num_queries=40, mode="open",
+                            rate_qps=0.3 * cap, seed=0)
+    assert ok["backlog_growth"] < rag.BACKLOG_GROWTH_LIMIT
