@@ -128,10 +128,10 @@ def run(ctx) -> dict:
         ok = one[(one.system == s) & (one.status == "ok")]
         head[f"{s}_max_unsaturated_rps"] = round(ok.request_rate_rps.max()) if len(ok) else 0
     low = one[one.cosmos_capacity_fraction == min(RETRIEVAL_FRACTIONS)].set_index("system")
-    head["retrieval_share_of_ttft_pct"] = {
-        s: round(100 * float(low.retrieval_share_of_ttft[s]), 4) for s in SYSTEMS}
-    head["chips_per_retrieval_system"] = {
-        s: round(float(low.chips_per_retrieval_system[s])) for s in SYSTEMS}
+    for s in SYSTEMS:
+        head[f"{s}_retrieval_share_of_ttft_pct"] = round(
+            100 * float(low.retrieval_share_of_ttft[s]), 4)
+        head[f"{s}_chips_per_retrieval_system"] = round(float(low.chips_per_retrieval_system[s]))
     return head
 
 
