@@ -273,3 +273,48 @@ def test_an_overloaded_simulation_is_detected_as_saturated(small_trace):
     ok = rag.retrieval_task("base", small_trace, num_queries=40, mode="open",
                             rate_qps=0.3 * cap, seed=0)
     assert ok["backlog_growth"] < rag.BACKLOG_GROWTH_LIMIT
+
+
+def test_rag_ttft_experiment_on_a_small_trace(tmp_path):
+    import pandas as pd
+
+    from cosmos_helpers import make_trace
+    from experiments import rag_ttft
+    from experiments.runner import Context
+    from experiments.workloads import get_scale
+
+    scale = get_scale("tiny")
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    np.savez(traces / "sift.npz", **make_trace(num_queries=scale.sweep_queries))
+    out = tmp_path / "out"
+    out.mkdir()
+    ctx = Context(out=out, scale=scale, cache_dir=tmp_path / "cache", workers=1,
+                  progress=False, traces_dir=traces)
+    head = rag_ttft.run(ctx)
+    rag_ttft.plot(out)
+    md = rag_ttft.summary_md(out)
+    df = pd.read_csv(out / "rag_ttft.csv")
+    assert len(df) == 2 * 3 * len(rag_ttft.RETRIEVAL_FRACTIONS)
+    sat = df[df.status == "saturated"]
+    ok = df[df.status == "ok"]
+    # Cosmos sustains every rate (fractions of its own throughput, all < 1); Base does not
+    assert set(ok[ok.system == "cosmos"].cosmos_capacity_fraction) == set(
+        rag_ttft.RETRIEVAL_FRACTIONS)
+    assert len(sat) > 0 and (sat.retrieval_load_fraction >= 1).all()
+    assert sat.ttft_p99_s.isna().all() and sat.qps_per_chip.isna().all()
+    assert (ok.retrieval_share_of_ttft > 0).all() and (ok.e2e_p99_s > ok.ttft_p99_s).all()
+    assert (ok.ttft_p99_s >= ok.llm_only_ttft_p99_s).all()
+    it, one = ok[ok.schema == "iterative"], ok[ok.schema == "one-shot"]
+    assert it.e2e_p50_s.min() > one.e2e_p50_s.max()      # 3 more retrievals and re-prefills
+    assert "saturated" in md and "RAGO" in md and "HERMES" in md
+    assert (out / "rag_ttft.png").stat().st_size > 1000
+    assert head["cosmos_max_unsaturated_rps"] > head["base_max_unsaturated_rps"]
+    # a second run reads every simulation from the cache and writes the same CSV
+    out2 = tmp_path / "out2"
+    out2.mkdir()
+    ctx2 = Context(out=out2, scale=scale, cache_dir=tmp_path / "cache", workers=1,
+                   progress=False, traces_dir=traces)
+    rag_ttft.run(ctx2)
+    assert ctx2.sims[0] == ctx2.sims[1] > 0
+    assert (out2 / "rag_ttft.csv").read_bytes() == (out / "rag_ttft.csv").read_bytes()
