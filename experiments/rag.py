@@ -368,6 +368,9 @@ def retrieval_task(system: str, trace_path: str, *, num_queries: int | None = No
     from cosmos.presets import get_preset
     from cosmos.simulate import simulate
 
+    if mode != "open":
+        raise UserError(f"retrieval_task simulates arrivals at a rate: mode must be 'open', "
+                        f"got {mode!r}")
     res = simulate(get_preset(system), str(trace_path), num_queries=num_queries, mode=mode,
                    rate_qps=rate_qps, seed=seed, progress=False)
     pq = per_query(res)
