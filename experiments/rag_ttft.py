@@ -202,6 +202,13 @@ def summary_md(folder) -> str:
                   f"{ok.retrieval_mean_s.max() * 1e6:.0f} us. What the retrieval system "
                   "changes here is the request rate at which retrieval saturates, i.e. how "
                   "many accelerator chips one retrieval system can feed."]
+    lines += ["", "Model (experiments/rag.py): encoding (BERT-base FLOPs) + retrieval (latencies "
+              "drawn from the open-loop simulation at the offered retrieval rate) + a FIFO "
+              "prefill queue per replica (Poisson arrivals, 2 x params x tokens over 50 % of "
+              "the dense BF16 peak) = TTFT; decode bandwidth-bound (weights + KV cache over "
+              "80 % of HBM bandwidth, batch 32); iterative: a retrieval and a passage prefill "
+              "stall the decode every 64 tokens. Utilizations, batch and target are estimates "
+              "stated in pipeline.json."]
     lines += ["", "The RAG literature, for comparison (its retrieval runs on CPUs over "
               "billion-scale or compressed indexes, milliseconds per query; ours is the "
               "simulated in-memory search of this run's dataset):", ""]
