@@ -203,8 +203,13 @@ def test_experiments_share_identical_simulations(reproduction):
     _, stdout = reproduction
     assert "[scale_ranks] done" in stdout and "simulations_from_cache=1/12" in stdout
     assert "[latency_load] done" in stdout and "simulations_from_cache=5/36" in stdout
+    # rag_ttft's three retrieval capacities (base, cxl-anns, cosmos closed loop) are points of
+    # the load sweep; its eight open-loop retrieval points are its own
+    rag = [line for line in stdout.splitlines() if line.startswith("[rag_ttft] done")]
+    assert len(rag) == 1 and "simulations_from_cache=3/11" in rag[0]
     first = [line for line in stdout.splitlines() if "simulations_from_cache" in line]
-    assert all(("scale_ranks" in line) or ("latency_load" in line) for line in first)
+    assert all(("scale_ranks" in line) or ("latency_load" in line) or ("rag_ttft" in line)
+               for line in first)
 
 
 def test_rerun_reads_every_simulation_from_the_cache(reproduction):
