@@ -42,6 +42,7 @@ EXPERIMENTS = {
     "scale_devices": "experiments.scale_devices",
     "scale_ranks": "experiments.scale_ranks",
     "latency_load": "experiments.latency_load",
+    "rag_ttft": "experiments.rag_ttft",
 }
 
 #: experiments run only when named (``cosmos run NAME``, ``cosmos reproduce --only NAME``):

@@ -40,12 +40,15 @@ EXPECTED = {
     "scale_ranks": {"ranks.csv": ["dataset", "system", "ranks", "qps"]},
     "latency_load": {"latency_load.csv": ["system", "load_fraction", "offered_qps",
                                           "latency_mean_ns", "latency_p99_ns"]},
+    "rag_ttft": {"rag_ttft.csv": ["system", "schema", "request_rate_rps", "status",
+                                  "ttft_p50_s", "ttft_p99_s", "e2e_p99_s",
+                                  "retrieval_share_of_ttft", "qps_per_chip"]},
 }
 PLOTS = {"fig4a_qps": ["fig4a_qps"], "fig4b_breakdown": ["fig4b_breakdown"],
          "fig5a_lir": ["fig5a_lir"], "fig5b_heatmap": ["fig5b_heatmap"],
          "validate_dram": ["latency_vs_bandwidth", "unloaded_latency"],
          "scale_devices": ["scale_devices"], "scale_ranks": ["scale_ranks"],
-         "latency_load": ["latency_load"]}
+         "latency_load": ["latency_load"], "rag_ttft": ["rag_ttft"]}
 
 
 @pytest.fixture(scope="module")
@@ -200,8 +203,13 @@ def test_experiments_share_identical_simulations(reproduction):
     _, stdout = reproduction
     assert "[scale_ranks] done" in stdout and "simulations_from_cache=1/12" in stdout
     assert "[latency_load] done" in stdout and "simulations_from_cache=5/36" in stdout
+    # rag_ttft's three retrieval capacities (base, cxl-anns, cosmos closed loop) are points of
+    # the load sweep; its eight open-loop retrieval points are its own
+    rag = [line for line in stdout.splitlines() if line.startswith("[rag_ttft] done")]
+    assert len(rag) == 1 and "simulations_from_cache=3/11" in rag[0]
     first = [line for line in stdout.splitlines() if "simulations_from_cache" in line]
-    assert all(("scale_ranks" in line) or ("latency_load" in line) for line in first)
+    assert all(("scale_ranks" in line) or ("latency_load" in line) or ("rag_ttft" in line)
+               for line in first)
 
 
 def test_rerun_reads_every_simulation_from_the_cache(reproduction):
