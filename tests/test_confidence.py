@@ -1,0 +1,91 @@
+"""Confidence intervals of the steady-state metrics (cosmos.metrics.batch_means_ci) and the
+``ci_target`` stop of cosmos.simulate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosmos.config import TCK_PS
+from cosmos.metrics import (CI_MIN_BATCHES, batch_means_ci, steady_window, t_quantile_975)
+
+
+def closed_loop_single_server(num_queries, in_flight, mean_requests, service_cycles, rng):
+    """A closed loop around one FIFO server with a fixed service time per request: ``in_flight``
+    queries at once, each needing a geometric number of requests (mean ``mean_requests``),
+    served one after another; a completion admits the next query at once. The server is
+    never idle, so the true throughput is exactly 1 / (mean_requests x service_cycles) queries
+    per cycle and, by Little's law, the true mean latency is in_flight / throughput.
+    Returns (completion cycle, admission cycle) per query."""
+    reqs = rng.geometric(1.0 / mean_requests, size=num_queries)
+    service = reqs * service_cycles
+    # FIFO, never idle: query q is served after the ones before it, admitted when query
+    # q - in_flight completed (time 0 for the first in_flight)
+    done = np.cumsum(service)
+    admit = np.zeros(num_queries, np.int64)
+    admit[in_flight:] = done[:-in_flight]
+    return done.astype(np.int64), admit
+
+
+def _ci_of(done, admit, warmup=0.1):
+    lo, hi, mask = steady_window(done, warmup)
+    lat_ns = (done[mask] - admit[mask]) * TCK_PS / 1000.0
+    return batch_means_ci(done[mask], lat_ns, lo, hi)
+
+
+def test_coverage_closed_loop_single_resource():
+    """The 95 % intervals of QPS and mean latency cover the true values in >= 90 of 100 seeded
+    repetitions of a closed loop whose throughput is known exactly."""
+    mean_requests, service_cycles, in_flight = 20, 10, 8
+    true_qps = 1.0 / (mean_requests * service_cycles * TCK_PS * 1e-12)
+    true_lat_ns = in_flight / true_qps * 1e9
+    cover_qps = cover_lat = 0
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        done, admit = closed_loop_single_server(2_000, in_flight, mean_requests,
+                                                service_cycles, rng)
+        ci = _ci_of(done, admit)
+        assert ci["ci_batches"] >= CI_MIN_BATCHES
+        cover_qps += ci["qps_ci_low"] <= true_qps <= ci["qps_ci_high"]
+        cover_lat += ci["latency_mean_ci_low_ns"] <= true_lat_ns <= ci["latency_mean_ci_high_ns"]
+    assert cover_qps >= 90, cover_qps
+    assert cover_lat >= 90, cover_lat
+
+
+def test_interval_contains_point_estimate_and_shrinks():
+    rng = np.random.default_rng(1)
+    done, admit = closed_loop_single_server(20_000, 8, 20, 10, rng)
+    widths = []
+    for n in (2_000, 20_000):
+        lo, hi, mask = steady_window(done[:n], 0.1)
+        ci = batch_means_ci(done[:n][mask], (done[:n] - admit[:n])[mask] * 0.416, lo, hi)
+        qps = mask.sum() / ((hi - lo) * TCK_PS * 1e-12)
+        assert ci["qps_ci_low"] < qps < ci["qps_ci_high"]
+        widths.append(ci["qps_ci_rel_halfwidth"])
+    # 10 x the completions: about sqrt(10) narrower
+    assert widths[1] < widths[0] / 2
+
+
+def test_too_few_completions_give_nan_with_note():
+    done = np.arange(1, 16, dtype=np.int64) * 100
+    ci = batch_means_ci(done, np.ones(15), 0, 1500)
+    assert np.isnan(ci["qps_ci_low"]) and np.isnan(ci["latency_mean_ci_high_ns"])
+    assert "no interval" in ci["ci_note"] and "15 completions" in ci["ci_note"]
+
+
+def test_correlated_batches_give_nan():
+    """A slowly drifting rate (batch means correlated at every admissible batch size): no
+    interval is claimed."""
+    gaps = np.repeat([100, 300], 500)          # two regimes: strongly correlated halves
+    done = np.cumsum(gaps).astype(np.int64)
+    ci = batch_means_ci(done, np.ones(done.size), 0, int(done[-1]))
+    assert np.isnan(ci["qps_ci_rel_halfwidth"])
+    assert "correlated" in ci["ci_note"]
+
+
+def test_t_quantile_matches_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    for df in (4, 5, 9, 10, 19, 39, 100, 1000):
+        assert abs(t_quantile_975(df) - stats.t.ppf(0.975, df)) < 1e-3
+    for df in (9, 19, 39):      # the batch counts the intervals use
+        assert abs(t_quantile_975(df) - stats.t.ppf(0.975, df)) < 1e-4
