@@ -163,9 +163,10 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     Half-width ``h = t(k-1) s / sqrt(k)`` with ``s`` the standard deviation of the batch means
     and ``t`` the Student-t 0.975 quantile.
 
-    Batch-size rule: start with :data:`CI_START_BATCHES` batches and halve their number while
-    the lag-1 autocorrelation of either series of batch means is >= :data:`CI_MAX_LAG1`;
-    stop at :data:`CI_MIN_BATCHES` batches: if the batch means are still correlated there, or
+    Batch-size rule, for each series on its own (time per query; latency): start with
+    :data:`CI_START_BATCHES` batches and halve their number while the lag-1 autocorrelation of
+    the batch means is >= :data:`CI_MAX_LAG1` or a batch holds fewer than
+    ``min_batch_queries`` completions (the summary passes the queries in flight); stop at :data:`CI_MIN_BATCHES` batches: if the batch means are still correlated there, or
     the window holds fewer than ``2 x CI_MIN_BATCHES`` completions, no interval is claimed
     (NaN, and ``ci_note`` says why). This is the method of batch means as in A. M. Law,
     "Simulation Modeling and Analysis" (the chapter on output analysis of steady-state
@@ -188,7 +189,7 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     out = {"qps_ci_low": nan, "qps_ci_high": nan, "qps_ci_rel_halfwidth": nan,
            "latency_mean_ci_low_ns": nan, "latency_mean_ci_high_ns": nan,
            "ci_level": level, "ci_batches": 0, "ci_batch_queries": 0, "ci_lag1": nan,
-           "ci_note": ""}
+           "ci_latency_batches": 0, "ci_latency_lag1": nan, "ci_note": ""}
     if level != CI_LEVEL:
         raise ValueError(f"only {CI_LEVEL} confidence intervals are implemented, got {level}")
     if n < 2 * CI_MIN_BATCHES or hi_cycles <= lo_cycles:
@@ -197,38 +198,55 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
         return out
     order = np.argsort(d, kind="stable")
     d, lat = d[order], lat[order]
-    k = min(CI_START_BATCHES, n // 2)
-    while True:
+    def batches(k):
         edges = (np.arange(k + 1) * n) // k         # batch j = completions edges[j]:edges[j+1]
         sizes = np.diff(edges).astype(np.float64)
         ends = d[edges[1:] - 1].astype(np.float64)
         starts = np.concatenate([[float(lo_cycles)], ends[:-1]])
-        gap = (ends - starts) / sizes                # cycles per query, per batch
-        lat_b = np.add.reduceat(lat, edges[:-1]) / sizes
-        rho = max(_lag1(gap), _lag1(lat_b))
-        if (rho < CI_MAX_LAG1 and n // k >= min_batch_queries) or k // 2 < CI_MIN_BATCHES:
-            break
-        k //= 2
-    out["ci_batches"], out["ci_batch_queries"], out["ci_lag1"] = k, int(n // k), rho
-    if rho >= CI_MAX_LAG1:
-        out["ci_note"] = (f"no interval: the means of {k} batches of {n // k} completions are "
-                          f"still correlated (lag-1 autocorrelation {rho:.2f} >= "
-                          f"{CI_MAX_LAG1}); simulate more queries")
-        return out
-    if n // k < min_batch_queries:
-        out["ci_note"] = (f"no interval: {n} completions in the steady-state window make "
-                          f"batches of {n // k}, shorter than the {min_batch_queries} queries "
-                          f"in flight (one correlation time); simulate more queries")
-        return out
-    tq = t_quantile_975(k - 1)
-    g = (hi_cycles - lo_cycles) / n                  # the point estimate's cycles per query
-    h = tq * gap.std(ddof=1) / np.sqrt(k)
+        return (ends - starts) / sizes, np.add.reduceat(lat, edges[:-1]) / sizes
+
+    def choose(which):
+        """(batches, their means, lag-1 autocorrelation, note) of one series by the rule."""
+        k = min(CI_START_BATCHES, n // 2)
+        while True:
+            means = batches(k)[which]
+            rho = _lag1(means)
+            if (rho < CI_MAX_LAG1 and n // k >= min_batch_queries) or \
+                    k // 2 < CI_MIN_BATCHES:
+                break
+            k //= 2
+        note = ""
+        if rho >= CI_MAX_LAG1:
+            note = (f"the means of {k} batches of {n // k} completions are still correlated "
+                    f"(lag-1 autocorrelation {rho:.2f} >= {CI_MAX_LAG1})")
+        elif n // k < min_batch_queries:
+            note = (f"{n} completions in the window make batches of {n // k}, shorter than "
+                    f"{min_batch_queries} (the queries in flight: one correlation time)")
+        return k, means, rho, note
+
     sec = TCK_PS * 1e-12
-    out["qps_ci_low"] = 1.0 / ((g + h) * sec)
-    out["qps_ci_high"] = 1.0 / ((g - h) * sec) if g > h else float("inf")
-    out["qps_ci_rel_halfwidth"] = float(h / g)
-    lm, lh = float(lat.mean()), tq * float(lat_b.std(ddof=1)) / np.sqrt(k)
-    out["latency_mean_ci_low_ns"], out["latency_mean_ci_high_ns"] = lm - lh, lm + lh
+    k, gap, rho, note = choose(0)
+    out["ci_batches"], out["ci_batch_queries"], out["ci_lag1"] = k, int(n // k), rho
+    notes = []
+    if note:
+        notes.append(f"no QPS interval: {note}")
+    else:
+        tq = t_quantile_975(k - 1)
+        g = (hi_cycles - lo_cycles) / n              # the point estimate's cycles per query
+        h = tq * gap.std(ddof=1) / np.sqrt(k)
+        out["qps_ci_low"] = 1.0 / ((g + h) * sec)
+        out["qps_ci_high"] = 1.0 / ((g - h) * sec) if g > h else float("inf")
+        out["qps_ci_rel_halfwidth"] = float(h / g)
+    k, lat_b, rho, note = choose(1)
+    out["ci_latency_batches"], out["ci_latency_lag1"] = k, rho
+    if note:
+        notes.append(f"no latency interval: {note}")
+    else:
+        lm = float(lat.mean())
+        lh = t_quantile_975(k - 1) * float(lat_b.std(ddof=1)) / np.sqrt(k)
+        out["latency_mean_ci_low_ns"], out["latency_mean_ci_high_ns"] = lm - lh, lm + lh
+    if notes:
+        out["ci_note"] = "; ".join(notes) + "; simulate more queries"
     return out
 
 

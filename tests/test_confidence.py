@@ -33,13 +33,17 @@ def _ci_of(done, admit, warmup=0.1):
     return batch_means_ci(done[mask], lat_ns, lo, hi)
 
 
-def test_coverage_closed_loop_single_resource():
-    """The 95 % intervals of QPS and mean latency cover the true values in >= 90 of 100 seeded
-    repetitions of a closed loop whose throughput is known exactly."""
-    mean_requests, service_cycles, in_flight = 20, 10, 8
+@pytest.mark.parametrize("in_flight", [8, 64])
+def test_coverage_closed_loop_single_resource(in_flight):
+    """The 95 % QPS interval covers the true throughput in >= 90 of 100 seeded repetitions of
+    a closed loop whose throughput is known exactly; the latency interval, where one is
+    claimed, covers the true mean latency at least as often (with 64 in flight the latencies
+    of neighbouring queries overlap and the rule declines some intervals rather than claim a
+    false one)."""
+    mean_requests, service_cycles = 20, 10
     true_qps = 1.0 / (mean_requests * service_cycles * TCK_PS * 1e-12)
     true_lat_ns = in_flight / true_qps * 1e9
-    cover_qps = cover_lat = 0
+    cover_qps = cover_lat = claimed_lat = 0
     for seed in range(100):
         rng = np.random.default_rng(seed)
         done, admit = closed_loop_single_server(2_000, in_flight, mean_requests,
@@ -47,9 +51,12 @@ def test_coverage_closed_loop_single_resource():
         ci = _ci_of(done, admit)
         assert ci["ci_batches"] >= CI_MIN_BATCHES
         cover_qps += ci["qps_ci_low"] <= true_qps <= ci["qps_ci_high"]
-        cover_lat += ci["latency_mean_ci_low_ns"] <= true_lat_ns <= ci["latency_mean_ci_high_ns"]
+        if not np.isnan(ci["latency_mean_ci_low_ns"]):
+            claimed_lat += 1
+            cover_lat += (ci["latency_mean_ci_low_ns"] <= true_lat_ns <=
+                          ci["latency_mean_ci_high_ns"])
     assert cover_qps >= 90, cover_qps
-    assert cover_lat >= 90, cover_lat
+    assert claimed_lat >= 80 and cover_lat >= 0.9 * claimed_lat, (cover_lat, claimed_lat)
 
 
 def test_interval_contains_point_estimate_and_shrinks():
