@@ -41,7 +41,8 @@ def run(ctx) -> dict:
     df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="open loop"))
     df = df.rename(columns={"rate_qps": "offered_qps"})
     cols = ["dataset", "system", "load_fraction", "offered_qps", "saturation_qps", "qps",
-            "latency_mean_ns", "latency_p50_ns", "latency_p99_ns"]
+            "qps_ci_low", "qps_ci_high", "latency_mean_ns", "latency_mean_ci_low_ns",
+            "latency_mean_ci_high_ns", "latency_p50_ns", "latency_p99_ns"]
     write_csv(ctx.out / "latency_load.csv", df[cols])
     return {f"{s}_saturation_qps": round(sat[s]) for s in SYSTEMS}
 
