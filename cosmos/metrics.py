@@ -334,7 +334,7 @@ def summary(res, warmup: float = 0.1) -> dict:
     steady = bool(win_s > 0 and n_win >= in_flight)
     qps = qps_window if steady else Q / seconds
     lat = pq["latency_ns"].to_numpy()[mask]
-    ci = batch_means_ci(q_done[mask], lat, lo, hi)
+    ci = batch_means_ci(q_done[mask], lat, lo, hi, min_batch_queries=in_flight)
     if not steady:
         ci = batch_means_ci(q_done[:0], lat[:0], lo, hi)
         ci["ci_note"] = ("no interval: no steady state (fewer completions in the window than "

@@ -410,7 +410,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                                   min(done_stop, total))
         done = int(st.scal[SC_DONE])
         if stopped == STOP_ALL and done >= next_check and not finished:
-            if _ci_reached(st.q_done, st.q_arrival, ci_target, warmup):
+            if _ci_reached(st.q_done, st.q_arrival, ci_target, warmup, max_inflight):
                 admitted = int(st.scal[SC_NEXTQ])
                 if admitted < Q:
                     # admit no more queries: those in flight run to completion
@@ -456,7 +456,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
 
 
 def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,
-                warmup: float) -> bool:
+                warmup: float, max_inflight: int) -> bool:
     """The stop test of ``simulate(ci_target=...)``: over the queries completed so far, with
     the steady-state window of ``warmup``, is the QPS interval's relative half-width at most
     ``ci_target``? (False when no interval can be claimed yet.)"""
@@ -465,5 +465,6 @@ def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,
     done = q_done[q_done >= 0]
     arr = q_arrival[q_done >= 0]
     lo, hi, mask = steady_window(done, warmup)
-    ci = batch_means_ci(done[mask], (done[mask] - arr[mask]) * (TCK_PS / 1000.0), lo, hi)
+    ci = batch_means_ci(done[mask], (done[mask] - arr[mask]) * (TCK_PS / 1000.0), lo, hi,
+                        min_batch_queries=max_inflight)
     return bool(ci["qps_ci_rel_halfwidth"] <= ci_target)

@@ -96,3 +96,46 @@ def test_t_quantile_matches_scipy():
         assert abs(t_quantile_975(df) - stats.t.ppf(0.975, df)) < 1e-3
     for df in (9, 19, 39):      # the batch counts the intervals use
         assert abs(t_quantile_975(df) - stats.t.ppf(0.975, df)) < 1e-4
+
+
+def _trace(num_queries):
+    from cosmos_helpers import make_trace
+    return make_trace(num_queries=num_queries, hops=3, reads_per_hop=4, seed=1)
+
+
+def test_ci_target_stops_and_equals_a_run_of_its_queries():
+    """A run stopped by ci_target simulated exactly its first N queries: the same completions
+    as a run of num_queries=N; its summary says so; the same inputs stop at the same N."""
+    from cosmos.presets import get_preset
+    from cosmos.simulate import simulate
+
+    tr = _trace(1500)
+    cfg = get_preset("base")
+    r = simulate(cfg, tr, ci_target=0.03, ci_min_queries=300, progress=False)
+    s = r.summary()
+    assert r.stopped == s["stopped"] == "ci-target"
+    assert 300 <= r.queries == s["num_queries"] < 1500 and s["trace_queries"] == 1500
+    assert (r.state.q_done[:r.queries] >= 0).all()
+    assert s["qps_ci_low"] < s["qps"] < s["qps_ci_high"]
+    again = simulate(cfg, tr, ci_target=0.03, ci_min_queries=300, progress=False)
+    assert again.queries == r.queries
+    assert np.array_equal(again.state.q_done, r.state.q_done)
+    ref = simulate(cfg, tr, num_queries=r.queries, progress=False)
+    assert np.array_equal(ref.state.q_done, r.state.q_done[:r.queries])
+    s_ref = ref.summary()
+    for k in ("qps", "qps_ci_low", "latency_mean_ns", "dram_requests", "breakdown_ns"):
+        assert s_ref[k] == s[k], k
+    full = simulate(cfg, tr, progress=False).summary()
+    assert full["stopped"] == "all queries" and full["num_queries"] == 1500
+    # never stops before the minimum number of queries
+    late = simulate(cfg, tr, ci_target=0.5, ci_min_queries=1400, progress=False)
+    assert late.queries >= 1400
+
+
+def test_ci_target_rejected_values():
+    from cosmos.presets import get_preset
+    from cosmos.simulate import simulate
+
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="ci_target"):
+            simulate(get_preset("base"), _trace(10), ci_target=bad, progress=False)
