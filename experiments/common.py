@@ -255,15 +255,18 @@ def add_ratio_ci(df, ratio: str, reference: str, key: str = "dataset") -> None:
     df[f"{ratio}_ci_high"] = df[ratio] * (1 + r)
 
 
-def error_bars(frame, column: str):
-    """(2, n) asymmetric error bars of ``column`` from ``<column>_ci_low`` / ``_ci_high`` (0
-    where there is no interval), or None if the frame has no interval columns."""
+def error_bars(frame, column: str, low: str | None = None, high: str | None = None,
+               scale: float = 1.0):
+    """(2, n) asymmetric error bars of ``column`` from its interval columns (``low`` /
+    ``high``, default ``<column>_ci_low`` / ``<column>_ci_high``), times ``scale`` (the unit
+    of the plotted values); 0 where there is no interval; None if the frame has no interval
+    columns."""
     import numpy as np
 
-    lo_c, hi_c = f"{column}_ci_low", f"{column}_ci_high"
+    lo_c, hi_c = low or f"{column}_ci_low", high or f"{column}_ci_high"
     if lo_c not in frame or hi_c not in frame:
         return None
     v = frame[column].to_numpy(float)
     lo = np.nan_to_num(v - frame[lo_c].to_numpy(float), nan=0.0)
     hi = np.nan_to_num(frame[hi_c].to_numpy(float) - v, nan=0.0, posinf=0.0)
-    return np.vstack([np.maximum(lo, 0), np.maximum(hi, 0)])
+    return np.vstack([np.maximum(lo, 0), np.maximum(hi, 0)]) * scale

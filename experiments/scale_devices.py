@@ -17,7 +17,7 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
-from experiments.common import pyplot, save_figure, write_csv
+from experiments.common import error_bars, pyplot, save_figure, write_csv
 from experiments.sim import simulate_task
 
 NAME = "scale_devices"
@@ -73,6 +73,8 @@ def plot(folder) -> None:
     fig, ax = plt.subplots(figsize=(4.4, 3.2))
     for s, sub in df.groupby("system", sort=False):
         line, = ax.plot(sub.devices, sub.qps, marker="o", label=s)
+        ax.errorbar(sub.devices, sub.qps, yerr=error_bars(sub, "qps"), fmt="none",
+                    ecolor=line.get_color(), capsize=2, lw=0.8)
         if "steady_state" in sub:                  # open marker: no steady state (see summary)
             bad = sub[~sub.steady_state.astype(bool)]
             ax.plot(bad.devices, bad.qps, ls="none", marker="o", mfc="white",

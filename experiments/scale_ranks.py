@@ -16,7 +16,7 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
-from experiments.common import pyplot, save_figure, write_csv
+from experiments.common import error_bars, pyplot, save_figure, write_csv
 from experiments.sim import simulate_task
 
 NAME = "scale_ranks"
@@ -55,7 +55,9 @@ def plot(folder) -> None:
     fig, axes = plt.subplots(1, len(fams), figsize=(3.8 * len(fams), 3.2), squeeze=False)
     for ax, fam in zip(axes[0], fams):
         for s, sub in df[df.dataset == fam].groupby("system", sort=False):
-            ax.plot(sub.ranks, sub.qps, marker="o", label=s)
+            line, = ax.plot(sub.ranks, sub.qps, marker="o", label=s)
+            ax.errorbar(sub.ranks, sub.qps, yerr=error_bars(sub, "qps"), fmt="none",
+                        ecolor=line.get_color(), capsize=2, lw=0.8)
         ax.set_xticks(sorted(df.ranks.unique()))
         ax.set_xlabel("ranks per channel")
         ax.set_ylabel("QPS")
