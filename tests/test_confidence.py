@@ -139,3 +139,25 @@ def test_ci_target_rejected_values():
     for bad in (0.0, 1.0, -0.1):
         with pytest.raises(ValueError, match="ci_target"):
             simulate(get_preset("base"), _trace(10), ci_target=bad, progress=False)
+
+
+def test_cli_reports_the_interval_and_the_stop(tmp_path, capsys):
+    """`cosmos simulate --ci-target`: summary.json has the intervals, the queries simulated
+    and why the run stopped; the printed line says them too."""
+    import json
+
+    from cosmos.cli import main
+    from cosmos_helpers import make_trace
+
+    trace = tmp_path / "t.npz"
+    np.savez(trace, **make_trace(num_queries=1500, hops=3, reads_per_hop=4, seed=1))
+    out = tmp_path / "res"
+    assert main(["simulate", "--system", "base", "--trace", str(trace), "--out", str(out),
+                 "--no-progress", "--ci-target", "0.03", "--ci-min-queries", "300"]) == 0
+    text = capsys.readouterr().out
+    s = json.loads((out / "summary.json").read_text())
+    assert s["stopped"] == "ci-target" and s["ci_target"] == 0.03
+    assert 300 <= s["num_queries"] < s["trace_queries"] == 1500
+    assert s["qps_ci_low"] < s["qps"] < s["qps_ci_high"]
+    assert "95% CI" in text and f"{s['num_queries']} of 1500 queries" in text
+    assert "stopped: ci-target" in text
