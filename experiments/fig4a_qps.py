@@ -77,6 +77,10 @@ def run(ctx) -> dict:
         sub = df[df.dataset == fam].set_index("system")
         out[f"{fam}_cosmos_vs_base"] = round(float(sub.loc["cosmos", "qps_vs_base"]), 2)
         out[f"{fam}_cosmos_vs_cxl-anns"] = round(float(sub.loc["cosmos", "qps_vs_cxl_anns"]), 2)
+        for ratio, name in (("qps_vs_base", "base"), ("qps_vs_cxl_anns", "cxl-anns")):
+            # the 95 % interval of the ratio (null where a run had none)
+            ci = [float(sub.loc["cosmos", f"{ratio}_ci_{e}"]) for e in ("low", "high")]
+            out[f"{fam}_cosmos_vs_{name}_ci95"] = [round(v, 3) if v == v else None for v in ci]
     return out
 
 
@@ -134,15 +138,23 @@ def plot(folder) -> None:
 def summary_md(folder) -> str:
     df = pd.read_csv(Path(folder) / "qps.csv")
     lines = ["## Fig. 4a: relative QPS (ours vs paper)", "",
-             "| dataset | system | QPS | x Base (ours) | x Base (paper) | x CXL-ANNS (ours) "
+             "| dataset | system | QPS (95 % CI) | x Base (ours, 95 % CI) | x Base (paper) "
+             "| x CXL-ANNS (ours) "
              "| x CXL-ANNS (paper) |", "|---|---|---|---|---|---|---|"]
 
     def fmt(v):
         return "" if pd.isna(v) else f"{v:.2f}"
 
+    def ci(r, col, spec):
+        lo, hi = getattr(r, f"{col}_ci_low", float("nan")), getattr(r, f"{col}_ci_high",
+                                                                       float("nan"))
+        return "" if pd.isna(lo) or pd.isna(hi) else f" ({lo:{spec}}-{hi:{spec}})"
+
     for r in df.itertuples():
-        lines.append(f"| {r.dataset} | {r.system} | {r.qps:,.0f} | {r.qps_vs_base:.2f} | "
-                     f"{fmt(r.paper_qps_vs_base)} | {r.qps_vs_cxl_anns:.2f} | "
+        lines.append(f"| {r.dataset} | {r.system} | {r.qps:,.0f}{ci(r, 'qps', ',.0f')} | "
+                     f"{r.qps_vs_base:.2f}{ci(r, 'qps_vs_base', '.2f')} | "
+                     f"{fmt(r.paper_qps_vs_base)} | "
+                     f"{r.qps_vs_cxl_anns:.2f}{ci(r, 'qps_vs_cxl_anns', '.2f')} | "
                      f"{fmt(r.paper_qps_vs_cxl_anns)} |")
     lines.append("")
     for fam in dict.fromkeys(df.dataset):
