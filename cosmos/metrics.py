@@ -110,6 +110,12 @@ CI_START_BATCHES = 40
 #: ... halve their number (double the batch size) while the lag-1 autocorrelation of the batch
 #: means is at least this ...
 CI_MAX_LAG1 = 0.2
+#: ... or at most this: batch means alternating high / low (the closed loop's completions come
+#: in waves, and batch boundaries falling before or after a pause split the waves unevenly:
+#: measured -0.95 at 40 batches on a default-scale CXL-ANNS run, where pairs of batches sum
+#: to a steady rate and the naive variance overstated the error up to 30x). Strongly negative
+#: (more than 3 standard errors of the estimate at 40 batches below 0); an estimate.
+CI_MIN_LAG1 = -0.5
 #: ... but never use fewer batches than this (below it the Student-t interval is too wide to
 #: be useful and the autocorrelation check meaningless): no interval then.
 CI_MIN_BATCHES = 10
@@ -165,8 +171,9 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
 
     Batch-size rule, for each series on its own (time per query; latency): start with
     :data:`CI_START_BATCHES` batches and halve their number while the lag-1 autocorrelation of
-    the batch means is >= :data:`CI_MAX_LAG1` or a batch holds fewer than
-    ``min_batch_queries`` completions (the summary passes the queries in flight); stop at :data:`CI_MIN_BATCHES` batches: if the batch means are still correlated there, or
+    the batch means is >= :data:`CI_MAX_LAG1` or <= :data:`CI_MIN_LAG1` or a batch holds
+    fewer than ``min_batch_queries`` completions (the summary passes the queries in flight);
+    stop at :data:`CI_MIN_BATCHES` batches: if the batch means are still correlated there, or
     the window holds fewer than ``2 x CI_MIN_BATCHES`` completions, no interval is claimed
     (NaN, and ``ci_note`` says why). This is the method of batch means as in A. M. Law,
     "Simulation Modeling and Analysis" (the chapter on output analysis of steady-state
@@ -211,14 +218,15 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
         while True:
             means = batches(k)[which]
             rho = _lag1(means)
-            if (rho < CI_MAX_LAG1 and n // k >= min_batch_queries) or \
+            if (CI_MIN_LAG1 < rho < CI_MAX_LAG1 and n // k >= min_batch_queries) or \
                     k // 2 < CI_MIN_BATCHES:
                 break
             k //= 2
         note = ""
-        if rho >= CI_MAX_LAG1:
+        if not CI_MIN_LAG1 < rho < CI_MAX_LAG1:
             note = (f"the means of {k} batches of {n // k} completions are still correlated "
-                    f"(lag-1 autocorrelation {rho:.2f} >= {CI_MAX_LAG1})")
+                    f"(lag-1 autocorrelation {rho:.2f}, outside "
+                    f"({CI_MIN_LAG1}, {CI_MAX_LAG1}))")
         elif n // k < min_batch_queries:
             note = (f"{n} completions in the window make batches of {n // k}, shorter than "
                     f"{min_batch_queries} (the queries in flight: one correlation time)")

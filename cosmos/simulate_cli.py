@@ -239,6 +239,7 @@ def run(args) -> int:
           f"{summ['qps_ci_high']:.0f}), latency mean {summ['latency_mean_ns']:.0f} ns (95% CI "
           f"{summ['latency_mean_ci_low_ns']:.0f}-{summ['latency_mean_ci_high_ns']:.0f}), "
           f"p99 {summ['latency_p99_ns']:.0f} ns; breakdown (ns) "
-          + ", ".join(f"{k} {v:.0f}" for k, v in b.items()) + f"; {summ['num_queries']} of {summ['trace_queries']} queries simulated "
+          + ", ".join(f"{k} {v:.0f}" for k, v in b.items())
+          + f"; {summ['num_queries']} of {summ['trace_queries']} queries simulated "
           f"(stopped: {summ['stopped']}); results in {out}")
     return 0

@@ -51,7 +51,8 @@ def run(ctx) -> dict:
     devices = [d for d in DEVICES if d <= ctx.scale.num_clusters]
     tasks = [dict(system=s, trace_path=str(path), overrides={"device.count": d},
                   num_queries=queries_for(s, d, ctx.scale.sweep_queries), seed=ctx.seed,
-                  warmup=WARMUP, ci_target=ctx.scale.ci_target, tags={"dataset": fam, "system": s, "devices": d})
+                  warmup=WARMUP, ci_target=ctx.scale.ci_target,
+                  tags={"dataset": fam, "system": s, "devices": d})
              for s in SYSTEMS for d in devices]
     df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="devices sweep"))
     cols = ["dataset", "system", "devices", "num_queries", "stopped", "steady_state", "qps",

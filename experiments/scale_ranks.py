@@ -31,7 +31,8 @@ def run(ctx) -> dict:
         path = ctx.trace_file(fam)
         tasks += [dict(system=s, trace_path=str(path), overrides={"device.ranks": r},
                        num_queries=ctx.scale.sweep_queries, seed=ctx.seed,
-                       ci_target=ctx.scale.ci_target, tags={"dataset": fam, "system": s, "ranks": r})
+                       ci_target=ctx.scale.ci_target,
+                       tags={"dataset": fam, "system": s, "ranks": r})
                   for s in SYSTEMS for r in RANKS]
     df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="ranks sweep"))
     cols = ["dataset", "system", "ranks", "qps", "qps_ci_low", "qps_ci_high", "num_queries",
