@@ -235,9 +235,13 @@ def run(args) -> int:
     b = summ["breakdown_ns"]
     if summ["ci_note"]:
         print(f"cosmos simulate: note: {summ['ci_note']}", file=sys.stderr)
-    print(f"{cfg.name}: {summ['qps']:.0f} QPS (95% CI {summ['qps_ci_low']:.0f}-"
-          f"{summ['qps_ci_high']:.0f}), latency mean {summ['latency_mean_ns']:.0f} ns (95% CI "
-          f"{summ['latency_mean_ci_low_ns']:.0f}-{summ['latency_mean_ci_high_ns']:.0f}), "
+    def ci(lo, hi):
+        return "95% CI: none, see the note" if lo != lo or hi != hi else \
+            f"95% CI {lo:.0f}-{hi:.0f}"
+
+    print(f"{cfg.name}: {summ['qps']:.0f} QPS ({ci(summ['qps_ci_low'], summ['qps_ci_high'])}), "
+          f"latency mean {summ['latency_mean_ns']:.0f} ns "
+          f"({ci(summ['latency_mean_ci_low_ns'], summ['latency_mean_ci_high_ns'])}), "
           f"p99 {summ['latency_p99_ns']:.0f} ns; breakdown (ns) "
           + ", ".join(f"{k} {v:.0f}" for k, v in b.items())
           + f"; {summ['num_queries']} of {summ['trace_queries']} queries simulated "
