@@ -13,6 +13,15 @@ Definitions
   stays in ``qps_window``.
 - Latency of a query = completion - admission (closed loop) or arrival (open loop), in ns;
   mean / p50 / p99 over the queries completing in the window.
+- Confidence intervals (95 %) of the steady-state ``qps`` and ``latency_mean_ns``: batch
+  means over the window's completions (:func:`batch_means_ci`, where the batch-size rule and
+  why it is valid for this closed loop are stated). ``qps_ci_low`` / ``qps_ci_high``,
+  ``latency_mean_ci_low_ns`` / ``latency_mean_ci_high_ns``, ``qps_ci_rel_halfwidth``,
+  ``ci_batches``, ``ci_batch_queries``; NaN with ``ci_note`` saying why when the window
+  cannot support an interval (too few completions, or batch means still correlated).
+- A run stopped early (``simulate(ci_target=...)``) simulated only its first
+  ``num_queries`` queries of the trace (``stopped`` = "ci-target"; else "all queries"):
+  every figure is over those queries, which all completed.
 - Breakdown (the paper's Fig. 4b): along each query's critical path (its last task and,
   recursively, the predecessor that finished last), the time spent in steps of each category:
   graph traversal (adjacency reads + visited checks), distance calculation (vector reads +
@@ -45,8 +54,9 @@ NS_PER_CYCLE = TCK_PS / 1000.0
 def _critical_breakdown(res) -> np.ndarray:
     """(Q, 5) cycles per category along each query's critical path."""
     pg, st = res.program, res.state
-    sink = pg.query_task_ptr[1:] - 1
-    out = np.zeros((pg.num_queries, len(CATEGORIES)), np.int64)
+    Q = res.queries
+    sink = pg.query_task_ptr[1:Q + 1] - 1
+    out = np.zeros((Q, len(CATEGORIES)), np.int64)
     cur = sink.copy()
     alive = cur >= 0
     for _ in range(64):
@@ -63,13 +73,15 @@ def _critical_breakdown(res) -> np.ndarray:
 def per_query(res) -> pd.DataFrame:
     """One row per query: arrival/completion (ns), latency (ns), breakdown columns (ns)."""
     st = res.state
+    Q = res.queries                  # the first Q queries ran (all unless stopped early)
     bd = _critical_breakdown(res) * NS_PER_CYCLE
+    arrival, done = st.q_arrival[:Q], st.q_done[:Q]
     df = pd.DataFrame({
-        "query": np.arange(res.program.num_queries),
-        "arrival_ns": st.q_arrival * NS_PER_CYCLE,
-        "done_ns": st.q_done * NS_PER_CYCLE,
-        "latency_ns": (st.q_done - st.q_arrival) * NS_PER_CYCLE,
-        "requests": res.program.requests_per_query(),
+        "query": np.arange(Q),
+        "arrival_ns": arrival * NS_PER_CYCLE,
+        "done_ns": done * NS_PER_CYCLE,
+        "latency_ns": (done - arrival) * NS_PER_CYCLE,
+        "requests": res.program.requests_per_query()[:Q],
     })
     for j, name in enumerate(CATEGORIES):
         df[f"{name}_ns"] = bd[:, j]
@@ -89,6 +101,161 @@ def steady_window(done_cycles: np.ndarray, warmup: float = 0.1):
     hi = d[i_hi]
     mask = (done_cycles > lo) & (done_cycles <= hi) if i_lo > 0 else done_cycles <= hi
     return int(lo), int(hi), mask
+
+
+#: Confidence level of every interval the metrics report.
+CI_LEVEL = 0.95
+#: Batch-means rule (:func:`batch_means_ci`): start with this many batches ...
+CI_START_BATCHES = 40
+#: ... halve their number (double the batch size) while the lag-1 autocorrelation of the batch
+#: means is at least this ...
+CI_MAX_LAG1 = 0.2
+#: ... or at most this: batch means alternating high / low (the closed loop's completions come
+#: in waves, and batch boundaries falling before or after a pause split the waves unevenly:
+#: measured -0.95 at 40 batches on a default-scale CXL-ANNS run, where pairs of batches sum
+#: to a steady rate and the naive variance overstated the error up to 30x). Strongly negative
+#: (more than 3 standard errors of the estimate at 40 batches below 0); an estimate.
+CI_MIN_LAG1 = -0.5
+#: ... but never use fewer batches than this (below it the Student-t interval is too wide to
+#: be useful and the autocorrelation check meaningless): no interval then.
+CI_MIN_BATCHES = 10
+
+
+def t_quantile_975(df: float) -> float:
+    """Two-sided 95 % Student-t quantile (the 0.975 quantile) for ``df`` >= 1 degrees of
+    freedom: the Cornish-Fisher expansion of t about the normal quantile (Abramowitz & Stegun
+    26.7.5) to the 1/df**4 term; within 1e-3 of the exact value from df = 5 on (the intervals use
+    df >= 9), checked against scipy in the tests."""
+    if not df >= 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    z = 1.959963984540054
+    z3, z5, z7, z9 = z**3, z**5, z**7, z**9
+    return float(z + (z3 + z) / (4 * df)
+                 + (5 * z5 + 16 * z3 + 3 * z) / (96 * df**2)
+                 + (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * df**3)
+                 + (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / (92160 * df**4))
+
+
+def _lag1(x: np.ndarray) -> float:
+    """Lag-1 sample autocorrelation of ``x`` (0 for a constant series)."""
+    d = x - x.mean()
+    den = float(d @ d)
+    return float(d[:-1] @ d[1:]) / den if den > 0 else 0.0
+
+
+def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: int,
+                   hi_cycles: int, level: float = CI_LEVEL, min_batch_queries: int = 1) -> dict:
+    """95 % confidence intervals of the steady-state throughput and mean latency by batch means.
+
+    Parameters
+    ----------
+    done_cycles : (n,) int64
+        Completion cycles of the queries completing in the steady-state window
+        ``(lo_cycles, hi_cycles]``, any order.
+    latency_ns : (n,) float
+        Their latencies, in the same order.
+    lo_cycles, hi_cycles : int
+        The window (:func:`steady_window`).
+
+    Method
+    ------
+    The window's completions, in completion order (ties: the order given, which is query order),
+    are cut into ``k`` consecutive batches of (nearly) equal size; batch ``j`` covers the time
+    from the previous batch's last completion (the window start for the first) to its own last
+    one. Per batch: the time per query (span / completions) and the mean latency. Throughput
+    is a ratio: its point estimate is the window's own ``n / (hi - lo)`` = 1 / (mean time per
+    query), so its interval is the interval of the mean time per query ``g`` turned over,
+    ``[1 / (g + h), 1 / (g - h)]`` (not the average of per-batch rates, which is biased up).
+    Half-width ``h = t(k-1) s / sqrt(k)`` with ``s`` the standard deviation of the batch means
+    and ``t`` the Student-t 0.975 quantile.
+
+    Batch-size rule, for each series on its own (time per query; latency): start with
+    :data:`CI_START_BATCHES` batches and halve their number while the lag-1 autocorrelation of
+    the batch means is >= :data:`CI_MAX_LAG1` or <= :data:`CI_MIN_LAG1` or a batch holds
+    fewer than ``min_batch_queries`` completions (the summary passes the queries in flight);
+    stop at :data:`CI_MIN_BATCHES` batches: if the batch means are still correlated there, or
+    the window holds fewer than ``2 x CI_MIN_BATCHES`` completions, no interval is claimed
+    (NaN, and ``ci_note`` says why). This is the method of batch means as in A. M. Law,
+    "Simulation Modeling and Analysis" (the chapter on output analysis of steady-state
+    simulations, method of batch means: 10 to 30-40 batches, with a check that the batch means'
+    lag-1 correlation is small, after Law & Carson 1979).
+
+    Why it is valid here: after warm-up the closed loop (a fixed number of queries in flight,
+    each replaced by the next trace query as it completes) is a stationary process whose
+    memory is short: a query's completion depends on the queries in flight with it, i.e. on
+    about one latency (``max_inflight`` completions) of history, and the trace's queries are
+    independent draws of the same search. Batches much longer than that correlation time
+    have nearly independent means, which are nearly normal by the central limit theorem; the
+    lag-1 check rejects batch sizes for which that is not yet true, so a window that is too
+    short for the correlation time gives no interval rather than a false one.
+    """
+    d = np.asarray(done_cycles, dtype=np.int64)
+    lat = np.asarray(latency_ns, dtype=np.float64)
+    n = int(d.shape[0])
+    nan = float("nan")
+    out = {"qps_ci_low": nan, "qps_ci_high": nan, "qps_ci_rel_halfwidth": nan,
+           "latency_mean_ci_low_ns": nan, "latency_mean_ci_high_ns": nan,
+           "ci_level": level, "ci_batches": 0, "ci_batch_queries": 0, "ci_lag1": nan,
+           "ci_latency_batches": 0, "ci_latency_lag1": nan, "ci_note": ""}
+    if level != CI_LEVEL:
+        raise ValueError(f"only {CI_LEVEL} confidence intervals are implemented, got {level}")
+    if n < 2 * CI_MIN_BATCHES or hi_cycles <= lo_cycles:
+        out["ci_note"] = (f"no interval: {n} completions in the steady-state window, fewer "
+                          f"than {2 * CI_MIN_BATCHES} (simulate more queries)")
+        return out
+    order = np.argsort(d, kind="stable")
+    d, lat = d[order], lat[order]
+    def batches(k):
+        edges = (np.arange(k + 1) * n) // k         # batch j = completions edges[j]:edges[j+1]
+        sizes = np.diff(edges).astype(np.float64)
+        ends = d[edges[1:] - 1].astype(np.float64)
+        starts = np.concatenate([[float(lo_cycles)], ends[:-1]])
+        return (ends - starts) / sizes, np.add.reduceat(lat, edges[:-1]) / sizes
+
+    def choose(which):
+        """(batches, their means, lag-1 autocorrelation, note) of one series by the rule."""
+        k = min(CI_START_BATCHES, n // 2)
+        while True:
+            means = batches(k)[which]
+            rho = _lag1(means)
+            if (CI_MIN_LAG1 < rho < CI_MAX_LAG1 and n // k >= min_batch_queries) or \
+                    k // 2 < CI_MIN_BATCHES:
+                break
+            k //= 2
+        note = ""
+        if not CI_MIN_LAG1 < rho < CI_MAX_LAG1:
+            note = (f"the means of {k} batches of {n // k} completions are still correlated "
+                    f"(lag-1 autocorrelation {rho:.2f}, outside "
+                    f"({CI_MIN_LAG1}, {CI_MAX_LAG1}))")
+        elif n // k < min_batch_queries:
+            note = (f"{n} completions in the window make batches of {n // k}, shorter than "
+                    f"{min_batch_queries} (the queries in flight: one correlation time)")
+        return k, means, rho, note
+
+    sec = TCK_PS * 1e-12
+    k, gap, rho, note = choose(0)
+    out["ci_batches"], out["ci_batch_queries"], out["ci_lag1"] = k, int(n // k), rho
+    notes = []
+    if note:
+        notes.append(f"no QPS interval: {note}")
+    else:
+        tq = t_quantile_975(k - 1)
+        g = (hi_cycles - lo_cycles) / n              # the point estimate's cycles per query
+        h = tq * gap.std(ddof=1) / np.sqrt(k)
+        out["qps_ci_low"] = 1.0 / ((g + h) * sec)
+        out["qps_ci_high"] = 1.0 / ((g - h) * sec) if g > h else float("inf")
+        out["qps_ci_rel_halfwidth"] = float(h / g)
+    k, lat_b, rho, note = choose(1)
+    out["ci_latency_batches"], out["ci_latency_lag1"] = k, rho
+    if note:
+        notes.append(f"no latency interval: {note}")
+    else:
+        lm = float(lat.mean())
+        lh = t_quantile_975(k - 1) * float(lat_b.std(ddof=1)) / np.sqrt(k)
+        out["latency_mean_ci_low_ns"], out["latency_mean_ci_high_ns"] = lm - lh, lm + lh
+    if notes:
+        out["ci_note"] = "; ".join(notes) + "; simulate more queries"
+    return out
 
 
 def _dram_busy(res) -> list:
@@ -163,17 +330,23 @@ def summary(res, warmup: float = 0.1) -> dict:
     """
     st, cfg = res.state, res.config
     pq = per_query(res)
-    lo, hi, mask = steady_window(st.q_done, warmup)
+    q_done = st.q_done[:res.queries]
+    lo, hi, mask = steady_window(q_done, warmup)
     win_s = (hi - lo) * TCK_PS * 1e-12
     n_win = int(mask.sum())
     qps_window = n_win / win_s if win_s > 0 else float("nan")
     cycles = max(res.cycles, 1)
     seconds = cycles * TCK_PS * 1e-12
-    Q = res.program.num_queries
+    Q = res.queries
     in_flight = min(int(res.max_inflight), Q)
     steady = bool(win_s > 0 and n_win >= in_flight)
     qps = qps_window if steady else Q / seconds
     lat = pq["latency_ns"].to_numpy()[mask]
+    ci = batch_means_ci(q_done[mask], lat, lo, hi, min_batch_queries=in_flight)
+    if not steady:
+        ci = batch_means_ci(q_done[:0], lat[:0], lo, hi)
+        ci["ci_note"] = ("no interval: no steady state (fewer completions in the window than "
+                         "queries in flight)")
     dev = per_device(res)
     # load imbalance over the index's memory (a host graph cache is not a device)
     loads = dev.loc[dev["memory"] != "host-cache", "dram_requests"].to_numpy(dtype=float)
@@ -186,13 +359,26 @@ def summary(res, warmup: float = 0.1) -> dict:
         "rate_qps": res.rate_qps,
         "max_inflight": res.max_inflight,
         "num_queries": Q,
+        "trace_queries": res.program.num_queries,
+        "stopped": res.stopped,
+        "ci_target": res.ci_target,
         "warmup_fraction": warmup,
         "window_queries": n_win,
         "steady_state": steady,
         "qps": qps,
         "qps_window": qps_window,
         "qps_overall": Q / seconds,
+        "qps_ci_low": ci["qps_ci_low"],
+        "qps_ci_high": ci["qps_ci_high"],
+        "qps_ci_rel_halfwidth": ci["qps_ci_rel_halfwidth"],
         "latency_mean_ns": float(lat.mean()) if lat.size else float("nan"),
+        "latency_mean_ci_low_ns": ci["latency_mean_ci_low_ns"],
+        "latency_mean_ci_high_ns": ci["latency_mean_ci_high_ns"],
+        "ci_level": ci["ci_level"],
+        "ci_batches": ci["ci_batches"],
+        "ci_batch_queries": ci["ci_batch_queries"],
+        "ci_lag1": ci["ci_lag1"],
+        "ci_note": ci["ci_note"],
         "latency_p50_ns": float(np.percentile(lat, 50)) if lat.size else float("nan"),
         "latency_p99_ns": float(np.percentile(lat, 99)) if lat.size else float("nan"),
         "breakdown_ns": {c: float(pq[f"{c}_ns"].to_numpy()[mask].mean()) if n_win else
@@ -222,7 +408,9 @@ def summary(res, warmup: float = 0.1) -> dict:
             out["gpc_busy_fraction"] = [float(x) for x in dev["gpc_busy_fraction"][:D]]
         # LIR of the placement by cluster searches (placement package's definition)
         pg = res.program
-        search_dev = pg.task_device[pg.task_pool == 1 + pg.task_device] if on_gpc else None
+        ran = slice(0, int(pg.query_task_ptr[Q]))      # the tasks of the queries simulated
+        tdev, tpool = pg.task_device[ran], pg.task_pool[ran]
+        search_dev = tdev[tpool == 1 + tdev] if on_gpc else None
         if search_dev is not None and search_dev.size:
             loads = np.bincount(search_dev, minlength=D).astype(float)
             out["device_tasks"] = [int(x) for x in loads]

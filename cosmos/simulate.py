@@ -29,6 +29,21 @@ MODES = ("closed", "open")
 #: arrival times and everything added to them stay exact.
 MAX_ARRIVAL_CYCLES = 2**55
 
+#: Stop reasons of a run (``SimResult.stopped``, ``summary()["stopped"]``).
+STOP_ALL, STOP_CI = "all queries", "ci-target"
+
+#: ``ci_target``: the stop test never runs before this many completions (and 10 x the
+#: queries in flight): an estimate, chosen so that the steady-state window holds at least
+#: 10 batches several correlation times (one latency, ~``max_inflight`` completions) long
+#: and the warm-up transient (the first 10 % of completions) is left far behind.
+CI_MIN_QUERIES = 2_000
+
+
+def ci_check_every(max_inflight: int) -> int:
+    """Completions between two stop tests of ``ci_target``: twice the queries in flight (at
+    least 100), so each test sees at least one more turnover of every context."""
+    return max(100, 2 * int(max_inflight))
+
 
 def default_max_inflight(cfg: SystemConfig) -> int:
     """Queries in flight in closed loop unless told otherwise: one per search context (the
@@ -174,6 +189,15 @@ class SimResult:
     max_inflight: int
     pool_sizes: np.ndarray
     extra: dict = field(default_factory=dict)
+    #: queries simulated: the first ``queries`` of the program (all, unless stopped early)
+    queries: int | None = None
+    #: why the run ended: :data:`STOP_ALL` or :data:`STOP_CI` (``ci_target`` reached)
+    stopped: str = STOP_ALL
+    ci_target: float | None = None
+
+    def __post_init__(self):
+        if self.queries is None:
+            self.queries = self.program.num_queries
 
     def summary(self, warmup: float = 0.1) -> dict:
         from cosmos.metrics import summary
@@ -184,7 +208,9 @@ class SimResult:
 def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
              mode: str = "closed", rate_qps: float | None = None, max_inflight: int | None = None,
              seed: int = 0, progress: bool = True, cluster_device: np.ndarray | None = None,
-             chunk_cycles: int = 2_000_000, specialize: bool | None = None) -> SimResult:
+             chunk_cycles: int = 2_000_000, specialize: bool | None = None,
+             ci_target: float | None = None, ci_min_queries: int | None = None,
+             warmup: float = 0.1) -> SimResult:
     """Simulate ``cfg`` on the logical ``trace``.
 
     Parameters
@@ -205,6 +231,19 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         minute the first time a configuration is seen). Default: ``COSMOS_SPECIALIZE`` (0 or
         1) if set, else only for runs of at least :data:`cosmos.specialize.MIN_REQUESTS`
         DRAM requests.
+    ci_target : float, optional
+        Stop once the 95 % confidence interval of the steady-state QPS is this tight (its
+        half-width over the estimate, e.g. 0.01; :func:`cosmos.metrics.batch_means_ci` on
+        the completions so far, with the steady-state window of ``warmup``). Tested every
+        :func:`ci_check_every` completions, never before ``ci_min_queries`` completions
+        (default: the larger of :data:`CI_MIN_QUERIES` and 10 x ``max_inflight``). When it
+        holds, no further query of the trace is admitted; the queries already admitted run to
+        completion (the drain, which the steady-state window leaves out as it does at the
+        end of a whole trace), so the result is the first ``SimResult.queries`` queries of
+        the trace, every one complete, and ``stopped`` = "ci-target". The final summary's
+        interval is computed again on that run and may be slightly wider than the target.
+        Deterministic: the tests happen at completion counts, and where a test happens the
+        engine is at a point fixed by the inputs (trace, config, seed, ``chunk_cycles``).
 
     Raises
     ------
@@ -223,7 +262,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                                CI_MAP, CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SHIFTS,
                                CI_RING, CI_SW_LAT, CI_SWITCH, CI_WIN, N_CI, RESPONSE_RING,
                                WIN_MAX,
-                               SC_DONE, SC_REQS_DONE, _admit_initial, _run_chunk,
+                               SC_DONE, SC_NEXTQ, SC_REQS_DONE, _admit_initial, _run_chunk,
                                engine_state_bytes, new_engine_state)
 
     cfg = cfg.validate()
@@ -239,6 +278,11 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         raise ValueError("the trace has no queries")
     if mode == "open":
         check_arrival_span(Q, rate_qps)     # before any work: arrivals must fit int64 cycles
+    if ci_target is not None and not (0 < ci_target < 1):
+        raise ValueError(f"ci_target (--ci-target) must be a relative half-width in (0, 1), "
+                         f"e.g. 0.01, got {ci_target}")
+    if ci_min_queries is not None and ci_min_queries < 1:
+        raise ValueError(f"ci_min_queries must be >= 1, got {ci_min_queries}")
     D = cfg.device.count
     dcfg = dram_config_for(cfg)
     params = _resolve_dram(cfg, dcfg)
@@ -348,12 +392,38 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         bar = tqdm(total=Q, unit="query", desc=f"simulate {cfg.name}", leave=False)
     last_done = 0
     stall = 0
+    # ci_target: stop tests at completion counts next_check, next_check + every, ...
+    total = Q                   # queries the run will complete (fewer once stopped)
+    stopped = STOP_ALL
+    every = ci_check_every(max_inflight)
+    next_check = Q + 1
+    if ci_target is not None:
+        next_check = max(CI_MIN_QUERIES, 10 * max_inflight) if ci_min_queries is None \
+            else int(ci_min_queries)
     while True:
         t_stop = int(st.scal[0]) + chunk_cycles
+        done_stop = int(st.scal[SC_DONE]) + max(1, Q // 50)
+        if stopped == STOP_ALL:
+            done_stop = min(done_stop, next_check)
         with vectorizing():
             finished = run_chunk(pg, st, cf, ci, params, params1, HH, arrivals, t_stop,
-                                  int(st.scal[SC_DONE]) + max(1, Q // 50))
+                                  min(done_stop, total))
         done = int(st.scal[SC_DONE])
+        if stopped == STOP_ALL and done >= next_check and not finished:
+            if _ci_reached(st.q_done, st.q_arrival, ci_target, warmup, max_inflight):
+                admitted = int(st.scal[SC_NEXTQ])
+                if admitted < Q:
+                    # admit no more queries: those in flight run to completion
+                    total = admitted
+                    st.scal[SC_NEXTQ] = Q
+                    stopped = STOP_CI
+                    if bar is not None:
+                        bar.total = total
+                        bar.refresh()
+                else:               # every query is in already: nothing left to save
+                    next_check = Q + 1
+            else:
+                next_check = done + every - (done - next_check) % every
         if bar is not None:
             bar.update(done - last_done)
         if done == last_done and mode == "closed":
@@ -364,7 +434,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         else:
             stall = 0
         last_done = done
-        if finished:
+        if finished or done >= total:
             break
     if bar is not None:
         bar.close()
@@ -375,10 +445,26 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     # task belongs to a query, so nothing is busy after that. (The engine's own clock has by
     # then jumped to the next DRAM event, usually a refresh, which would inflate whole-run
     # averages -- bandwidth, utilization -- by a fraction of a percent.)
-    end_cycle = int(st.q_done.max())           # Q >= 1 (checked above)
+    end_cycle = int(st.q_done[:total].max())   # Q >= 1 (checked above)
     return SimResult(config=cfg, trace_meta=dict(tr.meta), program=pg, layout=layout,
                      cluster_device=cluster_device, state=st, dram_state=dstate,
                      dram_params=params, num_instances=n_inst, cycles=end_cycle,
                      wall_s=wall, mode=mode, rate_qps=rate_qps, max_inflight=max_inflight,
                      pool_sizes=psizes,
-                     extra={"requests": int(st.scal[SC_REQS_DONE]), "specialized": specialized})
+                     extra={"requests": int(st.scal[SC_REQS_DONE]), "specialized": specialized},
+                     queries=total, stopped=stopped, ci_target=ci_target)
+
+
+def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,
+                warmup: float, max_inflight: int) -> bool:
+    """The stop test of ``simulate(ci_target=...)``: over the queries completed so far, with
+    the steady-state window of ``warmup``, is the QPS interval's relative half-width at most
+    ``ci_target``? (False when no interval can be claimed yet.)"""
+    from cosmos.metrics import batch_means_ci, steady_window
+
+    done = q_done[q_done >= 0]
+    arr = q_arrival[q_done >= 0]
+    lo, hi, mask = steady_window(done, warmup)
+    ci = batch_means_ci(done[mask], (done[mask] - arr[mask]) * (TCK_PS / 1000.0), lo, hi,
+                        min_batch_queries=max_inflight)
+    return bool(ci["qps_ci_rel_halfwidth"] <= ci_target)

@@ -51,6 +51,14 @@ def register(subparsers) -> None:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a config field, e.g. gpc.cores=4 (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed (open-loop arrivals, placement)")
+    p.add_argument("--ci-target", type=float, default=None, metavar="REL",
+                   help="stop once the 95%% confidence interval of the steady-state QPS has a "
+                        "relative half-width <= REL (e.g. 0.01), tested every 2 x queries in "
+                        "flight completions after max(2000, 10 x queries in flight); the "
+                        "queries in flight then finish and no more are admitted")
+    p.add_argument("--ci-min-queries", type=int, default=None, metavar="N",
+                   help="with --ci-target: completions before the first stop test (default "
+                        "max(2000, 10 x queries in flight))")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -127,6 +135,14 @@ def check_options(args) -> None:
     if not 0 <= args.warmup < 0.5:
         raise UserError(f"--warmup must be in [0, 0.5) (a fraction of the completions), got "
                         f"{args.warmup}")
+    if args.ci_target is not None and not 0 < args.ci_target < 1:
+        raise UserError(f"--ci-target must be a relative half-width in (0, 1), e.g. 0.01, got "
+                        f"{args.ci_target}")
+    if args.ci_min_queries is not None:
+        if args.ci_target is None:
+            raise UserError("--ci-min-queries applies only with --ci-target")
+        if args.ci_min_queries < 1:
+            raise UserError(f"--ci-min-queries must be >= 1, got {args.ci_min_queries}")
     if args.mode == "open":
         if args.rate is None or not args.rate > 0:
             raise UserError(f"--mode open needs --rate > 0 (arrivals per second), got "
@@ -199,7 +215,8 @@ def run(args) -> int:
 
         res = simulate(cfg, trace, num_queries=args.num_queries, mode=args.mode,
                        rate_qps=args.rate, max_inflight=args.max_inflight, seed=args.seed,
-                       progress=not args.no_progress)
+                       progress=not args.no_progress, ci_target=args.ci_target,
+                       ci_min_queries=args.ci_min_queries, warmup=args.warmup)
         summ = summary(res, warmup=args.warmup)
         conf = {"system": cfg.to_dict(), "trace_meta": res.trace_meta,
                 "options": {k: v for k, v in vars(args).items()
@@ -216,7 +233,17 @@ def run(args) -> int:
               f"queries in flight; qps is the whole-run average (qps_overall); simulate more "
               f"queries for a steady-state figure", file=sys.stderr)
     b = summ["breakdown_ns"]
-    print(f"{cfg.name}: {summ['qps']:.0f} QPS, latency mean {summ['latency_mean_ns']:.0f} ns, "
+    if summ["ci_note"]:
+        print(f"cosmos simulate: note: {summ['ci_note']}", file=sys.stderr)
+    def ci(lo, hi):
+        return "95% CI: none, see the note" if lo != lo or hi != hi else \
+            f"95% CI {lo:.0f}-{hi:.0f}"
+
+    print(f"{cfg.name}: {summ['qps']:.0f} QPS ({ci(summ['qps_ci_low'], summ['qps_ci_high'])}), "
+          f"latency mean {summ['latency_mean_ns']:.0f} ns "
+          f"({ci(summ['latency_mean_ci_low_ns'], summ['latency_mean_ci_high_ns'])}), "
           f"p99 {summ['latency_p99_ns']:.0f} ns; breakdown (ns) "
-          + ", ".join(f"{k} {v:.0f}" for k, v in b.items()) + f"; results in {out}")
+          + ", ".join(f"{k} {v:.0f}" for k, v in b.items())
+          + f"; {summ['num_queries']} of {summ['trace_queries']} queries simulated "
+          f"(stopped: {summ['stopped']}); results in {out}")
     return 0

@@ -157,7 +157,8 @@ def replay(args) -> int:
     from cosmos.simulate_cli import trace_option
     from cosmos_common import UserError
     from cosmos_common.outdir import RunFolder, check_out_dir
-    from experiments.common import results_dir, run_sweep, write_csv, write_json
+    from experiments.common import (add_ratio_ci, results_dir, run_sweep, write_csv,
+                                    write_json)
     from experiments.sim import simulate_task
 
     name = trace_option(args, "replay")
@@ -219,6 +220,9 @@ def replay(args) -> int:
         df = pd.DataFrame(rows)
         if "base" in systems:
             df["qps_vs_base"] = df["qps"] / float(df.loc[df.system == "base", "qps"].iloc[0])
+            df["_one"] = 0
+            add_ratio_ci(df, "qps_vs_base", "base", key="_one")
+            df = df.drop(columns="_one")
         write_csv(out / "systems.csv", df)
         rf.done("systems.csv")
     print(f"replay of {trace} ({meta.get('num_queries')} queries, dataset {meta.get('dataset')}):")
@@ -229,8 +233,10 @@ def replay(args) -> int:
         print(f"cosmos replay: warning: no steady state for {names}: fewer completions in the "
               f"window than queries in flight; their qps is the whole-run average "
               f"(qps_overall); replay more queries for steady-state figures", file=sys.stderr)
-    cols = ["system", "qps"] + (["qps_vs_base"] if "qps_vs_base" in df else []) + \
-        ["latency_mean_ns", "latency_p99_ns"]
+    cols = ["system", "qps", "qps_ci_low", "qps_ci_high"] + \
+        (["qps_vs_base"] if "qps_vs_base" in df else []) + \
+        ["latency_mean_ns", "latency_mean_ci_low_ns", "latency_mean_ci_high_ns",
+         "latency_p99_ns"]
     print(df[cols].to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
     print(f"results in {out}")
     return 0

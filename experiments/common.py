@@ -232,3 +232,41 @@ def run_sweep(
         return results
     finally:
         bar.close()
+
+
+def add_ratio_ci(df, ratio: str, reference: str, key: str = "dataset") -> None:
+    """Add ``<ratio>_ci_low`` / ``<ratio>_ci_high`` to ``df`` (in place): the 95 % interval of
+    ``ratio`` = a row's qps / the qps of system ``reference`` in the same ``key`` group, from
+    the two runs' own intervals (``qps_ci_low`` / ``qps_ci_high``, cosmos.metrics). The runs
+    are independent simulations, so to first order (delta method) the ratio's relative
+    half-width is the root sum of squares of theirs; the reference's own row gets [1, 1] only
+    if its interval is known (it is a ratio of a run with itself). NaN where either run has no
+    interval."""
+    import numpy as np
+
+    import pandas as pd
+
+    rel = (df["qps_ci_high"] - df["qps_ci_low"]) / (2 * df["qps"])
+    is_ref = df.system == reference
+    ref_rel = df[key].map(pd.Series(rel[is_ref].to_numpy(), index=df.loc[is_ref, key]))
+    same = (df.system == reference).to_numpy()
+    r = np.sqrt(rel ** 2 + ref_rel ** 2).where(~same, 0.0 * rel)
+    df[f"{ratio}_ci_low"] = df[ratio] * (1 - r)
+    df[f"{ratio}_ci_high"] = df[ratio] * (1 + r)
+
+
+def error_bars(frame, column: str, low: str | None = None, high: str | None = None,
+               scale: float = 1.0):
+    """(2, n) asymmetric error bars of ``column`` from its interval columns (``low`` /
+    ``high``, default ``<column>_ci_low`` / ``<column>_ci_high``), times ``scale`` (the unit
+    of the plotted values); 0 where there is no interval; None if the frame has no interval
+    columns."""
+    import numpy as np
+
+    lo_c, hi_c = low or f"{column}_ci_low", high or f"{column}_ci_high"
+    if lo_c not in frame or hi_c not in frame:
+        return None
+    v = frame[column].to_numpy(float)
+    lo = np.nan_to_num(v - frame[lo_c].to_numpy(float), nan=0.0)
+    hi = np.nan_to_num(frame[hi_c].to_numpy(float) - v, nan=0.0, posinf=0.0)
+    return np.vstack([np.maximum(lo, 0), np.maximum(hi, 0)]) * scale

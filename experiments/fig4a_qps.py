@@ -26,7 +26,7 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
-from experiments.common import pyplot, save_figure, write_csv
+from experiments.common import add_ratio_ci, error_bars, pyplot, save_figure, write_csv
 from experiments.sim import simulate_task, split_per_device
 
 NAME = "fig4a_qps"
@@ -48,7 +48,8 @@ def run(ctx) -> dict:
         path = ctx.trace_file(fam)
         for system in SYSTEMS + TWO_BY_TWO_EXTRA:
             tasks.append(dict(system=system, trace_path=str(path), seed=ctx.seed,
-                              per_device=True, tags={"dataset": fam, "system": system}))
+                              per_device=True, ci_target=ctx.scale.ci_target,
+                              tags={"dataset": fam, "system": system}))
     rows = ctx.sweep(simulate_task, tasks, desc="fig4a systems")
     df, per_dev = split_per_device(rows, ["dataset", "system"])
     base = df[df.system == "base"].set_index("dataset")["qps"]
@@ -57,11 +58,16 @@ def run(ctx) -> dict:
     df["paper_qps_vs_base"] = [PAPER_VS_BASE.get((d, s), float("nan"))
                                for d, s in zip(df.dataset, df.system)]
     df["qps_vs_cxl_anns"] = df["qps"] / df["dataset"].map(cxl)
+    add_ratio_ci(df, "qps_vs_base", "base")
+    add_ratio_ci(df, "qps_vs_cxl_anns", "cxl-anns")
     df["paper_qps_vs_cxl_anns"] = [PAPER_VS_CXLANNS.get((d, s), float("nan"))
                                    for d, s in zip(df.dataset, df.system)]
-    cols = ["dataset", "system", "qps", "qps_vs_base", "paper_qps_vs_base", "qps_vs_cxl_anns",
-            "paper_qps_vs_cxl_anns", "latency_mean_ns", "latency_p50_ns", "latency_p99_ns",
-            "dram_bytes_per_query", "num_queries", "window_queries", "wall_s",
+    cols = ["dataset", "system", "qps", "qps_ci_low", "qps_ci_high", "qps_vs_base",
+            "qps_vs_base_ci_low", "qps_vs_base_ci_high", "paper_qps_vs_base", "qps_vs_cxl_anns",
+            "qps_vs_cxl_anns_ci_low", "qps_vs_cxl_anns_ci_high",
+            "paper_qps_vs_cxl_anns", "latency_mean_ns", "latency_mean_ci_low_ns",
+            "latency_mean_ci_high_ns", "latency_p50_ns", "latency_p99_ns",
+            "dram_bytes_per_query", "num_queries", "stopped", "window_queries", "wall_s",
             "requests_per_wall_s"]
     rest = [c for c in df.columns if c not in cols]
     write_csv(ctx.out / "qps.csv", df[cols + rest])
@@ -71,6 +77,10 @@ def run(ctx) -> dict:
         sub = df[df.dataset == fam].set_index("system")
         out[f"{fam}_cosmos_vs_base"] = round(float(sub.loc["cosmos", "qps_vs_base"]), 2)
         out[f"{fam}_cosmos_vs_cxl-anns"] = round(float(sub.loc["cosmos", "qps_vs_cxl_anns"]), 2)
+        for ratio, name in (("qps_vs_base", "base"), ("qps_vs_cxl_anns", "cxl-anns")):
+            # the 95 % interval of the ratio (null where a run had none)
+            ci = [float(sub.loc["cosmos", f"{ratio}_ci_{e}"]) for e in ("low", "high")]
+            out[f"{fam}_cosmos_vs_{name}_ci95"] = [round(v, 3) if v == v else None for v in ci]
     return out
 
 
@@ -90,7 +100,8 @@ def plot(folder) -> None:
     for i, fam in enumerate(fams):
         sub = df[df.dataset == fam].set_index("system").reindex(systems)
         xs = x + (i - (len(fams) - 1) / 2) * width
-        ax.bar(xs, sub["qps_vs_base"], width, color=f"C{i}", label=f"{fam} (ours)")
+        ax.bar(xs, sub["qps_vs_base"], width, color=f"C{i}", label=f"{fam} (ours)",
+               yerr=error_bars(sub, "qps_vs_base"), capsize=2, error_kw={"lw": 0.8})
         paper = sub["paper_qps_vs_base"]
         ok = paper.notna().to_numpy()
         if ok.any():
@@ -105,7 +116,8 @@ def plot(folder) -> None:
     # Cosmos over CXL-ANNS, ours (bars) and the paper's (markers), per dataset
     cos = df[df.system == "cosmos"].set_index("dataset").reindex(fams)
     xf = np.arange(len(fams))
-    ax2.bar(xf, cos["qps_vs_cxl_anns"], 0.6, color=[f"C{i}" for i in range(len(fams))])
+    ax2.bar(xf, cos["qps_vs_cxl_anns"], 0.6, color=[f"C{i}" for i in range(len(fams))],
+            yerr=error_bars(cos, "qps_vs_cxl_anns"), capsize=2, error_kw={"lw": 0.8})
     paper = cos["paper_qps_vs_cxl_anns"]
     ok = paper.notna().to_numpy()
     if ok.any():
@@ -126,15 +138,23 @@ def plot(folder) -> None:
 def summary_md(folder) -> str:
     df = pd.read_csv(Path(folder) / "qps.csv")
     lines = ["## Fig. 4a: relative QPS (ours vs paper)", "",
-             "| dataset | system | QPS | x Base (ours) | x Base (paper) | x CXL-ANNS (ours) "
+             "| dataset | system | QPS (95 % CI) | x Base (ours, 95 % CI) | x Base (paper) "
+             "| x CXL-ANNS (ours) "
              "| x CXL-ANNS (paper) |", "|---|---|---|---|---|---|---|"]
 
     def fmt(v):
         return "" if pd.isna(v) else f"{v:.2f}"
 
+    def ci(r, col, spec):
+        lo, hi = getattr(r, f"{col}_ci_low", float("nan")), getattr(r, f"{col}_ci_high",
+                                                                       float("nan"))
+        return "" if pd.isna(lo) or pd.isna(hi) else f" ({lo:{spec}}-{hi:{spec}})"
+
     for r in df.itertuples():
-        lines.append(f"| {r.dataset} | {r.system} | {r.qps:,.0f} | {r.qps_vs_base:.2f} | "
-                     f"{fmt(r.paper_qps_vs_base)} | {r.qps_vs_cxl_anns:.2f} | "
+        lines.append(f"| {r.dataset} | {r.system} | {r.qps:,.0f}{ci(r, 'qps', ',.0f')} | "
+                     f"{r.qps_vs_base:.2f}{ci(r, 'qps_vs_base', '.2f')} | "
+                     f"{fmt(r.paper_qps_vs_base)} | "
+                     f"{r.qps_vs_cxl_anns:.2f}{ci(r, 'qps_vs_cxl_anns', '.2f')} | "
                      f"{fmt(r.paper_qps_vs_cxl_anns)} |")
     lines.append("")
     for fam in dict.fromkeys(df.dataset):

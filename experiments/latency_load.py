@@ -16,7 +16,7 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
-from experiments.common import pyplot, save_figure, write_csv
+from experiments.common import error_bars, pyplot, save_figure, write_csv
 from experiments.sim import simulate_task
 
 NAME = "latency_load"
@@ -41,7 +41,8 @@ def run(ctx) -> dict:
     df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="open loop"))
     df = df.rename(columns={"rate_qps": "offered_qps"})
     cols = ["dataset", "system", "load_fraction", "offered_qps", "saturation_qps", "qps",
-            "latency_mean_ns", "latency_p50_ns", "latency_p99_ns"]
+            "qps_ci_low", "qps_ci_high", "latency_mean_ns", "latency_mean_ci_low_ns",
+            "latency_mean_ci_high_ns", "latency_p50_ns", "latency_p99_ns"]
     write_csv(ctx.out / "latency_load.csv", df[cols])
     return {f"{s}_saturation_qps": round(sat[s]) for s in SYSTEMS}
 
@@ -52,7 +53,12 @@ def plot(folder) -> None:
     df = pd.read_csv(Path(folder) / "latency_load.csv")
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.2))
     for s, sub in df.groupby("system", sort=False):
-        axes[0].plot(sub.offered_qps, sub.latency_mean_ns / 1e3, marker="o", ms=3, label=s)
+        line, = axes[0].plot(sub.offered_qps, sub.latency_mean_ns / 1e3, marker="o", ms=3,
+                             label=s)
+        axes[0].errorbar(sub.offered_qps, sub.latency_mean_ns / 1e3,
+                         yerr=error_bars(sub, "latency_mean_ns", "latency_mean_ci_low_ns",
+                                         "latency_mean_ci_high_ns", scale=1e-3),
+                         fmt="none", ecolor=line.get_color(), capsize=2, lw=0.8)
         axes[1].plot(sub.offered_qps, sub.latency_p99_ns / 1e3, marker="o", ms=3, label=s)
     for ax, what in zip(axes, ("mean", "p99")):
         ax.set_xscale("log")

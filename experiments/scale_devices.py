@@ -17,7 +17,7 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
-from experiments.common import pyplot, save_figure, write_csv
+from experiments.common import error_bars, pyplot, save_figure, write_csv
 from experiments.sim import simulate_task
 
 NAME = "scale_devices"
@@ -51,10 +51,12 @@ def run(ctx) -> dict:
     devices = [d for d in DEVICES if d <= ctx.scale.num_clusters]
     tasks = [dict(system=s, trace_path=str(path), overrides={"device.count": d},
                   num_queries=queries_for(s, d, ctx.scale.sweep_queries), seed=ctx.seed,
-                  warmup=WARMUP, tags={"dataset": fam, "system": s, "devices": d})
+                  warmup=WARMUP, ci_target=ctx.scale.ci_target,
+                  tags={"dataset": fam, "system": s, "devices": d})
              for s in SYSTEMS for d in devices]
     df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="devices sweep"))
-    cols = ["dataset", "system", "devices", "num_queries", "steady_state", "qps",
+    cols = ["dataset", "system", "devices", "num_queries", "stopped", "steady_state", "qps",
+            "qps_ci_low", "qps_ci_high", "latency_mean_ci_low_ns", "latency_mean_ci_high_ns",
             "latency_mean_ns", "latency_p99_ns", "device_lir_requests",
             "dram_bandwidth_GBps_total"]
     write_csv(ctx.out / "devices.csv", df[cols])
@@ -72,6 +74,8 @@ def plot(folder) -> None:
     fig, ax = plt.subplots(figsize=(4.4, 3.2))
     for s, sub in df.groupby("system", sort=False):
         line, = ax.plot(sub.devices, sub.qps, marker="o", label=s)
+        ax.errorbar(sub.devices, sub.qps, yerr=error_bars(sub, "qps"), fmt="none",
+                    ecolor=line.get_color(), capsize=2, lw=0.8)
         if "steady_state" in sub:                  # open marker: no steady state (see summary)
             bad = sub[~sub.steady_state.astype(bool)]
             ax.plot(bad.devices, bad.qps, ls="none", marker="o", mfc="white",

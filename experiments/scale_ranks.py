@@ -16,7 +16,7 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
-from experiments.common import pyplot, save_figure, write_csv
+from experiments.common import error_bars, pyplot, save_figure, write_csv
 from experiments.sim import simulate_task
 
 NAME = "scale_ranks"
@@ -31,10 +31,13 @@ def run(ctx) -> dict:
         path = ctx.trace_file(fam)
         tasks += [dict(system=s, trace_path=str(path), overrides={"device.ranks": r},
                        num_queries=ctx.scale.sweep_queries, seed=ctx.seed,
+                       ci_target=ctx.scale.ci_target,
                        tags={"dataset": fam, "system": s, "ranks": r})
                   for s in SYSTEMS for r in RANKS]
     df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="ranks sweep"))
-    cols = ["dataset", "system", "ranks", "qps", "latency_mean_ns", "latency_p99_ns",
+    cols = ["dataset", "system", "ranks", "qps", "qps_ci_low", "qps_ci_high", "num_queries",
+            "stopped", "latency_mean_ns", "latency_mean_ci_low_ns", "latency_mean_ci_high_ns",
+            "latency_p99_ns",
             "breakdown_distance_ns"]
     write_csv(ctx.out / "ranks.csv", df[cols])
     out = {}
@@ -53,7 +56,9 @@ def plot(folder) -> None:
     fig, axes = plt.subplots(1, len(fams), figsize=(3.8 * len(fams), 3.2), squeeze=False)
     for ax, fam in zip(axes[0], fams):
         for s, sub in df[df.dataset == fam].groupby("system", sort=False):
-            ax.plot(sub.ranks, sub.qps, marker="o", label=s)
+            line, = ax.plot(sub.ranks, sub.qps, marker="o", label=s)
+            ax.errorbar(sub.ranks, sub.qps, yerr=error_bars(sub, "qps"), fmt="none",
+                        ecolor=line.get_color(), capsize=2, lw=0.8)
         ax.set_xticks(sorted(df.ranks.unique()))
         ax.set_xlabel("ranks per channel")
         ax.set_ylabel("QPS")

@@ -157,18 +157,22 @@ def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None
                   num_queries: int | None = None, mode: str = "closed",
                   rate_qps: float | None = None, max_inflight: int | None = None,
                   placement: str | None = None, seed: int = 0, warmup: float = 0.1,
-                  tags: dict | None = None, per_device: bool = False) -> dict:
+                  tags: dict | None = None, per_device: bool = False,
+                  ci_target: float | None = None) -> dict:
     """Simulate preset ``system`` (with dotted-field ``overrides``) on the trace at ``trace_path``.
 
     Returns the flattened summary (qps, latency percentiles in ns, breakdown in ns, link and
     DRAM figures) plus the ``tags`` given, so a sweep's rows carry their own coordinates; with
     ``per_device``, also ``"per_device"``: a list of per-device records (:func:`per_device_rows`).
+    With ``ci_target``, the simulation stops once its QPS interval is that tight
+    (cosmos.simulate); ``num_queries`` and ``stopped`` of the row say how it ended.
     """
     from cosmos.simulate import simulate
 
     cfg = _system_config(system, overrides, placement)
     res = simulate(cfg, str(trace_path), num_queries=num_queries, mode=mode, rate_qps=rate_qps,
-                   max_inflight=max_inflight, seed=seed, progress=False)
+                   max_inflight=max_inflight, seed=seed, progress=False, ci_target=ci_target,
+                   warmup=warmup)
     summary = res.summary(warmup=warmup)
     row = dict(tags or {})
     row.update(flatten_summary(summary))

@@ -61,6 +61,9 @@ class Scale:
     #: devices of the paper's presets (Cosmos: 64 queries in flight) reach a steady state
     #: (experiments.scale_devices.queries_for) and the sweeps share their common points.
     sweep_queries: int
+    #: ``ci_target`` of fig4a's and the sweeps' simulations (cosmos.simulate): stop once the
+    #: 95 % QPS interval's relative half-width is this small (None: simulate every query)
+    ci_target: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -72,7 +75,7 @@ SCALES = {
     "default": Scale("default", n=50_000, num_queries=400, num_clusters=64, num_probes=8,
                      sweep_queries=160),
     "full": Scale("full", n=1_000_000, num_queries=10_000, num_clusters=64, num_probes=8,
-                  sweep_queries=2_000),
+                  sweep_queries=2_000, ci_target=0.01),
 }
 
 

@@ -132,6 +132,10 @@ def test_a_result_file_that_appears_during_the_run_is_kept(tmp_path, monkeypatch
     (["--num-queries", "0"], "--num-queries must be >= 1"),
     (["--max-inflight", "0"], "--max-inflight must be >= 1"),
     (["--warmup", "0.5"], "--warmup must be in [0, 0.5)"),
+    (["--ci-target", "0"], "--ci-target must be a relative half-width in (0, 1)"),
+    (["--ci-target", "1.5"], "--ci-target must be a relative half-width in (0, 1)"),
+    (["--ci-min-queries", "500"], "--ci-min-queries applies only with --ci-target"),
+    (["--ci-target", "0.01", "--ci-min-queries", "0"], "--ci-min-queries must be >= 1"),
 ])
 def test_bad_options_are_refused_before_any_work(tmp_path, monkeypatch, capsys, extra, message):
     trace = _small_trace(tmp_path)

@@ -38,8 +38,11 @@ def test_specialized_engine_gives_the_generic_results(name, mode, kernel_cache, 
     for a, b in zip(_outcome(generic), _outcome(special)):
         assert np.array_equal(a, b)
     timing = ("wall_s", "requests_per_wall_s")
-    assert ({k: v for k, v in generic.summary().items() if k not in timing}
-            == {k: v for k, v in special.summary().items() if k not in timing})
+    def figures(res):       # NaN (an interval not claimed) as "nan": equal runs compare equal
+        return {k: ("nan" if isinstance(v, float) and v != v else v)
+                for k, v in res.summary().items() if k not in timing}
+
+    assert figures(generic) == figures(special)
     assert _outcome(generic)[3].sum() > 0
     assert list(kernel_cache.joinpath("kernels").glob("*/_cosmos_kernel_*.py"))
 

@@ -1,0 +1,163 @@
+"""Confidence intervals of the steady-state metrics (cosmos.metrics.batch_means_ci) and the
+``ci_target`` stop of cosmos.simulate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosmos.config import TCK_PS
+from cosmos.metrics import (CI_MIN_BATCHES, batch_means_ci, steady_window, t_quantile_975)
+
+
+def closed_loop_single_server(num_queries, in_flight, mean_requests, service_cycles, rng):
+    """A closed loop around one FIFO server with a fixed service time per request: ``in_flight``
+    queries at once, each needing a geometric number of requests (mean ``mean_requests``),
+    served one after another; a completion admits the next query at once. The server is
+    never idle, so the true throughput is exactly 1 / (mean_requests x service_cycles) queries
+    per cycle and, by Little's law, the true mean latency is in_flight / throughput.
+    Returns (completion cycle, admission cycle) per query."""
+    reqs = rng.geometric(1.0 / mean_requests, size=num_queries)
+    service = reqs * service_cycles
+    # FIFO, never idle: query q is served after the ones before it, admitted when query
+    # q - in_flight completed (time 0 for the first in_flight)
+    done = np.cumsum(service)
+    admit = np.zeros(num_queries, np.int64)
+    admit[in_flight:] = done[:-in_flight]
+    return done.astype(np.int64), admit
+
+
+def _ci_of(done, admit, warmup=0.1):
+    lo, hi, mask = steady_window(done, warmup)
+    lat_ns = (done[mask] - admit[mask]) * TCK_PS / 1000.0
+    return batch_means_ci(done[mask], lat_ns, lo, hi)
+
+
+@pytest.mark.parametrize("in_flight", [8, 64])
+def test_coverage_closed_loop_single_resource(in_flight):
+    """The 95 % QPS interval covers the true throughput in >= 90 of 100 seeded repetitions of
+    a closed loop whose throughput is known exactly; the latency interval, where one is
+    claimed, covers the true mean latency at least as often (with 64 in flight the latencies
+    of neighbouring queries overlap and the rule declines some intervals rather than claim a
+    false one)."""
+    mean_requests, service_cycles = 20, 10
+    true_qps = 1.0 / (mean_requests * service_cycles * TCK_PS * 1e-12)
+    true_lat_ns = in_flight / true_qps * 1e9
+    cover_qps = cover_lat = claimed_lat = 0
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        done, admit = closed_loop_single_server(2_000, in_flight, mean_requests,
+                                                service_cycles, rng)
+        ci = _ci_of(done, admit)
+        assert ci["ci_batches"] >= CI_MIN_BATCHES
+        cover_qps += ci["qps_ci_low"] <= true_qps <= ci["qps_ci_high"]
+        if not np.isnan(ci["latency_mean_ci_low_ns"]):
+            claimed_lat += 1
+            cover_lat += (ci["latency_mean_ci_low_ns"] <= true_lat_ns <=
+                          ci["latency_mean_ci_high_ns"])
+    assert cover_qps >= 90, cover_qps
+    assert claimed_lat >= 80 and cover_lat >= 0.9 * claimed_lat, (cover_lat, claimed_lat)
+
+
+def test_interval_contains_point_estimate_and_shrinks():
+    rng = np.random.default_rng(1)
+    done, admit = closed_loop_single_server(20_000, 8, 20, 10, rng)
+    widths = []
+    for n in (2_000, 20_000):
+        lo, hi, mask = steady_window(done[:n], 0.1)
+        ci = batch_means_ci(done[:n][mask], (done[:n] - admit[:n])[mask] * 0.416, lo, hi)
+        qps = mask.sum() / ((hi - lo) * TCK_PS * 1e-12)
+        assert ci["qps_ci_low"] < qps < ci["qps_ci_high"]
+        widths.append(ci["qps_ci_rel_halfwidth"])
+    # 10 x the completions: about sqrt(10) narrower
+    assert widths[1] < widths[0] / 2
+
+
+def test_too_few_completions_give_nan_with_note():
+    done = np.arange(1, 16, dtype=np.int64) * 100
+    ci = batch_means_ci(done, np.ones(15), 0, 1500)
+    assert np.isnan(ci["qps_ci_low"]) and np.isnan(ci["latency_mean_ci_high_ns"])
+    assert "no interval" in ci["ci_note"] and "15 completions" in ci["ci_note"]
+
+
+def test_correlated_batches_give_nan():
+    """A slowly drifting rate (batch means correlated at every admissible batch size): no
+    interval is claimed."""
+    gaps = np.repeat([100, 300], 500)          # two regimes: strongly correlated halves
+    done = np.cumsum(gaps).astype(np.int64)
+    ci = batch_means_ci(done, np.ones(done.size), 0, int(done[-1]))
+    assert np.isnan(ci["qps_ci_rel_halfwidth"])
+    assert "correlated" in ci["ci_note"]
+
+
+def test_t_quantile_matches_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    for df in (4, 5, 9, 10, 19, 39, 100, 1000):
+        assert abs(t_quantile_975(df) - stats.t.ppf(0.975, df)) < 1e-3
+    for df in (9, 19, 39):      # the batch counts the intervals use
+        assert abs(t_quantile_975(df) - stats.t.ppf(0.975, df)) < 1e-4
+
+
+def _trace(num_queries):
+    from cosmos_helpers import make_trace
+    return make_trace(num_queries=num_queries, hops=3, reads_per_hop=4, seed=1)
+
+
+def test_ci_target_stops_and_equals_a_run_of_its_queries():
+    """A run stopped by ci_target simulated exactly its first N queries: the same completions
+    as a run of num_queries=N; its summary says so; the same inputs stop at the same N."""
+    from cosmos.presets import get_preset
+    from cosmos.simulate import simulate
+
+    tr = _trace(1500)
+    cfg = get_preset("base")
+    r = simulate(cfg, tr, ci_target=0.03, ci_min_queries=300, progress=False)
+    s = r.summary()
+    assert r.stopped == s["stopped"] == "ci-target"
+    assert 300 <= r.queries == s["num_queries"] < 1500 and s["trace_queries"] == 1500
+    assert (r.state.q_done[:r.queries] >= 0).all()
+    assert s["qps_ci_low"] < s["qps"] < s["qps_ci_high"]
+    again = simulate(cfg, tr, ci_target=0.03, ci_min_queries=300, progress=False)
+    assert again.queries == r.queries
+    assert np.array_equal(again.state.q_done, r.state.q_done)
+    ref = simulate(cfg, tr, num_queries=r.queries, progress=False)
+    assert np.array_equal(ref.state.q_done, r.state.q_done[:r.queries])
+    s_ref = ref.summary()
+    for k in ("qps", "qps_ci_low", "latency_mean_ns", "dram_requests", "breakdown_ns"):
+        assert s_ref[k] == s[k], k
+    full = simulate(cfg, tr, progress=False).summary()
+    assert full["stopped"] == "all queries" and full["num_queries"] == 1500
+    # never stops before the minimum number of queries
+    late = simulate(cfg, tr, ci_target=0.5, ci_min_queries=1400, progress=False)
+    assert late.queries >= 1400
+
+
+def test_ci_target_rejected_values():
+    from cosmos.presets import get_preset
+    from cosmos.simulate import simulate
+
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="ci_target"):
+            simulate(get_preset("base"), _trace(10), ci_target=bad, progress=False)
+
+
+def test_cli_reports_the_interval_and_the_stop(tmp_path, capsys):
+    """`cosmos simulate --ci-target`: summary.json has the intervals, the queries simulated
+    and why the run stopped; the printed line says them too."""
+    import json
+
+    from cosmos.cli import main
+    from cosmos_helpers import make_trace
+
+    trace = tmp_path / "t.npz"
+    np.savez(trace, **make_trace(num_queries=1500, hops=3, reads_per_hop=4, seed=1))
+    out = tmp_path / "res"
+    assert main(["simulate", "--system", "base", "--trace", str(trace), "--out", str(out),
+                 "--no-progress", "--ci-target", "0.03", "--ci-min-queries", "300"]) == 0
+    text = capsys.readouterr().out
+    s = json.loads((out / "summary.json").read_text())
+    assert s["stopped"] == "ci-target" and s["ci_target"] == 0.03
+    assert 300 <= s["num_queries"] < s["trace_queries"] == 1500
+    assert s["qps_ci_low"] < s["qps"] < s["qps_ci_high"]
+    assert "95% CI" in text and f"{s['num_queries']} of 1500 queries" in text
+    assert "stopped: ci-target" in text
