@@ -194,11 +194,11 @@ def piped_runs(tmp_path_factory):
 
 def test_pipes_and_stdin_replay_every_request_with_the_file_results(piped_runs):
     _, ref = piped_runs["file"]
-    ref_requests = (ref / "requests.csv").read_bytes()
-    assert ref_requests.count(b"\n") == 2001  # header + 2,000 requests
+    ref_requests = (ref / "requests.npz").read_bytes()
+    assert len(np.load(ref / "requests.npz")["id"]) == 2000
     ref_stats = json.loads((ref / "stats.json").read_text())
     for name, (proc, folder) in piped_runs.items():
-        assert (folder / "requests.csv").read_bytes() == ref_requests, name
+        assert (folder / "requests.npz").read_bytes() == ref_requests, name
         stats = json.loads((folder / "stats.json").read_text())
         assert stats["n_requests"] == 2000, name
         assert ({k: v for k, v in stats.items() if k not in TIMING_KEYS}
