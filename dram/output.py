@@ -33,6 +33,7 @@ import hashlib
 import json
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -195,10 +196,33 @@ def requests_file_name(fmt: str) -> str:
     return f"requests.{fmt}"
 
 
+_CSV_ROWS_PER_STEP = 1 << 19  # rows formatted per compiled call (bounds the text buffer)
+
+
 def write_requests_csv(path: str | os.PathLike, trace: MemTrace, result: Any) -> Path:
-    """Write the per-request records to ``path`` as CSV (atomically; never overwrites)."""
-    frame = request_table(trace, result)
-    return atomic_write(Path(path), lambda tmp: frame.to_csv(tmp, index=False))
+    """Write the per-request records to ``path`` as CSV (atomically; never overwrites): a
+    header of :data:`REQUEST_COLUMNS`, then one line per request, integers in decimal (the
+    bytes pandas' ``to_csv`` writes for this table, formatted by a compiled kernel)."""
+    from dram.tracescan import csv_rows
+
+    cols = request_columns(trace, result)
+    unsigned = ("id", "addr", "is_write")
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            f.write((",".join(REQUEST_COLUMNS) + "\n").encode())
+            n = cols["id"].shape[0]
+            for s in range(0, n, _CSV_ROWS_PER_STEP):
+                e = min(n, s + _CSV_ROWS_PER_STEP)
+                u = np.empty((e - s, 3), np.uint64)
+                for j, name in enumerate(unsigned):
+                    u[:, j] = cols[name][s:e]
+                t = np.empty((e - s, 4), np.int64)
+                for j, name in enumerate(REQUEST_COLUMNS[3:]):
+                    t[:, j] = cols[name][s:e]
+                f.write(csv_rows(u, t))
+
+    return atomic_write(Path(path), write)
 
 
 # Time stamp of every member of requests.npz: the earliest a zip can hold, so that equal
@@ -307,6 +331,21 @@ def scalar_stats(stats: Mapping[str, Any]) -> dict:
     return {k: v for k, v in stats.items() if isinstance(v, (int, float, str, bool)) or v is None}
 
 
+def stats_csv_text(stats: Mapping[str, Any]) -> str:
+    """stats.csv: the scalar statistics as a header and one row (what pandas' ``to_csv`` writes
+    for that one-row table, without importing pandas: a float is its shortest repr, a missing or
+    non-finite value is empty, text is quoted only when it must be)."""
+    import csv
+    import io
+
+    row = _finite(scalar_stats(stats))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(list(row))
+    writer.writerow(["" if v is None else v for v in row.values()])
+    return buf.getvalue()
+
+
 # ----------------------------------------------------------------------------------------------
 # One run
 # ----------------------------------------------------------------------------------------------
@@ -335,7 +374,8 @@ def write_run(
     result : object with ``arrival``, ``accept``, ``completion``
         Per-request cycles from :func:`dram.replay`.
     stats : mapping
-        Statistics and run bookkeeping (written to stats.json; scalars also to stats.csv).
+        Statistics and run bookkeeping (written to stats.json; scalars also to stats.csv),
+        plus ``requests_write_s``, the seconds spent writing the per-request records.
     config : mapping
         Everything needed to repeat the run (config.json).
     summary : str, optional
@@ -349,16 +389,16 @@ def write_run(
     Path
         The folder the files were written to.
     """
-    import pandas as pd
-
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
+    stats = dict(stats)
     if requests_format is not None:
+        t0 = time.perf_counter()
         write_requests(folder / requests_file_name(requests_format), trace, result,
                        requests_format)
+        stats["requests_write_s"] = time.perf_counter() - t0
     _write_text(folder / "stats.json", _json_text(stats))
-    row = pd.DataFrame([_finite(scalar_stats(stats))])
-    atomic_write(folder / "stats.csv", lambda tmp: row.to_csv(tmp, index=False))
+    _write_text(folder / "stats.csv", stats_csv_text(stats))
     _write_text(folder / "config.json", _json_text(config))
     if summary is not None:
         _write_text(folder / "summary.txt", summary.rstrip("\n") + "\n")

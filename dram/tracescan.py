@@ -1,4 +1,5 @@
-"""The fast path of the trace parser: one compiled pass over a block's bytes.
+"""Compiled text kernels: the trace parser's fast path (one pass over a block's bytes), and
+the CSV formatter of integer columns used for ``requests.csv`` (:func:`csv_rows`).
 
 :func:`scan_block` reads a block of whole lines of trace text (see :mod:`dram.traces` for the
 three formats) byte by byte in a numba kernel and returns the requests as arrays. It accepts
@@ -29,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["FORMAT_CODES", "scan_block"]
+__all__ = ["FORMAT_CODES", "scan_block", "csv_rows"]
 
 #: Format name -> the integer the kernel takes.
 FORMAT_CODES = {"dramsim3": 0, "ramulator": 1, "dramsys": 2}
@@ -242,3 +243,71 @@ def scan_block(buf: bytes, fmt: str, max_line_bytes: int):
                    _RW, _LDST)
     return (addr[:n], kind[:n], arrival[:n] if timed else None, line[:n],
             None if bad < 0 else int(bad))
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing: integer columns as CSV text
+# ----------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _put_uint(out, pos, v):
+    """Write the decimal digits of uint64 ``v`` at out[pos:]; return the position after them."""
+    if v == 0:
+        out[pos] = 48
+        return pos + 1
+    n = 0
+    t = v
+    while t > 0:
+        t //= np.uint64(10)
+        n += 1
+    end = pos + n
+    i = end - 1
+    while v > 0:
+        out[i] = np.uint8(np.uint64(48) + v % np.uint64(10))
+        v //= np.uint64(10)
+        i -= 1
+    return end
+
+
+@njit(cache=True, nogil=True)
+def _format_rows(unsigned, signed, out):
+    """Format row i as ``unsigned[i, :]`` then ``signed[i, :]``, comma-separated, one line per
+    row, into ``out`` (large enough); return the bytes written."""
+    n = unsigned.shape[0]
+    nu = unsigned.shape[1]
+    ns = signed.shape[1]
+    pos = 0
+    for i in range(n):
+        for j in range(nu):
+            if j:
+                out[pos] = 44
+                pos += 1
+            pos = _put_uint(out, pos, unsigned[i, j])
+        for j in range(ns):
+            if nu or j:
+                out[pos] = 44
+                pos += 1
+            v = signed[i, j]
+            if v < 0:
+                out[pos] = 45
+                pos += 1
+                pos = _put_uint(out, pos, np.uint64(-(v + 1)) + np.uint64(1))
+            else:
+                pos = _put_uint(out, pos, np.uint64(v))
+        out[pos] = 10
+        pos += 1
+    return pos
+
+
+def csv_rows(unsigned: np.ndarray, signed: np.ndarray) -> bytes:
+    """CSV text of integer rows: the columns of ``unsigned`` (uint64, shape (n, a)) then those
+    of ``signed`` (int64, shape (n, b)), in decimal, ``,`` between fields, ``\\n`` after each
+    row: the bytes pandas' ``to_csv`` writes for integer columns."""
+    unsigned = np.ascontiguousarray(unsigned, np.uint64)
+    signed = np.ascontiguousarray(signed, np.int64)
+    # 20 digits per uint64 field, 20 + sign per int64 field, one separator or newline each
+    width = 21 * unsigned.shape[1] + 21 * signed.shape[1] + 1
+    out = np.empty(unsigned.shape[0] * width, np.uint8)
+    n = _format_rows(unsigned, signed, out)
+    return out[:n].tobytes()

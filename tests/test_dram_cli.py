@@ -207,7 +207,8 @@ def test_second_run_does_not_overwrite_the_first_and_config_repeats_it(first_run
     assert (second / "requests.npz").read_bytes() == before["requests.npz"]
     s1 = json.loads(before["stats.json"])
     s2 = json.loads((second / "stats.json").read_text())
-    timing = ("trace_read_s", "replay_wall_s", "sim_wall_s", "sim_requests_per_s")
+    timing = ("trace_read_s", "replay_wall_s", "sim_wall_s", "sim_requests_per_s",
+              "requests_write_s")
     assert {k: v for k, v in s1.items() if k not in timing} == {k: v for k, v in s2.items() if k not in timing}
 
 
@@ -360,6 +361,10 @@ def test_per_request_records_round_trip_in_every_format(tmp_path):
         for name in REQUEST_COLUMNS:
             assert back[name].dtype == REQUEST_DTYPES[name], (fmt, name)
             assert np.array_equal(back[name], mem[name]), (fmt, name)
+    # the compiled CSV writer writes what pandas writes for the same table
+    from dram.output import request_table
+
+    assert (tmp_path / "requests.csv").read_text() == request_table(trace, result).to_csv(index=False)
     # the npz is plain numpy: np.load reads it, and equal records give equal bytes
     with np.load(tmp_path / "requests.npz") as z:
         assert z.files == list(REQUEST_COLUMNS)
@@ -411,3 +416,15 @@ def test_requests_format_csv_and_no_requests(capsys, tmp_path):
                        "--requests-format", "npz", "--out", str(tmp_path / "x"))
     assert code == 2 and "--no-requests and --requests-format contradict" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
+
+
+def test_stats_csv_is_what_pandas_writes(first_run):
+    """stats.csv is written without pandas (not imported by a replay); same bytes as its to_csv."""
+    from dram.output import _finite, scalar_stats, stats_csv_text
+
+    _, _, _, folder = first_run
+    stats = json.loads((folder / "stats.json").read_text())
+    stats.update(nan=float("nan"), text='a,b "c"', flag=True, tiny=1e-7, huge=1e16, sum=0.1 + 0.2)
+    assert stats_csv_text(stats) == pd.DataFrame([_finite(scalar_stats(stats))]).to_csv(index=False)
+    assert (folder / "stats.csv").read_text() == stats_csv_text(json.loads(
+        (folder / "stats.json").read_text()))

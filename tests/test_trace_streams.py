@@ -159,7 +159,8 @@ def test_text_streams_and_other_containers_are_named():
 # The command line: cat t | cosmos dram replay -, <(gzip -c t)
 # ---------------------------------------------------------------------------------------------
 
-TIMING_KEYS = ("trace_read_s", "replay_wall_s", "sim_wall_s", "sim_requests_per_s")
+TIMING_KEYS = ("trace_read_s", "replay_wall_s", "sim_wall_s", "sim_requests_per_s",
+               "requests_write_s")
 
 
 def cli(command: str, tmp_path: Path) -> subprocess.CompletedProcess:
