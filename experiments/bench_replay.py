@@ -84,12 +84,13 @@ def ramulator_seconds(n: int, pattern: str = PATTERN, load: float = LOAD,
                       "wall_s": float(sel["wall_s"].sum()), "requests_per_s": rate}
 
 
-def run_once(trace: Path, extra: list[str], out: Path) -> dict:
-    """One whole ``cosmos dram replay`` process: wall time, CPU time and its stats.json."""
+def run_once(trace: Path, extra: list[str], out: Path, repo: Path = ROOT) -> dict:
+    """One whole ``cosmos dram replay`` process (the checkout ``repo``'s): wall time, CPU time
+    and its stats.json."""
     cmd = [sys.executable, "-m", "cosmos", "dram", "replay", str(trace), "--out", str(out),
            "--no-progress", *extra]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     err = proc.stderr.read().decode(errors="replace")
@@ -117,6 +118,10 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs per variant (interleaved)")
     ap.add_argument("--variants", default="npz,none,gz",
                     help=f"comma-separated, of {', '.join(VARIANTS)} (default npz,none,gz)")
+    ap.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                    help="also time another checkout of the project (e.g. an earlier revision "
+                         "exported with git archive), run with no output option, interleaved "
+                         "with the variants as variant 'baseline'")
     ap.add_argument("--out-root", default="results")
     a = ap.parse_args(argv)
     variants = [v.strip() for v in a.variants.split(",") if v.strip()]
@@ -135,11 +140,18 @@ def main(argv=None) -> int:
     try:
         # one untimed run first: numba's on-disk cache is filled, as after any first use
         run_once(trace, ["--no-requests"], work / "warm")
+        if a.baseline is not None:
+            run_once(trace, [], work / "warm-baseline", a.baseline)
+            variants.append("baseline")
         for r in range(a.runs):
             for v in variants:
                 src = Path(f"{trace}.gz") if v == "gz" else trace
                 out = work / f"{v}-{r}"
-                rows.append({"variant": v, "run": r, **run_once(src, VARIANTS[v], out)})
+                if v == "baseline":
+                    got = run_once(src, [], out, a.baseline)
+                else:
+                    got = run_once(src, VARIANTS[v], out)
+                rows.append({"variant": v, "run": r, **got})
                 shutil.rmtree(out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
