@@ -2,7 +2,8 @@
 
     cosmos dram replay TRACE [--standard DDR5_4800AN --org 16Gb_x4 --channels 4 --ranks 2
                               --mapping RoBaRaCoCh --refresh on|off --queue-depth 32
-                              --format auto --wrap] [--out DIR]
+                              --format auto --wrap] [--out DIR [--requests-format npz|csv |
+                              --no-requests]] [--verbose]
     cosmos dram presets
 
 Options left out take the :class:`dram.DRAMConfig` defaults (or those of ``--config FILE``, a
