@@ -2,7 +2,8 @@
 
     cosmos dram replay TRACE [--standard DDR5_4800AN --org 16Gb_x4 --channels 4 --ranks 2
                               --mapping RoBaRaCoCh --refresh on|off --queue-depth 32
-                              --format auto --wrap] [--out DIR]
+                              --format auto --wrap] [--out DIR [--requests-format npz|csv |
+                              --no-requests]] [--verbose]
     cosmos dram presets
 
 Options left out take the :class:`dram.DRAMConfig` defaults (or those of ``--config FILE``, a
@@ -20,9 +21,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+# when this module was imported (the CLI's start, near enough) for --verbose's total
+_PROCESS_T0 = time.perf_counter()
+
 #: Values of --format (dram.traces.FORMATS and "auto"; spelled out so that the parser is built
 #: without importing numpy).
 FORMAT_CHOICES = ("auto", "dramsim3", "ramulator", "dramsys")
+#: Values of --requests-format (dram.output.REQUEST_FORMATS; the first is the default).
+REQUEST_FORMAT_CHOICES = ("npz", "csv")
 
 # The DRAMConfig fields each option sets (None = not given: keep the default / --config's).
 _CONFIG_OPTIONS = {
@@ -89,6 +95,14 @@ def register(subparsers) -> None:
     o.add_argument("--out", metavar="DIR", type=Path,
                    help="results folder: created, or an empty folder (a folder holding anything "
                         "is refused before any work; nothing is written over)")
+    o.add_argument("--requests-format", choices=REQUEST_FORMAT_CHOICES, default=None,
+                   help="format of the per-request records in --out: npz (default; numpy "
+                        "arrays, np.load reads them) or csv (named apart from --format, which "
+                        "is the trace's format)")
+    o.add_argument("--no-requests", action="store_true",
+                   help="write no per-request records (the summary and statistics only)")
+    o.add_argument("--verbose", "-v", action="store_true",
+                   help="print where the time went (read and parse, simulate, write) to stderr")
     o.add_argument("--no-progress", action="store_true", help="no progress bar")
     o.add_argument("--json", action="store_true",
                    help="print the statistics as JSON instead of the table")
@@ -287,8 +301,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     config = build_config(args)
     opts = replay_options(args)
     trace_path = _trace_path(args.trace)
+    requests_format = _requests_format(args)
     if args.out is None:
-        _replay_and_write(args, config, opts, trace_path, None, None)
+        _replay_and_write(args, config, opts, trace_path, None, None, requests_format)
         return 0
     # the output rule (cosmos_common.outdir): --out new or empty, checked writable and
     # created before the trace is read; INCOMPLETE in it until every file is written
@@ -296,17 +311,36 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     created = not args.out.exists()
     folder = new_run_dir(args.out)
-    with RunFolder(folder, "dram replay", list(RUN_FILES), created=created) as rf:
-        _replay_and_write(args, config, opts, trace_path, folder, rf)
+    with RunFolder(folder, "dram replay", run_files(requests_format), created=created) as rf:
+        _replay_and_write(args, config, opts, trace_path, folder, rf, requests_format)
     print(f"results written to {folder}", file=sys.stderr)
     return 0
 
 
-#: the files ``--out`` receives (dram.output.write_run), named in its INCOMPLETE marker
-RUN_FILES = ("requests.csv", "stats.json", "stats.csv", "config.json", "summary.txt")
+def _requests_format(args: argparse.Namespace) -> str | None:
+    """The per-request records' format (``None``: not written), from --requests-format and
+    --no-requests."""
+    if args.no_requests:
+        if args.requests_format is not None:
+            raise ValueError("--no-requests and --requests-format contradict each other; "
+                             "give one of them")
+        return None
+    return args.requests_format or REQUEST_FORMAT_CHOICES[0]
 
 
-def _replay_and_write(args, config, opts, trace_path: str, folder, rf) -> None:
+#: the files ``--out`` receives besides the per-request records (dram.output.write_run)
+RUN_FILES = ("stats.json", "stats.csv", "config.json", "summary.txt")
+
+
+def run_files(requests_format: str | None = REQUEST_FORMAT_CHOICES[0]) -> list[str]:
+    """The files ``--out`` receives, as named in its INCOMPLETE marker: the per-request
+    records (``requests.npz`` or ``requests.csv``; none for ``None``), then :data:`RUN_FILES`."""
+    head = [] if requests_format is None else [f"requests.{requests_format}"]
+    return head + list(RUN_FILES)
+
+
+def _replay_and_write(args, config, opts, trace_path: str, folder, rf,
+                      requests_format: str | None = REQUEST_FORMAT_CHOICES[0]) -> None:
     import dataclasses
 
     from dram.output import _json_text, summary_table, write_run
@@ -342,15 +376,40 @@ def _replay_and_write(args, config, opts, trace_path: str, folder, rf) -> None:
                 "n_requests": len(trace),
             },
             "replay": opts,
+            "requests_format": requests_format,
             "command": shlex.join(sys.argv),     # as typed, in the folder "cwd"
             "cwd": str(Path.cwd()),
             "rerun": _rerun_command(trace_path, folder / "config.json", opts),
             "versions": _versions(),
         }
+        t0 = time.perf_counter()
         write_run(folder, trace=trace, result=result, stats=stats, config=run_config,
-                  summary=table)
-        for name in RUN_FILES:
+                  summary=table, requests_format=requests_format)
+        write_s = time.perf_counter() - t0
+        for name in run_files(requests_format):
             rf.done(name)
+    else:
+        write_s = 0.0
+    if args.verbose:
+        print(time_split(stats, write_s, requests_format if folder is not None else None),
+              file=sys.stderr)
+
+
+def time_split(stats: dict, write_s: float, requests_format: str | None) -> str:
+    """The ``--verbose`` lines: wall time of each step of the replay, in this process."""
+    sim_s = stats["sim_wall_s"]
+    setup_s = max(stats["replay_wall_s"] - sim_s, 0.0)
+    what = (f"requests.{requests_format} and statistics" if requests_format is not None
+            else "statistics only" if write_s else "nothing written")
+    since_start = time.perf_counter() - _PROCESS_T0
+    return "\n".join([
+        f"time  read and parse trace   {stats['trace_read_s']:8.3f} s",
+        f"      simulate               {sim_s:8.3f} s  (+ {setup_s:.3f} s state set-up, "
+        f"kernel load or compile)",
+        f"      write results          {write_s:8.3f} s  ({what})",
+        f"      since the CLI started  {since_start:8.3f} s  (imports included, interpreter "
+        f"start not)",
+    ])
 
 
 def _trace_path(arg: str) -> str:

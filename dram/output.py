@@ -3,11 +3,15 @@
 One run writes one folder (see :func:`new_run_dir` for how it is chosen; nothing that exists is
 ever overwritten) holding:
 
-``requests.csv``
-    One row per request, in trace order: ``id,addr,is_write,arrival_cycle,accept_cycle,
-    completion_cycle,latency_cycles`` (``id`` = 0-based position in the trace, ``addr`` the
-    byte address in decimal, cycles of the DRAM clock, ``latency_cycles`` = completion -
-    arrival, which includes the wait in the frontend before acceptance).
+``requests.npz`` (default) or ``requests.csv`` (or neither)
+    One record per request, in trace order, with the columns :data:`REQUEST_COLUMNS`:
+    ``id`` (0-based position in the trace), ``addr`` (byte address), ``is_write``,
+    ``arrival_cycle``, ``accept_cycle``, ``completion_cycle``, ``latency_cycles`` (cycles of the
+    DRAM clock; ``latency_cycles`` = completion - arrival, which includes the wait in the
+    frontend before acceptance). ``.npz`` is numpy's zip of ``.npy`` arrays, one per column
+    (:data:`REQUEST_DTYPES`), uncompressed, so writing and reading cost little more than the
+    bytes; ``np.load`` or :func:`read_requests` reads it back exactly. ``.csv`` has the same
+    columns as text (``addr`` in decimal).
 ``stats.json``
     The statistics of :mod:`dram.stats` (scalars and per-channel / per-rank lists) plus the
     run's bookkeeping (trace, request counts, wall time, simulated requests per second).
@@ -29,6 +33,7 @@ import hashlib
 import json
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -39,9 +44,16 @@ from dram.traces import MemTrace, atomic_write
 
 __all__ = [
     "REQUEST_COLUMNS",
+    "REQUEST_DTYPES",
+    "REQUEST_FORMATS",
     "new_run_dir",
+    "request_columns",
     "request_table",
+    "requests_file_name",
+    "read_requests",
+    "write_requests",
     "write_requests_csv",
+    "write_requests_npz",
     "stats_to_dict",
     "scalar_stats",
     "write_run",
@@ -58,6 +70,20 @@ REQUEST_COLUMNS = (
     "completion_cycle",
     "latency_cycles",
 )
+
+#: dtype of each per-request column (as held in memory and stored in ``requests.npz``).
+REQUEST_DTYPES = {
+    "id": np.int64,
+    "addr": np.uint64,
+    "is_write": np.uint8,
+    "arrival_cycle": np.int64,
+    "accept_cycle": np.int64,
+    "completion_cycle": np.int64,
+    "latency_cycles": np.int64,
+}
+
+#: Formats of the per-request records (``--requests-format``); the first is the default.
+REQUEST_FORMATS = ("npz", "csv")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -131,14 +157,13 @@ def file_sha256(path: str | os.PathLike) -> str:
 # ----------------------------------------------------------------------------------------------
 
 
-def request_table(trace: MemTrace, result: Any):
-    """The per-request records as a pandas DataFrame with :data:`REQUEST_COLUMNS`.
+def request_columns(trace: MemTrace, result: Any) -> dict[str, np.ndarray]:
+    """The per-request records as a dict of column arrays (:data:`REQUEST_COLUMNS`, dtypes
+    :data:`REQUEST_DTYPES`), in trace order.
 
     ``result`` has ``arrival``, ``accept`` and ``completion`` (int64 cycles, one per request in
     trace order), as :func:`dram.replay` returns.
     """
-    import pandas as pd
-
     n = len(trace)
     arrival = np.asarray(result.arrival, np.int64)
     accept = np.asarray(result.accept, np.int64)
@@ -146,24 +171,131 @@ def request_table(trace: MemTrace, result: Any):
     for name, arr in (("arrival", arrival), ("accept", accept), ("completion", completion)):
         if arr.shape != (n,):
             raise ValueError(f"result.{name} has shape {arr.shape}, expected ({n},) for this trace")
-    return pd.DataFrame(
-        {
-            "id": np.arange(n, dtype=np.int64),
-            "addr": trace.addr,
-            "is_write": trace.is_write,
-            "arrival_cycle": arrival,
-            "accept_cycle": accept,
-            "completion_cycle": completion,
-            "latency_cycles": completion - arrival,
-        },
-        columns=list(REQUEST_COLUMNS),
-    )
+    return {
+        "id": np.arange(n, dtype=np.int64),
+        "addr": np.asarray(trace.addr, np.uint64),
+        "is_write": np.asarray(trace.is_write, np.uint8),
+        "arrival_cycle": arrival,
+        "accept_cycle": accept,
+        "completion_cycle": completion,
+        "latency_cycles": completion - arrival,
+    }
+
+
+def request_table(trace: MemTrace, result: Any):
+    """The per-request records as a pandas DataFrame with :data:`REQUEST_COLUMNS`."""
+    import pandas as pd
+
+    return pd.DataFrame(request_columns(trace, result), columns=list(REQUEST_COLUMNS))
+
+
+def requests_file_name(fmt: str) -> str:
+    """File name of the per-request records in format ``fmt`` (one of :data:`REQUEST_FORMATS`)."""
+    if fmt not in REQUEST_FORMATS:
+        raise ValueError(f"unknown per-request format {fmt!r}; valid: {', '.join(REQUEST_FORMATS)}")
+    return f"requests.{fmt}"
+
+
+_CSV_ROWS_PER_STEP = 1 << 19  # rows formatted per compiled call (bounds the text buffer)
 
 
 def write_requests_csv(path: str | os.PathLike, trace: MemTrace, result: Any) -> Path:
-    """Write the per-request records to ``path`` (atomically; never overwrites)."""
-    frame = request_table(trace, result)
-    return atomic_write(Path(path), lambda tmp: frame.to_csv(tmp, index=False))
+    """Write the per-request records to ``path`` as CSV (atomically; never overwrites): a
+    header of :data:`REQUEST_COLUMNS`, then one line per request, integers in decimal (the
+    bytes pandas' ``to_csv`` writes for this table, formatted by a compiled kernel)."""
+    from dram.tracescan import csv_rows
+
+    cols = request_columns(trace, result)
+    unsigned = ("id", "addr", "is_write")
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            f.write((",".join(REQUEST_COLUMNS) + "\n").encode())
+            n = cols["id"].shape[0]
+            for s in range(0, n, _CSV_ROWS_PER_STEP):
+                e = min(n, s + _CSV_ROWS_PER_STEP)
+                u = np.empty((e - s, 3), np.uint64)
+                for j, name in enumerate(unsigned):
+                    u[:, j] = cols[name][s:e]
+                t = np.empty((e - s, 4), np.int64)
+                for j, name in enumerate(REQUEST_COLUMNS[3:]):
+                    t[:, j] = cols[name][s:e]
+                f.write(csv_rows(u, t))
+
+    return atomic_write(Path(path), write)
+
+
+# Time stamp of every member of requests.npz: the earliest a zip can hold, so that equal
+# records give equal bytes (numpy's own savez stamps the current time).
+_ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def write_requests_npz(path: str | os.PathLike, trace: MemTrace, result: Any) -> Path:
+    """Write the per-request records to ``path`` as an uncompressed ``.npz`` (one ``.npy``
+    member per column of :data:`REQUEST_COLUMNS`, in that order), atomically, never over an
+    existing file. Equal records give equal bytes. ``np.load(path)`` reads it."""
+    import zipfile
+
+    columns = request_columns(trace, result)
+
+    def write(tmp: Path) -> None:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for name in REQUEST_COLUMNS:
+                info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_DATE_TIME)
+                info.compress_type = zipfile.ZIP_STORED
+                info.external_attr = 0o644 << 16
+                with zf.open(info, "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, columns[name], allow_pickle=False)
+
+    return atomic_write(Path(path), write)
+
+
+def write_requests(path: str | os.PathLike, trace: MemTrace, result: Any, fmt: str) -> Path:
+    """Write the per-request records in format ``fmt`` (``"npz"`` or ``"csv"``)."""
+    requests_file_name(fmt)  # validates fmt
+    writer = write_requests_npz if fmt == "npz" else write_requests_csv
+    return writer(path, trace, result)
+
+
+def read_requests(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Read per-request records written by :func:`write_requests` (``.npz`` or ``.csv``, told
+    by the name) into a dict of column arrays with the dtypes of :data:`REQUEST_DTYPES`.
+
+    Raises UserError (a ValueError) naming the file when a column is missing or the file is
+    not such a record file.
+    """
+    from cosmos_common import UserError
+
+    path = Path(path)
+    if path.suffix == ".npz":
+        import zipfile
+
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                got = {name: z[name] for name in z.files}
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            raise UserError(f"{path}: not a per-request .npz file ({exc})") from None
+    elif path.suffix == ".csv":
+        import pandas as pd
+
+        frame = pd.read_csv(path, dtype={name: REQUEST_DTYPES[name] for name in REQUEST_COLUMNS})
+        got = {name: frame[name].to_numpy() for name in frame.columns}
+    else:
+        raise UserError(f"{path}: expected a per-request file ending in .npz or .csv")
+    missing = [name for name in REQUEST_COLUMNS if name not in got]
+    if missing:
+        raise UserError(f"{path}: column(s) {', '.join(missing)} missing; expected "
+                        f"{', '.join(REQUEST_COLUMNS)}")
+    n = got["id"].shape[0]
+    out = {}
+    for name in REQUEST_COLUMNS:
+        arr = got[name]
+        if arr.ndim != 1 or arr.shape[0] != n:
+            raise UserError(f"{path}: column {name} has shape {arr.shape}; expected ({n},)")
+        out[name] = arr.astype(REQUEST_DTYPES[name], copy=False)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -199,6 +331,21 @@ def scalar_stats(stats: Mapping[str, Any]) -> dict:
     return {k: v for k, v in stats.items() if isinstance(v, (int, float, str, bool)) or v is None}
 
 
+def stats_csv_text(stats: Mapping[str, Any]) -> str:
+    """stats.csv: the scalar statistics as a header and one row (what pandas' ``to_csv`` writes
+    for that one-row table, without importing pandas: a float is its shortest repr, a missing or
+    non-finite value is empty, text is quoted only when it must be)."""
+    import csv
+    import io
+
+    row = _finite(scalar_stats(stats))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(list(row))
+    writer.writerow(["" if v is None else v for v in row.values()])
+    return buf.getvalue()
+
+
 # ----------------------------------------------------------------------------------------------
 # One run
 # ----------------------------------------------------------------------------------------------
@@ -212,6 +359,7 @@ def write_run(
     stats: Mapping[str, Any],
     config: Mapping[str, Any],
     summary: str | None = None,
+    requests_format: str | None = "npz",
 ) -> Path:
     """Write one run's results into the folder ``out`` (made by :func:`new_run_dir`; created
     if missing). Each file is written to a temporary name and linked into place, never over
@@ -226,25 +374,31 @@ def write_run(
     result : object with ``arrival``, ``accept``, ``completion``
         Per-request cycles from :func:`dram.replay`.
     stats : mapping
-        Statistics and run bookkeeping (written to stats.json; scalars also to stats.csv).
+        Statistics and run bookkeeping (written to stats.json; scalars also to stats.csv),
+        plus ``requests_write_s``, the seconds spent writing the per-request records.
     config : mapping
         Everything needed to repeat the run (config.json).
     summary : str, optional
         The printed summary table (summary.txt).
+    requests_format : {"npz", "csv"} or None
+        Format of the per-request records (``requests.npz`` / ``requests.csv``); ``None``
+        writes none.
 
     Returns
     -------
     Path
         The folder the files were written to.
     """
-    import pandas as pd
-
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    write_requests_csv(folder / "requests.csv", trace, result)
+    stats = dict(stats)
+    if requests_format is not None:
+        t0 = time.perf_counter()
+        write_requests(folder / requests_file_name(requests_format), trace, result,
+                       requests_format)
+        stats["requests_write_s"] = time.perf_counter() - t0
     _write_text(folder / "stats.json", _json_text(stats))
-    row = pd.DataFrame([_finite(scalar_stats(stats))])
-    atomic_write(folder / "stats.csv", lambda tmp: row.to_csv(tmp, index=False))
+    _write_text(folder / "stats.csv", stats_csv_text(stats))
     _write_text(folder / "config.json", _json_text(config))
     if summary is not None:
         _write_text(folder / "summary.txt", summary.rstrip("\n") + "\n")

@@ -35,9 +35,11 @@ pipe, a shell's ``<(gzip -c t.trace)``, ``"-"`` for standard input, an open bina
 first bytes are read ahead to recognise gzip and kept for the parser (nothing is opened twice);
 the format is detected from the blocks already read, which the parser then uses.
 
-Parsing is vectorised numpy over blocks of the text (no Python work per line): read the source
-once into blocks of whole lines -> parse each block into arrays -> check what spans blocks
-(arrival order, capacity) -> concatenate. Errors name the source, the 1-based line number in
+Parsing works over blocks of the text (no Python work per line): read the source once into
+blocks of whole lines -> parse each block into arrays with one compiled pass over its bytes
+(:mod:`dram.tracescan`; a block with a bad line goes to the vectorised numpy parser
+:func:`_parse_block`, which builds the message) -> check what spans blocks (arrival order,
+capacity) -> concatenate. Errors name the source, the 1-based line number in
 the original (uncompressed) file, the offending text and what was expected, and the error
 reported is the one on the first bad line of the file, whatever the block size.
 """
@@ -513,19 +515,62 @@ def _word_key(word: str) -> int:
     return sum(b << (8 * j) for j, b in enumerate(word.upper().encode()))
 
 
-class _Block:
-    """One block of text, tokenised; helpers that turn token columns into values or errors."""
+class _BlockText:
+    """One block of text (whole lines, each ending with a newline) and the error message for
+    one of its lines. Where the lines start is found only when a message needs it."""
 
     def __init__(self, buf: bytes, first_line: int, name: str, fmt: str):
         self.name, self.fmt, self.first_line = name, fmt, first_line
-        data = np.frombuffer(buf, np.uint8)
-        nl = np.flatnonzero(data == 10)
-        self.nl = nl
-        self.n_lines = nl.shape[0]
-        self.line_start = np.empty(self.n_lines, np.int64)
-        self.line_start[0] = 0
-        self.line_start[1:] = nl[:-1] + 1
         self.raw = buf
+        self._nl: np.ndarray | None = None
+        self._line_start: np.ndarray | None = None
+
+    def _index_lines(self) -> None:
+        nl = np.flatnonzero(np.frombuffer(self.raw, np.uint8) == 10)
+        line_start = np.empty(nl.shape[0], np.int64)
+        line_start[0] = 0
+        line_start[1:] = nl[:-1] + 1
+        self._nl, self._line_start = nl, line_start
+
+    @property
+    def nl(self) -> np.ndarray:
+        """Offset of each line's newline."""
+        if self._nl is None:
+            self._index_lines()
+        return self._nl
+
+    @property
+    def line_start(self) -> np.ndarray:
+        """Offset of each line's first byte."""
+        if self._line_start is None:
+            self._index_lines()
+        return self._line_start
+
+    def text(self, li: int) -> str:
+        s, e = int(self.line_start[li]), int(self.nl[li])
+        return self.raw[s:e].decode("utf-8", "replace").rstrip("\r")
+
+    def error(self, li: int, reason: str) -> TraceError:
+        """The error for block line ``li``: source, line number, reason, text, expected form."""
+        text = self.text(li)
+        if len(text) > 200:
+            text = text[:200] + "..."
+        line = self.first_line + li
+        return TraceError(
+            f"{self.name}, line {line}: {reason} in {text!r}; "
+            f"expected {self.fmt} lines {FORMATS[self.fmt]}",
+            line,
+        )
+
+
+class _Block(_BlockText):
+    """One block of text, tokenised; helpers that turn token columns into values or errors."""
+
+    def __init__(self, buf: bytes, first_line: int, name: str, fmt: str):
+        super().__init__(buf, first_line, name, fmt)
+        data = np.frombuffer(buf, np.uint8)
+        nl = self.nl
+        self.n_lines = nl.shape[0]
         hashes = np.flatnonzero(data == 35)  # '#'
         if hashes.size:
             data = data.copy()
@@ -547,24 +592,8 @@ class _Block:
         np.cumsum(self.ntok, out=self.tok_ptr[1:])
 
     # -- error reporting ------------------------------------------------------------------------
-    def text(self, li: int) -> str:
-        s, e = int(self.line_start[li]), int(self.nl[li])
-        return self.raw[s:e].decode("utf-8", "replace").rstrip("\r")
-
     def token_text(self, t: int) -> str:
         return self.raw[int(self.tok_start[t]): int(self.tok_end[t])].decode("utf-8", "replace")
-
-    def error(self, li: int, reason: str) -> TraceError:
-        """The error for block line ``li``: source, line number, reason, text, expected form."""
-        text = self.text(li)
-        if len(text) > 200:
-            text = text[:200] + "..."
-        line = self.first_line + li
-        return TraceError(
-            f"{self.name}, line {line}: {reason} in {text!r}; "
-            f"expected {self.fmt} lines {FORMATS[self.fmt]}",
-            line,
-        )
 
     # -- token columns --------------------------------------------------------------------------
     def words(self, toks: np.ndarray, allowed: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -677,10 +706,10 @@ class _Parsed(NamedTuple):
 def _parse_block(b: _Block) -> _Parsed:
     """Parse one tokenised block into request arrays and its error candidates; raises nothing.
 
-    This is the parser's one step: text in, arrays out, with no state between blocks (the
-    reader checks what spans blocks: arrival order, capacity). A faster scanner can take its
-    place if it returns the same arrays for a valid block; on a block with an error it may hand
-    the block to this function for the message, which then names the same line.
+    This is the parser's reference step: text in, arrays out, with no state between blocks
+    (the reader checks what spans blocks: arrival order, capacity). The reader runs the
+    compiled scanner first (:func:`_parse`), which returns the same arrays for a valid block,
+    and hands a block with an error to this function for the message.
     """
     fmt = b.fmt
     allowed = _FIELDS[fmt]
@@ -752,6 +781,18 @@ def _parse_block(b: _Block) -> _Parsed:
         kind = keyword(first + 1, _RW, "command")
         addr = hex_addr(first + 2)
     return _Parsed(addr, kind.astype(np.uint8), arrival, lines, errs)
+
+
+def _parse(buf: bytes, first_line: int, name: str, fmt: str) -> _Parsed:
+    """Parse one block: the compiled scanner (:func:`dram.tracescan.scan_block`) first; a
+    block it does not accept whole goes to the vectorised :func:`_parse_block`, which finds
+    the same first bad line and builds its message."""
+    from dram.tracescan import scan_block
+
+    addr, kind, arrival, line, bad = scan_block(buf, fmt, MAX_LINE_BYTES)
+    if bad is not None:
+        return _parse_block(_Block(buf, first_line, name, fmt))
+    return _Parsed(addr, kind, arrival, line, _Errors(_BlockText(buf, first_line, name, fmt)))
 
 
 def _detect(blocks: Iterator[tuple[bytes, int]], name: str) -> tuple[str, list[tuple[bytes, int]]]:
@@ -857,8 +898,7 @@ class _Reader:
 
     def add(self, buf: bytes, first_line: int) -> None:
         """Parse and check one block; raise :class:`TraceError` for its first bad line."""
-        b = _Block(buf, first_line, self.name, self.fmt)
-        p = _parse_block(b)
+        p = _parse(buf, first_line, self.name, self.fmt)
         errs, li = p.errors, p.line
         if p.arrival is not None and li.size:
             arr = p.arrival

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from cosmos.cli import main
-from dram.output import REQUEST_COLUMNS, new_run_dir
+from dram.output import REQUEST_COLUMNS, new_run_dir, read_requests
 from dram.standards import list_presets
 
 DATA = Path(__file__).parent / "data" / "dram"
@@ -131,10 +131,10 @@ def test_replay_prints_the_summary_and_writes_the_results(first_run):
     assert code == 0, err
     assert f"results written to {folder}" in err
     assert sorted(p.name for p in folder.iterdir()) == [
-        "config.json", "requests.csv", "stats.csv", "stats.json", "summary.txt"]
+        "config.json", "requests.npz", "stats.csv", "stats.json", "summary.txt"]
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary files left
 
-    req = pd.read_csv(folder / "requests.csv")
+    req = pd.DataFrame(read_requests(folder / "requests.npz"))
     assert tuple(req.columns) == REQUEST_COLUMNS
     text = gzip.decompress(SAMPLE.read_bytes()).decode().split()
     assert req["id"].tolist() == list(range(2000))
@@ -204,10 +204,11 @@ def test_second_run_does_not_overwrite_the_first_and_config_repeats_it(first_run
     assert f"results written to {second}" in err
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
     # same config -> same per-request results, bit for bit
-    assert (second / "requests.csv").read_bytes() == before["requests.csv"]
+    assert (second / "requests.npz").read_bytes() == before["requests.npz"]
     s1 = json.loads(before["stats.json"])
     s2 = json.loads((second / "stats.json").read_text())
-    timing = ("trace_read_s", "replay_wall_s", "sim_wall_s", "sim_requests_per_s", "compile_s")
+    timing = ("trace_read_s", "replay_wall_s", "sim_wall_s", "sim_requests_per_s", "compile_s",
+              "requests_write_s")
     assert {k: v for k, v in s1.items() if k not in timing} == {k: v for k, v in s2.items() if k not in timing}
 
 
@@ -225,7 +226,7 @@ def test_options_reach_the_model_wrap_and_untimed_traces(capsys, tmp_path):
     stats = json.loads(out)
     assert stats["refresh_cmds"] == 0 and stats["timed"] is False
     assert len(stats["channel_busy_fraction"]) == 1 and len(stats["rank_busy_fraction"][0]) == 1
-    req = pd.read_csv(tmp_path / "o" / "requests.csv")
+    req = read_requests(tmp_path / "o" / "requests.npz")
     assert (req["arrival_cycle"] == 0).all()  # untimed: every request available at cycle 0
     assert req["addr"].max() < 32 << 30  # wrapped modulo the capacity
     cfg = json.loads((tmp_path / "o" / "config.json").read_text())["dram_config"]
@@ -245,14 +246,14 @@ def test_config_repeats_the_trace_options_too(capsys, tmp_path):
     import os
     umask = os.umask(0)
     os.umask(umask)
-    assert (tmp_path / "a" / "requests.csv").stat().st_mode & 0o777 == 0o666 & ~umask
+    assert (tmp_path / "a" / "requests.npz").stat().st_mode & 0o777 == 0o666 & ~umask
     assert "--wrap" in cfg["rerun"] and "--config" in cfg["rerun"] and cfg["command"]
     code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--config",
                        str(tmp_path / "a" / "config.json"), "--no-progress",
                        "--out", str(tmp_path / "b"))
     assert code == 0, err
-    assert ((tmp_path / "b" / "requests.csv").read_bytes()
-            == (tmp_path / "a" / "requests.csv").read_bytes())
+    assert ((tmp_path / "b" / "requests.npz").read_bytes()
+            == (tmp_path / "a" / "requests.npz").read_bytes())
     code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--config",
                        str(tmp_path / "a" / "config.json"), "--no-wrap")
     assert code == 2 and "beyond the memory's capacity of 32 GiB" in err
@@ -312,7 +313,7 @@ def test_replay_matches_ramulator_request_by_request(capsys, tmp_path):
     assert hashlib.sha256(gzip.decompress(trace.read_bytes())).hexdigest() == (
         "c31d1f2204639afba395c3e8665e5e4b4c1d34279c7271e8811fea1e9d39c547")
     code, out, err = run(capsys, "dram", "replay", str(trace), "--channels", "1", "--refresh", "on",
-                         "--out", str(tmp_path / "r"))
+                         "--requests-format", "csv", "--out", str(tmp_path / "r"))
     assert code == 0, err
     ours = pd.read_csv(tmp_path / "r" / "requests.csv")
     ref = pd.read_csv(DATA / "cli" / "1ch_unloaded_conflict_s62.refON.requests.csv.gz")
@@ -349,3 +350,95 @@ def test_a_wrong_typed_field_of_config_names_the_file(capsys, tmp_path, field, v
     rc, out, err = run(capsys, "dram", "replay", str(trace), "--config", str(cfg))
     assert rc == 2 and len(err.strip().splitlines()) == 1
     assert f"{cfg}: " in err and expected in err
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-request records: npz (default), csv, none; read back equal to the in-memory result
+# ---------------------------------------------------------------------------------------------
+
+
+def test_per_request_records_round_trip_in_every_format(tmp_path):
+    from dram import DRAMConfig, replay
+    from dram.output import REQUEST_DTYPES, request_columns, write_requests
+    from dram.traces import read_trace
+
+    trace = read_trace(SAMPLE)
+    result = replay(trace, DRAMConfig())
+    mem = request_columns(trace, result)
+    assert list(mem) == list(REQUEST_COLUMNS)
+    assert np.array_equal(mem["completion_cycle"], result.completion)
+    assert np.array_equal(mem["latency_cycles"], result.completion - result.arrival)
+    for fmt in ("npz", "csv"):
+        path = write_requests(tmp_path / f"requests.{fmt}", trace, result, fmt)
+        back = read_requests(path)
+        assert list(back) == list(REQUEST_COLUMNS)
+        for name in REQUEST_COLUMNS:
+            assert back[name].dtype == REQUEST_DTYPES[name], (fmt, name)
+            assert np.array_equal(back[name], mem[name]), (fmt, name)
+    # the compiled CSV writer writes what pandas writes for the same table
+    from dram.output import request_table
+
+    assert (tmp_path / "requests.csv").read_text() == request_table(trace, result).to_csv(index=False)
+    # the npz is plain numpy: np.load reads it, and equal records give equal bytes
+    with np.load(tmp_path / "requests.npz") as z:
+        assert z.files == list(REQUEST_COLUMNS)
+        assert np.array_equal(z["addr"], trace.addr)
+    again = write_requests(tmp_path / "again.npz", trace, result, "npz")
+    assert again.read_bytes() == (tmp_path / "requests.npz").read_bytes()
+    with pytest.raises(FileExistsError):  # never written over
+        write_requests(tmp_path / "requests.npz", trace, result, "npz")
+
+
+def test_reading_a_bad_per_request_file_names_it(tmp_path):
+    from cosmos_common import UserError
+
+    junk = tmp_path / "requests.npz"
+    junk.write_bytes(b"not a zip")
+    with pytest.raises(UserError, match=r"requests\.npz: not a per-request \.npz file"):
+        read_requests(junk)
+    part = tmp_path / "part.npz"
+    np.savez(part, id=np.arange(3))
+    with pytest.raises(UserError, match=r"part\.npz: column\(s\) addr, is_write.* missing"):
+        read_requests(part)
+    with pytest.raises(UserError, match=r"x\.parquet: expected a per-request file ending in"):
+        read_requests(tmp_path / "x.parquet")
+
+
+def test_requests_format_csv_and_no_requests(capsys, tmp_path):
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--requests-format", "csv",
+                       "--no-progress", "--out", str(tmp_path / "c"))
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == [
+        "config.json", "requests.csv", "stats.csv", "stats.json", "summary.txt"]
+    csv = read_requests(tmp_path / "c" / "requests.csv")
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--no-progress",
+                       "--out", str(tmp_path / "n"))
+    assert code == 0, err
+    npz = read_requests(tmp_path / "n" / "requests.npz")
+    assert all(np.array_equal(csv[k], npz[k]) for k in REQUEST_COLUMNS)
+    code, out, err = run(capsys, "dram", "replay", str(SAMPLE), "--no-requests", "--verbose",
+                         "--no-progress", "--out", str(tmp_path / "s"))
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [
+        "config.json", "stats.csv", "stats.json", "summary.txt"]
+    # --verbose: the time split on stderr, the table on stdout as without it
+    for step in ("read and parse trace", "simulate", "write results", "since the CLI started"):
+        assert step in err, err
+    assert "statistics only" in err and "read and parse" not in out
+    assert json.loads((tmp_path / "s" / "config.json").read_text())["requests_format"] is None
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--no-requests",
+                       "--requests-format", "npz", "--out", str(tmp_path / "x"))
+    assert code == 2 and "--no-requests and --requests-format contradict" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
+
+
+def test_stats_csv_is_what_pandas_writes(first_run):
+    """stats.csv is written without pandas (not imported by a replay); same bytes as its to_csv."""
+    from dram.output import _finite, scalar_stats, stats_csv_text
+
+    _, _, _, folder = first_run
+    stats = json.loads((folder / "stats.json").read_text())
+    stats.update(nan=float("nan"), text='a,b "c"', flag=True, tiny=1e-7, huge=1e16, sum=0.1 + 0.2)
+    assert stats_csv_text(stats) == pd.DataFrame([_finite(scalar_stats(stats))]).to_csv(index=False)
+    assert (folder / "stats.csv").read_text() == stats_csv_text(json.loads(
+        (folder / "stats.json").read_text()))

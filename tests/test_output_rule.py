@@ -143,7 +143,7 @@ def test_dram_replay_out_rule_and_interruption(tmp_path, monkeypatch, capsys):
     assert main(["dram", "replay", str(DRAM_SAMPLE), "--out", str(out), "--no-progress"]) == 130
     lines = (out / INCOMPLETE).read_text().splitlines()
     assert "cosmos dram replay" in lines[0]
-    assert lines[-1] == ("interrupted (Ctrl-C); missing: requests.csv, stats.json, stats.csv, "
+    assert lines[-1] == ("interrupted (Ctrl-C); missing: requests.npz, stats.json, stats.csv, "
                          "config.json, summary.txt")
     capsys.readouterr()
     # a bad trace is refused before anything is written: the folder made for it is removed

@@ -159,7 +159,8 @@ def test_text_streams_and_other_containers_are_named():
 # The command line: cat t | cosmos dram replay -, <(gzip -c t)
 # ---------------------------------------------------------------------------------------------
 
-TIMING_KEYS = ("trace_read_s", "replay_wall_s", "sim_wall_s", "sim_requests_per_s")
+TIMING_KEYS = ("trace_read_s", "replay_wall_s", "sim_wall_s", "sim_requests_per_s",
+               "requests_write_s")
 
 
 def cli(command: str, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -194,11 +195,11 @@ def piped_runs(tmp_path_factory):
 
 def test_pipes_and_stdin_replay_every_request_with_the_file_results(piped_runs):
     _, ref = piped_runs["file"]
-    ref_requests = (ref / "requests.csv").read_bytes()
-    assert ref_requests.count(b"\n") == 2001  # header + 2,000 requests
+    ref_requests = (ref / "requests.npz").read_bytes()
+    assert len(np.load(ref / "requests.npz")["id"]) == 2000
     ref_stats = json.loads((ref / "stats.json").read_text())
     for name, (proc, folder) in piped_runs.items():
-        assert (folder / "requests.csv").read_bytes() == ref_requests, name
+        assert (folder / "requests.npz").read_bytes() == ref_requests, name
         stats = json.loads((folder / "stats.json").read_text())
         assert stats["n_requests"] == 2000, name
         assert ({k: v for k, v in stats.items() if k not in TIMING_KEYS}
@@ -392,3 +393,85 @@ def test_fuzz_gzip_whole_and_cut(data, options, block, cut_percent):
 @given(st.binary(max_size=200), OPTIONS, st.integers(1, 16))
 def test_fuzz_arbitrary_bytes(data, options, block):
     check_same_everywhere(data, options, block, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiled scanner (dram.tracescan) against the vectorised parser it stands in for
+# ---------------------------------------------------------------------------------------------
+
+
+def scanner_and_reference(data: bytes, fmt: str):
+    from dram.traces import _Block, _parse_block
+    from dram.tracescan import scan_block
+
+    if not data.endswith(b"\n"):
+        data += b"\n"  # blocks are whole lines (dram.traces._blocks)
+    fast = scan_block(data, fmt, MAX_LINE_BYTES)
+    ref = _parse_block(_Block(data, 1, "<block>", fmt))
+    return fast, ref
+
+
+def assert_scanner_agrees(data: bytes, fmt: str) -> None:
+    (addr, kind, arrival, line, bad), ref = scanner_and_reference(data, fmt)
+    ref_bad = None if ref.errors.line is None else ref.errors.line - 1
+    assert bad == ref_bad, (data, fmt, bad, ref_bad)
+    # the requests before the first bad line (all of them when there is none) are the same
+    keep = ref.line < (ref_bad if ref_bad is not None else np.iinfo(np.int64).max)
+    assert line.tolist() == ref.line[keep].tolist()
+    assert addr.dtype == np.uint64 and addr.tolist() == ref.addr[keep].tolist()
+    assert kind.dtype == np.uint8 and kind.tolist() == ref.is_write[keep].tolist()
+    if fmt == "ramulator":
+        assert arrival is None and ref.arrival is None
+    else:
+        assert arrival.dtype == np.int64 and arrival.tolist() == ref.arrival[keep].tolist()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_traces(), st.sampled_from(sorted(_LINES)))
+def test_fuzz_scanner_matches_the_vectorised_parser(data, fmt):
+    """Same requests, and the same first bad line, on mutated text of every format."""
+    assert_scanner_agrees(data, fmt)
+
+
+@pytest.mark.parametrize("fmt", sorted(_LINES))
+@pytest.mark.parametrize("text", [
+    b"0x40 READ 1", b"0X40 read 1", b"40 Write 18446744073709551615", b"0x READ 1",
+    b"0x" + b"f" * 16 + b" READ 0", b"0x" + b"0" * 17 + b" READ 0", b"0x40 READ " + b"9" * 19,
+    b"0x40 READ 9223372036854775807", b"0x40 READ 9223372036854775808", b"0x40 READS 1",
+    b"0x40 READ 1 2", b"0x40\tREAD\r1#c", b"#0x40 READ 1", b"LD 0x40", b"st 64", b"LD 0x",
+    b"LD " + b"9" * 19, b"LD " + b"9" * 20, b"LD 0x" + b"f" * 16, b"LD 0x" + b"f" * 17,
+    b"LD -1", b"5: read 0x40", b"5:\tWRITE\t40\tdata", b"5 read 0x40", b": read 0x40",
+    b"5:: read 0x40", b"5: read 0x40 d e", b"9223372036854775808: read 0x40", b"\x0b\x0c",
+    b"0x40 READ 1\x00", b"0x4g READ 1", b"0x40 REA\xc4 1",
+])
+def test_scanner_edge_cases(text, fmt):
+    assert_scanner_agrees(b"# head\n" + text + b"\n0x80 READ 2\n", fmt)
+    assert_scanner_agrees(text, fmt)
+
+
+def test_scanner_long_lines():
+    ok = b"#" + b"c" * (MAX_LINE_BYTES - 1) + b"\n0x40 READ 0\n"
+    assert_scanner_agrees(ok, "dramsim3")
+    assert_scanner_agrees(b"0x40 READ 0\n#" + b"c" * MAX_LINE_BYTES + b"\n", "dramsim3")
+
+
+def test_reading_with_and_without_the_scanner_gives_the_same_outcome(monkeypatch):
+    """read_trace through the scanner equals read_trace through the vectorised parser alone,
+    trace for trace and message for message."""
+    import dram.traces as T
+
+    cases = [b"0x40 READ 1\n0x80 WRITE 2\n", b"0x40 READ 1\n0x41 READ 0\n",
+             b"0x40 READ 1\nLD 0x40\n", b"LD 0x41\nST 100\n", b"1: read 0x40\n0: read 0x80\n",
+             b"0x40 READ 281474976710657\n", b"0x10000000000 READ 1\n0x40 READ x\n"]
+    options = [{}, {"unaligned": "error"}, {"capacity_bytes": 1 << 20}]
+    fast = [[outcome(io.BytesIO(c), **o) for o in options] for c in cases]
+    monkeypatch.setattr(T, "_parse", lambda buf, first, name, fmt:
+                        T._parse_block(T._Block(buf, first, name, fmt)))
+    slow = [[outcome(io.BytesIO(c), **o) for o in options] for c in cases]
+    for f_row, s_row in zip(fast, slow):
+        for (kf, vf), (ks, vs) in zip(f_row, s_row):
+            assert kf == ks
+            if kf == "error":
+                assert vf == vs
+            else:
+                same_trace(vf, vs)

@@ -1,0 +1,313 @@
+"""Compiled text kernels: the trace parser's fast path (one pass over a block's bytes), and
+the CSV formatter of integer columns used for ``requests.csv`` (:func:`csv_rows`).
+
+:func:`scan_block` reads a block of whole lines of trace text (see :mod:`dram.traces` for the
+three formats) byte by byte in a numba kernel and returns the requests as arrays. It accepts
+exactly the lines the vectorised parser :func:`dram.traces._parse_block` accepts and returns
+the same values for them; at the first line it cannot accept it stops and reports that line.
+It builds no messages: the reader then hands that block to the vectorised parser, which names
+the same line with the full message (file, line number, reason, text, expected form). So the
+messages are those of the vectorised parser by construction, and a valid trace costs one pass
+over its bytes (tests/test_trace_streams.py checks the two parsers agree on fuzzed text).
+
+What a line must be (the vectorised parser's rules, restated for the scanner):
+
+* ``#`` starts a comment to the end of the line; whitespace is space, ``\\t``, ``\\n``, ``\\v``,
+  ``\\f``, ``\\r`` (what ``bytes.split()`` splits on); a line with no field is skipped; a line
+  (without its newline) longer than ``max_line_bytes`` is an error even if it is a comment.
+* Field counts: dramsim3 3, ramulator 2, dramsys 3 or 4 (the 4th, data, is not read).
+* Hex address: optional ``0x``/``0X``, then 1 to 16 hex digits (leading zeros count).
+  Decimal cycle: 1 to 19 digits, value at most 2**63 - 1. Ramulator address: ``0x`` + 1-16 hex
+  digits, or 1-19 decimal digits. Keywords (READ/WRITE, LD/ST) are ASCII case-insensitive.
+  A dramsys time stamp ends with ``:`` (the cycle is the digits before it).
+
+The kernel is compiled once and kept in numba's on-disk cache (``cache=True``); it is a small
+function, so a cold compile costs about a second and a warm start loads it in milliseconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["FORMAT_CODES", "scan_block", "csv_rows"]
+
+#: Format name -> the integer the kernel takes.
+FORMAT_CODES = {"dramsim3": 0, "ramulator": 1, "dramsys": 2}
+
+_INT63_MAX = (1 << 63) - 1
+
+
+@njit(cache=True, nogil=True)
+def _is_ws(c):
+    return c == 32 or (9 <= c <= 13)
+
+
+@njit(cache=True, nogil=True)
+def _hex_digit(c):
+    if 48 <= c <= 57:
+        return c - 48
+    c |= 32
+    if 97 <= c <= 102:
+        return c - 87
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _parse_hex(data, s, e):
+    """Value of hex digits data[s:e] (optional 0x prefix); ok False on any deviation."""
+    if e - s >= 2 and data[s] == 48 and (data[s + 1] | 32) == 120:
+        s += 2
+    n = e - s
+    if n <= 0 or n > 16:
+        return np.uint64(0), False
+    v = np.uint64(0)
+    for i in range(s, e):
+        d = _hex_digit(data[i])
+        if d < 0:
+            return np.uint64(0), False
+        v = (v << np.uint64(4)) | np.uint64(d)
+    return v, True
+
+
+@njit(cache=True, nogil=True)
+def _parse_dec(data, s, e):
+    """Value of decimal digits data[s:e] (at most 19); ok False on any deviation."""
+    n = e - s
+    if n <= 0 or n > 19:
+        return np.uint64(0), False
+    v = np.uint64(0)
+    for i in range(s, e):
+        d = data[i] - 48
+        if d < 0 or d > 9:
+            return np.uint64(0), False
+        v = v * np.uint64(10) + np.uint64(d)
+    return v, True
+
+
+@njit(cache=True, nogil=True)
+def _keyword(data, s, e, w0, w1):
+    """0 if data[s:e] is the upper-case ASCII word w0, 1 if w1 (case-insensitive), else -1."""
+    n = e - s
+    for code in range(2):
+        w = w0 if code == 0 else w1
+        if n != len(w):
+            continue
+        same = True
+        for i in range(n):
+            c = data[s + i]
+            if 97 <= c <= 122:
+                c -= 32
+            if c != w[i]:
+                same = False
+                break
+        if same:
+            return code
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _scan(data, fmt, max_line_bytes, addr, kind, arrival, line, rw, ldst):
+    """Scan ``data`` (whole lines, each ending with a newline) into the output arrays.
+
+    Returns (requests written, index in the block of the first line not accepted, or -1).
+    """
+    n = data.shape[0]
+    starts = np.empty(5, np.int64)
+    ends = np.empty(5, np.int64)
+    cycle_max = np.uint64(_INT63_MAX)
+    pos = 0
+    li = 0
+    nreq = 0
+    while pos < n:
+        # one line: tokens up to the newline, '#' ends the fields
+        line_start = pos
+        ntok = 0
+        comment = False
+        while True:
+            c = data[pos]
+            if c == 10:
+                break
+            if comment or c == 32 or (9 <= c <= 13):
+                pos += 1
+                continue
+            if c == 35:
+                comment = True
+                pos += 1
+                continue
+            s = pos
+            while True:
+                c = data[pos]
+                if c == 35 or c == 32 or (9 <= c <= 13):
+                    break
+                pos += 1
+            if ntok < 5:
+                starts[ntok] = s
+                ends[ntok] = pos
+            ntok += 1
+        if pos - line_start > max_line_bytes:
+            return nreq, li
+        pos += 1  # past the newline
+        if ntok == 0:
+            li += 1
+            continue
+        if fmt == 0:  # dramsim3: 0x<addr> READ|WRITE <cycle>
+            if ntok != 3:
+                return nreq, li
+            a, ok = _parse_hex(data, starts[0], ends[0])
+            if not ok:
+                return nreq, li
+            k = _keyword(data, starts[1], ends[1], rw[0], rw[1])
+            if k < 0:
+                return nreq, li
+            t, ok = _parse_dec(data, starts[2], ends[2])
+            if not ok or t > cycle_max:
+                return nreq, li
+            arrival[nreq] = np.int64(t)
+        elif fmt == 1:  # ramulator: LD|ST <addr>
+            if ntok != 2:
+                return nreq, li
+            k = _keyword(data, starts[0], ends[0], ldst[0], ldst[1])
+            if k < 0:
+                return nreq, li
+            s = starts[1]
+            e = ends[1]
+            if e - s >= 2 and data[s] == 48 and (data[s + 1] | 32) == 120:
+                a, ok = _parse_hex(data, s, e)
+            else:
+                a, ok = _parse_dec(data, s, e)
+            if not ok:
+                return nreq, li
+        else:  # dramsys: <cycle>: read|write 0x<addr> [data]
+            if ntok != 3 and ntok != 4:
+                return nreq, li
+            if data[ends[0] - 1] != 58:  # ':'
+                return nreq, li
+            t, ok = _parse_dec(data, starts[0], ends[0] - 1)
+            if not ok or t > cycle_max:
+                return nreq, li
+            k = _keyword(data, starts[1], ends[1], rw[0], rw[1])
+            if k < 0:
+                return nreq, li
+            a, ok = _parse_hex(data, starts[2], ends[2])
+            if not ok:
+                return nreq, li
+            arrival[nreq] = np.int64(t)
+        addr[nreq] = a
+        kind[nreq] = np.uint8(k)
+        line[nreq] = li
+        nreq += 1
+        li += 1
+    return nreq, -1
+
+
+def _word(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("ascii"), np.uint8).copy()
+
+
+_RW = (_word("READ"), _word("WRITE"))
+_LDST = (_word("LD"), _word("ST"))
+
+
+def scan_block(buf: bytes, fmt: str, max_line_bytes: int):
+    """Parse one block of whole lines (each ending with ``\\n``) in one compiled pass.
+
+    Parameters
+    ----------
+    buf : bytes
+        The block's text.
+    fmt : {"dramsim3", "ramulator", "dramsys"}
+    max_line_bytes : int
+        Longest accepted line, without its newline.
+
+    Returns
+    -------
+    addr : ndarray (n,) uint64
+        Addresses as written (not aligned).
+    is_write : ndarray (n,) uint8
+    arrival : ndarray (n,) int64, or None for the untimed ramulator format
+    line : ndarray (n,) int64
+        Index in the block (0-based) of each request's line.
+    bad_line : int or None
+        Index in the block of the first line that is not a valid request line (the arrays hold
+        the requests before it); ``None`` when every line was accepted.
+    """
+    data = np.frombuffer(buf, np.uint8)
+    cap = buf.count(b"\n")  # every request line ends with one
+    addr = np.empty(cap, np.uint64)
+    kind = np.empty(cap, np.uint8)
+    timed = fmt != "ramulator"
+    arrival = np.empty(cap if timed else 0, np.int64)
+    line = np.empty(cap, np.int64)
+    n, bad = _scan(data, FORMAT_CODES[fmt], int(max_line_bytes), addr, kind, arrival, line,
+                   _RW, _LDST)
+    return (addr[:n], kind[:n], arrival[:n] if timed else None, line[:n],
+            None if bad < 0 else int(bad))
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing: integer columns as CSV text
+# ----------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _put_uint(out, pos, v):
+    """Write the decimal digits of uint64 ``v`` at out[pos:]; return the position after them."""
+    if v == 0:
+        out[pos] = 48
+        return pos + 1
+    n = 0
+    t = v
+    while t > 0:
+        t //= np.uint64(10)
+        n += 1
+    end = pos + n
+    i = end - 1
+    while v > 0:
+        out[i] = np.uint8(np.uint64(48) + v % np.uint64(10))
+        v //= np.uint64(10)
+        i -= 1
+    return end
+
+
+@njit(cache=True, nogil=True)
+def _format_rows(unsigned, signed, out):
+    """Format row i as ``unsigned[i, :]`` then ``signed[i, :]``, comma-separated, one line per
+    row, into ``out`` (large enough); return the bytes written."""
+    n = unsigned.shape[0]
+    nu = unsigned.shape[1]
+    ns = signed.shape[1]
+    pos = 0
+    for i in range(n):
+        for j in range(nu):
+            if j:
+                out[pos] = 44
+                pos += 1
+            pos = _put_uint(out, pos, unsigned[i, j])
+        for j in range(ns):
+            if nu or j:
+                out[pos] = 44
+                pos += 1
+            v = signed[i, j]
+            if v < 0:
+                out[pos] = 45
+                pos += 1
+                pos = _put_uint(out, pos, np.uint64(-(v + 1)) + np.uint64(1))
+            else:
+                pos = _put_uint(out, pos, np.uint64(v))
+        out[pos] = 10
+        pos += 1
+    return pos
+
+
+def csv_rows(unsigned: np.ndarray, signed: np.ndarray) -> bytes:
+    """CSV text of integer rows: the columns of ``unsigned`` (uint64, shape (n, a)) then those
+    of ``signed`` (int64, shape (n, b)), in decimal, ``,`` between fields, ``\\n`` after each
+    row: the bytes pandas' ``to_csv`` writes for integer columns."""
+    unsigned = np.ascontiguousarray(unsigned, np.uint64)
+    signed = np.ascontiguousarray(signed, np.int64)
+    # 20 digits per uint64 field, 20 + sign per int64 field, one separator or newline each
+    width = 21 * unsigned.shape[1] + 21 * signed.shape[1] + 1
+    out = np.empty(unsigned.shape[0] * width, np.uint8)
+    n = _format_rows(unsigned, signed, out)
+    return out[:n].tobytes()
