@@ -160,7 +160,7 @@ def test_text_streams_and_other_containers_are_named():
 # ---------------------------------------------------------------------------------------------
 
 TIMING_KEYS = ("trace_read_s", "replay_wall_s", "sim_wall_s", "sim_requests_per_s",
-               "requests_write_s")
+               "requests_write_s", "compile_s")
 
 
 def cli(command: str, tmp_path: Path) -> subprocess.CompletedProcess:
