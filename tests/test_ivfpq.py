@@ -233,3 +233,25 @@ def test_cli_bad_input_one_line(tmp_path, capsys, args, msg, cache):
     err = capsys.readouterr().err
     assert rc == 2 and msg in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_cosmos_refuses_a_scan_trace_in_one_line(tmp_path, capsys, pq_trace):
+    p = save_trace(tmp_path / "s.npz", pq_trace)
+    rc = main(["simulate", "--system", "cosmos", str(p), "--no-progress", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "an 'ivfpq' trace" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_inner_product_adc_converges_to_exact_with_rerank(tmp_path):
+    """ip metric: the ADC table holds -<q_j, sub-centroid> plus the 1 - <q, centroid> bias; a
+    deeper re-rank recovers the exact scan's results."""
+    from graphs.workload import get_dataset
+
+    ds = get_dataset("text2image", 3000, 20, 0, tmp_path)
+    assert ds.metric == "ip"
+    kw = dict(num_clusters=8, num_probes=3, k=10, pq_m=4, cache_dir=tmp_path)
+    ex = scan_trace(ds, "exact", **kw)
+    rec = [scan_trace(ds, "ivfpq", rerank=r, **kw).meta["recall"] for r in (0, 50, 400)]
+    assert rec[0] <= rec[1] <= rec[2]
+    assert rec[2] >= ex.meta["recall"] - 0.02 and rec[0] < ex.meta["recall"]
