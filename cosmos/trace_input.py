@@ -164,6 +164,10 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
             raise ValueError(f"{label}: 'meta' is not a JSON dict: got a "
                              f"{type(meta).__name__}")
     meta = dict(meta)
+    kind = meta.get("index_kind", "graph")
+    if kind != "graph":
+        raise ValueError(f"{label}: an {kind!r} trace (scan elements of graphs.ivfpq): the "
+                         f"system models replay graph traces (index_kind 'graph') only")
     sums = meta.pop("checksums", None) or {}
     if not isinstance(sums, dict):
         raise ValueError(f"{label}: meta 'checksums' must be a dict of array name -> checksum")

@@ -46,6 +46,13 @@ def register(subparsers) -> None:
     t.add_argument("-k", "--k", dest="k", type=int, default=_DEFAULTS["k"],
                    help="neighbors returned per query, 1..--cand-list-len and at most the base size")
     t.add_argument("--entry", choices=("medoid", "hnsw"), default="medoid", help="entry point of each cluster search")
+    t.add_argument("--index", choices=("graph", "ivfpq", "exact"), default="graph",
+                   help="index family: clustered graphs (default), IVF-PQ on the same k-means lists, "
+                        "or an exact scan of the probed lists (--num-probes = --num-clusters: all)")
+    t.add_argument("--pq-m", type=int, default=16,
+                   help="IVF-PQ sub-spaces = code bytes; must divide the dimension (default 16)")
+    t.add_argument("--rerank", type=int, default=None,
+                   help="IVF-PQ: candidates re-ranked with their full vectors, 0 (none) or >= k (default 100)")
     t.add_argument("--out", type=Path, required=True, help="trace file to write (.npz)")
     t.add_argument("--per-query", action="store_true", help="print one line of statistics per query")
     t.add_argument("--node-bytes", type=int, default=None,
@@ -97,7 +104,7 @@ def _check_options(args) -> None:
         if args.num_probes < 1 or args.num_probes > args.num_clusters:
             raise UserError(f"--num-probes={args.num_probes} must be in 1..--num-clusters="
                             f"{args.num_clusters}")
-        if not 1 <= args.k <= args.cand_list_len:
+        if getattr(args, "index", "graph") == "graph" and not 1 <= args.k <= args.cand_list_len:
             raise UserError(f"-k={args.k} must be in 1..--cand-list-len={args.cand_list_len}")
     if args.threads is not None and args.threads < 1:
         raise UserError(f"--threads={args.threads} must be >= 1 (default: the CPU count)")
@@ -155,6 +162,10 @@ def _trace(args) -> int:
     from graphs.search import check_search_params
 
     _check_options(args)
+    if args.index != "graph":
+        return _scan_trace(args)
+    if args.rerank is not None:
+        raise UserError("--rerank applies to --index ivfpq only")
     _check_out(args.out, args.force, "--out")
     _check_out(args.clusters_out, args.force, "--clusters-out")
     ds = _load(args)
@@ -194,6 +205,63 @@ def _trace(args) -> int:
     print(f"trace_s: {dt:.2f} ({tr.num_queries / max(dt, 1e-9):.0f} queries/s)")
     print(f"trace: {args.out}")
     print(f"index: {path}")
+    rec = tr.meta["recall"]
+    print(f"recall@{args.k}: {rec:.4f}" if rec is not None else f"recall@{args.k}: n/a (no ground truth)")
+    return 0
+
+
+def _scan_trace(args) -> int:
+    """``cosmos graphs trace --index ivfpq|exact``: scan the probed lists, write the trace."""
+    import numpy as np
+
+    from cosmos_common import UserError
+    from graphs.ivfpq import check_scan_params, scan_trace
+    from graphs.trace import save_clusters, save_trace
+    from graphs.workload import check_groundtruth_k
+
+    rerank = (100 if args.rerank is None else args.rerank) if args.index == "ivfpq" else 0
+    if args.index == "exact" and args.rerank:
+        raise UserError("--rerank applies to --index ivfpq only (an exact scan reads full vectors)")
+    if args.rerank is not None and args.rerank < 0 or 0 < rerank < args.k:
+        raise UserError(f"--rerank={rerank} must be 0 (no re-ranking) or >= -k={args.k}")
+    if args.index == "ivfpq" and args.pq_m < 1:
+        raise UserError(f"--pq-m={args.pq_m} must be >= 1 (sub-spaces; code bytes)")
+    _check_out(args.out, args.force, "--out")
+    _check_out(args.clusters_out, args.force, "--clusters-out")
+    ds = _load(args)
+    if ds.queries is None or len(ds.queries) == 0:
+        raise UserError(f"dataset {ds.name}: no queries (give --queries with --base, or "
+                        f"--num-queries >= 1)")
+    if args.index == "ivfpq" and ds.dim % args.pq_m:
+        raise UserError(f"--pq-m={args.pq_m} must divide the dimension {ds.dim} of {ds.name}")
+    if not 1 <= args.num_clusters <= ds.n:
+        raise UserError(f"--num-clusters={args.num_clusters} must be in 1..{ds.n} (base vectors of {ds.name})")
+    check_scan_params(args.index, ds.n, ds.dim, args.num_clusters, args.num_probes, args.k, args.pq_m, rerank)
+    check_groundtruth_k(ds, args.k, None if args.groundtruth is None else f"--groundtruth {args.groundtruth}")
+    t0 = time.perf_counter()
+    tr = scan_trace(ds, args.index, args.num_clusters, args.num_probes, args.k, args.pq_m, rerank,
+                    args.seed, cache_dir=args.cache_dir)
+    dt = time.perf_counter() - t0
+    save_trace(args.out, tr, overwrite=args.force)
+    if args.clusters_out is not None:
+        save_clusters(args.clusters_out, np.diff(tr.cluster_ptr), tr.centroids, tr.cluster_adjacency,
+                      overwrite=args.force)
+    pq = tr.per_query()
+    if args.per_query:
+        print("query searches codes rerank_reads bytes recall")
+        rec = pq.get("recall", np.full(tr.num_queries, np.nan))
+        for i in range(tr.num_queries):
+            print(f"{i} {pq['searches'][i]} {pq['codes'][i]} {pq['rerank_reads'][i]} {pq['bytes'][i]} {rec[i]:.3f}")
+    extra = f" pq_m={args.pq_m} code_bytes={tr.meta['code_bytes']} rerank={rerank}" if args.index == "ivfpq" else ""
+    print(f"dataset: {ds.name} n={ds.n} queries={tr.num_queries} index={args.index} lists={args.num_clusters} "
+          f"num_probes={args.num_probes} k={args.k}{extra}")
+    print("per query      mean        p50        p99        max")
+    for key in ("codes", "rerank_reads", "bytes"):
+        v = pq[key].astype(np.float64)
+        print(f"{key:<12} {v.mean():>9.1f} {np.percentile(v, 50):>10.1f} {np.percentile(v, 99):>10.1f} "
+              f"{v.max():>10.1f}")
+    print(f"trace_s: {dt:.2f} ({tr.num_queries / max(dt, 1e-9):.0f} queries/s)")
+    print(f"trace: {args.out}")
     rec = tr.meta["recall"]
     print(f"recall@{args.k}: {rec:.4f}" if rec is not None else f"recall@{args.k}: n/a (no ground truth)")
     return 0

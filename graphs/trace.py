@@ -2,7 +2,10 @@
 
 A trace is hardware independent: which clusters each query probed, and for each cluster search
 the hops (expanded node, adjacency-list length, vectors read for distances, candidate-list
-insertions). Arrays keep the dtypes of the contract table in memory and on disk (node ids
+insertions). A trace of a scan index (IVF-PQ or exact scan, graphs.ivfpq) has no hops: each
+of its searches is a scan element (list, first code, number of codes; bytes per code in the
+meta ``code_bytes``) and each query may read some vectors in full to re-rank its candidates
+(``rerank_ptr``/``rerank_node``). Arrays keep the dtypes of the contract table in memory and on disk (node ids
 int32, pointers int64, ``result_ids`` int64); cast to int64 before computing byte addresses.
 """
 
@@ -44,6 +47,12 @@ TRACE_ARRAYS = {
 }
 # keys added beyond the contract table (optional on load)
 EXTRA_ARRAYS = {"query_recall": np.float32}
+# scan elements (optional on load: empty for a graph trace and in files written before them)
+SCAN_ARRAYS = {"scan_first": np.int64, "scan_count": np.int64, "rerank_ptr": np.int64,
+               "rerank_node": np.int32}
+#: meta ``index_kind`` of a trace without one (files written before scan traces existed)
+DEFAULT_INDEX_KIND = "graph"
+SCAN_KINDS = ("ivfpq", "exact")
 
 REQUIRED_META = (
     "dataset", "n", "dim", "dtype", "metric", "vector_bytes", "max_degree", "cand_list_len",
@@ -75,9 +84,13 @@ class LogicalTrace:
     hop_cand_inserts: np.ndarray
     result_ids: np.ndarray
     query_recall: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    scan_first: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    scan_count: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rerank_ptr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rerank_node: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
 
     def __post_init__(self):
-        for k, dt in {**TRACE_ARRAYS, **EXTRA_ARRAYS}.items():
+        for k, dt in {**TRACE_ARRAYS, **EXTRA_ARRAYS, **SCAN_ARRAYS}.items():
             setattr(self, k, np.asarray(getattr(self, k), dtype=dt))
         self.validate()
 
@@ -93,6 +106,15 @@ class LogicalTrace:
     @property
     def num_searches(self) -> int:
         return len(self.search_cluster)
+
+    @property
+    def index_kind(self) -> str:
+        """``"graph"`` (hops), ``"ivfpq"`` or ``"exact"`` (scan elements)."""
+        return self.meta.get("index_kind", DEFAULT_INDEX_KIND)
+
+    @property
+    def is_scan(self) -> bool:
+        return self.index_kind in SCAN_KINDS
 
     def validate(self) -> None:
         """Check the CSR structure and the meta keys (ValueError naming the field)."""
@@ -125,10 +147,47 @@ class LogicalTrace:
             raise ValueError("trace: search_cluster out of range 0..C-1")
         if len(self.query_recall) not in (0, Q):
             raise ValueError(f"trace: query_recall has {len(self.query_recall)} entries, expected {Q}")
+        self._validate_scan()
+
+    def _validate_scan(self) -> None:
+        """A scan trace: one scan element per search inside its list, no hops, ``code_bytes``
+        >= 1, re-rank reads as a CSR over the queries; a graph trace: no scan arrays."""
+        kind = self.index_kind
+        if kind != DEFAULT_INDEX_KIND and kind not in SCAN_KINDS:
+            raise ValueError(f"trace meta: index_kind {kind!r}, expected one of "
+                             f"{(DEFAULT_INDEX_KIND, *SCAN_KINDS)}")
+        S, Q = self.num_searches, self.num_queries
+        if not self.is_scan:
+            for k in SCAN_ARRAYS:
+                if len(getattr(self, k)):
+                    raise ValueError(f"trace: {k} given in a graph trace (index_kind 'graph')")
+            return
+        cb = self.meta.get("code_bytes")
+        if isinstance(cb, bool) or not isinstance(cb, int) or cb < 1:
+            raise ValueError(f"trace meta: code_bytes {cb!r}, expected an integer >= 1 (bytes per code)")
+        if len(self.scan_first) != S or len(self.scan_count) != S:
+            raise ValueError(f"trace: scan_first / scan_count need one entry per search ({S})")
+        if len(self.hop_node):
+            raise ValueError(f"trace: a {kind} trace has scan elements, not hops")
+        if S:
+            c = self.search_cluster
+            lo, hi = self.cluster_ptr[c], self.cluster_ptr[c + 1]
+            if np.any(self.scan_count < 0) or np.any(self.scan_first < lo) or \
+                    np.any(self.scan_first + self.scan_count > hi):
+                raise ValueError("trace: a scan element (scan_first, scan_count) leaves its list")
+        if len(self.rerank_ptr) != Q + 1:
+            raise ValueError(f"trace: rerank_ptr has {len(self.rerank_ptr)} entries, expected {Q + 1}")
+        csr_ok = self.rerank_ptr[0] == 0 and self.rerank_ptr[-1] == len(self.rerank_node) and \
+            not np.any(np.diff(self.rerank_ptr) < 0)
+        if not csr_ok:
+            raise ValueError(f"trace: rerank_ptr is not a CSR pointer over {len(self.rerank_node)} entries")
 
     # ------------------------------------------------------------------ statistics
     def per_search(self) -> dict:
-        """Per-search work: ``hops`` and ``reads`` (vectors read after the entry), (S,) int64."""
+        """Per-search work: ``hops`` and ``reads`` (vectors read after the entry; for a scan
+        trace: 0 hops, ``reads`` the codes scanned), (S,) int64."""
+        if self.is_scan:
+            return {"hops": np.zeros(self.num_searches, np.int64), "reads": self.scan_count.copy()}
         hops = np.diff(self.search_hop_ptr)
         reads = self.hop_read_ptr[self.search_hop_ptr[1:]] - self.hop_read_ptr[self.search_hop_ptr[:-1]]
         return {"hops": hops, "reads": reads}
@@ -149,6 +208,8 @@ class LogicalTrace:
 
         ``node_bytes`` and ``vector_bytes`` must be >= 1 (ValueError otherwise).
         """
+        if self.is_scan:
+            return self._per_query_scan(vector_bytes)
         node_bytes = self.node_bytes_default() if node_bytes is None else int(node_bytes)
         vector_bytes = int(self.meta["vector_bytes"]) if vector_bytes is None else int(vector_bytes)
         for name, v in (("node_bytes", node_bytes), ("vector_bytes", vector_bytes)):
@@ -170,6 +231,27 @@ class LogicalTrace:
             "cand_inserts": inserts,
             "bytes": hops * node_bytes + distances * vector_bytes,
         }
+        if len(self.query_recall):
+            out["recall"] = self.query_recall.astype(np.float64)
+        return out
+
+    def _per_query_scan(self, vector_bytes: int | None = None) -> dict:
+        """Per-query work of a scan trace, each (Q,) int64: ``searches`` (lists scanned),
+        ``codes`` (codes or, for exact scan, vectors scanned), ``rerank_reads`` (vectors read
+        in full to re-rank), ``distances`` (codes + rerank_reads), ``hops`` and
+        ``cand_inserts`` (0: no graph), ``bytes`` = codes x code_bytes + rerank_reads x
+        vector_bytes."""
+        vector_bytes = int(self.meta["vector_bytes"]) if vector_bytes is None else int(vector_bytes)
+        if vector_bytes < 1:
+            raise ValueError(f"vector_bytes={vector_bytes} must be >= 1 (bytes read per vector)")
+        qp = self.query_ptr
+        cc = np.concatenate([[0], np.cumsum(self.scan_count, dtype=np.int64)])
+        codes = cc[qp[1:]] - cc[qp[:-1]]
+        rr = np.diff(self.rerank_ptr)
+        zero = np.zeros(self.num_queries, np.int64)
+        out = {"searches": np.diff(qp), "hops": zero, "codes": codes, "rerank_reads": rr,
+               "distances": codes + rr, "cand_inserts": zero.copy(),
+               "bytes": codes * int(self.meta["code_bytes"]) + rr * vector_bytes}
         if len(self.query_recall):
             out["recall"] = self.query_recall.astype(np.float64)
         return out
@@ -216,7 +298,8 @@ def save_trace(path: str | os.PathLike, trace: LogicalTrace, overwrite: bool = F
     The JSON meta gets an added ``checksums`` entry (blake2b per array) checked by
     :func:`load_trace`.
     """
-    arrays = {k: getattr(trace, k) for k in (*TRACE_ARRAYS, *EXTRA_ARRAYS)}
+    keys = (*TRACE_ARRAYS, *EXTRA_ARRAYS, *(SCAN_ARRAYS if trace.is_scan else ()))
+    arrays = {k: getattr(trace, k) for k in keys}
     meta = dict(trace.meta)
     meta["checksums"] = {k: array_checksum(v) for k, v in arrays.items()}
     arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
@@ -242,7 +325,7 @@ def load_trace(path: str | os.PathLike, verify: bool = True) -> LogicalTrace:
             if missing:
                 raise ValueError(f"missing keys {missing}")
             arrays = npz_arrays(z, TRACE_ARRAYS, path)
-            for k in EXTRA_ARRAYS:
+            for k in (*EXTRA_ARRAYS, *SCAN_ARRAYS):
                 if k in z.files:
                     arrays[k] = npz_array(z, k, path)
     except UserError:
