@@ -90,6 +90,17 @@ class IndexParams:
 
             validate_vamana(self.R, self.L, self.alpha)
 
+    def key_dict(self) -> dict:
+        """The parameters that determine the index (its cache key and file meta): the common ones
+        and those of its graph kind -- M and ef_construction for hnsw, graph, R, L and alpha for
+        Vamana. An hnsw index's key is thus the same as before graph kinds existed, so cached
+        hnsw indexes stay valid."""
+        d = asdict(self)
+        drop = ("graph", "R", "L", "alpha") if self.graph == "hnsw" else ("M", "ef_construction")
+        for k in drop:
+            del d[k]
+        return d
+
     @property
     def max_degree(self) -> int:
         """Degree bound of the cluster graphs: 2*M (hnswlib level 0) or R (Vamana)."""
@@ -172,7 +183,7 @@ class ClusteredIndex:
     def _meta(self) -> dict:
         return {
             "format_version": INDEX_FORMAT_VERSION,
-            "params": asdict(self.params),
+            "params": self.params.key_dict(),
             "metric": self.metric,
             "n": self.n,
             "dim": self.dim,
@@ -437,7 +448,7 @@ def build_index(
 
 
 def index_key(dataset: Dataset, params: IndexParams) -> str:
-    s = json.dumps({"v": INDEX_FORMAT_VERSION, "fp": dataset.fingerprint(), "p": asdict(params)}, sort_keys=True)
+    s = json.dumps({"v": INDEX_FORMAT_VERSION, "fp": dataset.fingerprint(), "p": params.key_dict()}, sort_keys=True)
     return hashlib.blake2b(s.encode(), digest_size=8).hexdigest()
 
 
@@ -460,7 +471,7 @@ def get_index(
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in dataset.name)[:60]
     path = cache / "indexes" / f"{safe}-{index_key(dataset, params)}.npz"
-    expect = {"params": asdict(params), "dataset_fingerprint": dataset.fingerprint(), "n": dataset.n}
+    expect = {"params": params.key_dict(), "dataset_fingerprint": dataset.fingerprint(), "n": dataset.n}
     if path.exists():
         try:
             return ClusteredIndex.load(path, expect=expect), path

@@ -266,8 +266,7 @@ def _cached_trace(ds: Dataset, params: IndexParams, spar: dict, cache: Path, war
         return None, path
     expect = {
         **spar, "dataset_fingerprint": ds.fingerprint(), "M": params.M,
-        "ef_construction": params.ef_construction, "seed": params.seed, "graph": params.graph,
-        "R": params.R, "L": params.L, "alpha": params.alpha,
+        "ef_construction": params.ef_construction, "seed": params.seed,
         "num_clusters": params.num_clusters, "n": ds.n, "num_queries": len(ds.queries),
     }
     try:
@@ -276,7 +275,11 @@ def _cached_trace(ds: Dataset, params: IndexParams, spar: dict, cache: Path, war
         if warn:
             warnings.warn(f"recomputing the trace: {exc}", stacklevel=3)
         return None, path
+    if params.graph != "hnsw":
+        expect.update(graph=params.graph, R=params.R, L=params.L, alpha=params.alpha)
     bad = {a: tr.meta.get(a) for a, b in expect.items() if tr.meta.get(a) != b}
+    if tr.meta.get("graph", "hnsw") != params.graph:  # traces without the key are hnsw traces
+        bad["graph"] = tr.meta.get("graph", "hnsw")
     if bad:
         if warn:
             warnings.warn(f"{path}: stale trace cache ({bad} differ); recomputing", stacklevel=3)

@@ -109,6 +109,26 @@ def test_graph_parameters_in_cache_keys(bigann):
             ({}, {"graph": "vamana"}, {"graph": "vamana", "R": 32}, {"graph": "vamana", "L": 50},
              {"graph": "vamana", "alpha": 1.0})}
     assert len(keys) == 5
+    # an hnsw index is keyed by hnsw parameters only (its key does not involve R, L, alpha) and a
+    # Vamana one by Vamana parameters only
+    assert IndexParams().key_dict() == {"num_clusters": 64, "M": 32, "ef_construction": 100, "seed": 0,
+                                        "kmeans_iters": 20}
+    assert index_key(bigann, IndexParams(R=8)) == index_key(bigann, IndexParams())
+    assert (index_key(bigann, IndexParams(graph="vamana", M=8))
+            == index_key(bigann, IndexParams(graph="vamana")))
+
+
+def test_cached_trace_of_other_graph_kind_not_reused(tmp_path):
+    kw = dict(n=2000, num_queries=20, num_clusters=4, num_probes=2, cand_list_len=16, k=5, progress=False,
+              cache_dir=tmp_path)
+    h = graphs.make_workload("sift", **kw)
+    v = graphs.make_workload("sift", graph="vamana", R=16, L=32, **kw)
+    assert h.meta["graph"] == "hnsw" and v.meta["graph"] == "vamana" and v.meta["max_degree"] == 16
+    assert not np.array_equal(h.read_node, v.read_node) or len(h.read_node) != len(v.read_node)
+    again = graphs.cached_trace(graphs.get_dataset("sift", 2000, 20, cache_dir=tmp_path), num_clusters=4,
+                                num_probes=2, cand_list_len=16, k=5, cache_dir=tmp_path, graph="vamana",
+                                R=16, L=32)
+    assert again is not None and np.array_equal(again.read_node, v.read_node)
 
 
 @pytest.mark.parametrize("kw,what", [
