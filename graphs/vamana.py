@@ -340,7 +340,9 @@ def build_vamana(x: np.ndarray, metric: str, start: int, R: int = 64, L: int = 1
     m = xf.shape[0]
     if not 0 <= start < m:
         raise ValueError(f"start={start} must be in 0..{m - 1}")
-    R, L = int(R), int(L)
+    # a list never holds more than m - 1 points, a search list never more than m: larger R or L
+    # change nothing but memory
+    R, L = min(int(R), max(m - 1, 1)), min(int(L), m)
     nbrs = np.full((m, R), -1, dtype=np.int32)
     deg = np.zeros(m, dtype=np.int32)
     ss = np.random.SeedSequence([int(seed), 0x7A3A4A]).generate_state(2)

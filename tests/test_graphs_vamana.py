@@ -87,6 +87,11 @@ def test_small_and_inner_product_clusters():
     ip, ix = build_vamana(rng.normal(size=(5, 4)).astype(np.float32), "l2", 0, R=64)
     assert ip[-1] == len(ix) and np.diff(ip).max() <= 4
     assert build_vamana(np.zeros((1, 4), np.float32), "l2", 0)[1].size == 0
+    # R and L beyond the cluster size change nothing (and allocate nothing huge)
+    y = rng.normal(size=(40, 4)).astype(np.float32)
+    a = build_vamana(y, "l2", 0, R=39, L=40)
+    b = build_vamana(y, "l2", 0, R=10**9, L=10**9)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
     x = rng.normal(size=(500, 8)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     ip, ix = build_vamana(x, "ip", 0, R=8, L=16)
