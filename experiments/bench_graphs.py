@@ -9,6 +9,7 @@ after each phase.
     python experiments/bench_graphs.py                   # 1M vectors, 10,000 queries, defaults
     python experiments/bench_graphs.py --n 100000 --num-queries 2000
     python experiments/bench_graphs.py --threads 2 --json results.json
+    python experiments/bench_graphs.py --graph vamana     # DiskANN's Vamana graphs (R=64, L=100, alpha=1.2)
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ def main(argv=None) -> int:
     ap.add_argument("-k", "--k", dest="k", type=int, default=DEFAULTS["k"])
     ap.add_argument("--M", type=int, default=DEFAULTS["M"])
     ap.add_argument("--ef-construction", type=int, default=DEFAULTS["ef_construction"])
+    ap.add_argument("--graph", choices=("hnsw", "vamana"), default=DEFAULTS["graph"],
+                    help="graph of each cluster (vamana: DiskANN's, --R --L --alpha)")
+    ap.add_argument("--R", type=int, default=DEFAULTS["R"])
+    ap.add_argument("--L", type=int, default=DEFAULTS["L"])
+    ap.add_argument("--alpha", type=float, default=DEFAULTS["alpha"])
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="clusters built concurrently")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
     ap.add_argument("--save-trace", type=Path, default=None, help="write the trace here (.npz)")
@@ -89,7 +95,8 @@ def main(argv=None) -> int:
 
     ds = Dataset(name=f"{args.dataset}-n{args.n}", base=base, queries=queries, groundtruth=gt, metric=spec.metric)
     params = IndexParams(num_clusters=args.num_clusters, M=args.M, ef_construction=args.ef_construction,
-                         seed=args.seed)
+                         seed=args.seed, graph=args.graph, R=args.R, L=args.L, alpha=args.alpha)
+    params.validate(args.n)
     with Phase() as ph:
         idx = build_index(ds, params, threads=args.threads, progress=True)
     fig["build_s"], fig["build_cpu_s"] = ph.wall_s, ph.cpu_s
@@ -98,10 +105,12 @@ def main(argv=None) -> int:
     deg = idx.degrees()
     fig.update(cluster_size_min=int(sizes.min()), cluster_size_max=int(sizes.max()),
                mean_degree=float(deg.mean()), max_degree=int(deg.max()))
-    print(f"build index (k-means + {idx.num_clusters} hnswlib graphs, M={args.M}, efC={args.ef_construction}, "
+    kind = (f"Vamana graphs, R={args.R}, L={args.L}, alpha={args.alpha}" if args.graph == "vamana"
+            else f"hnswlib graphs, M={args.M}, efC={args.ef_construction}")
+    print(f"build index (k-means + {idx.num_clusters} {kind}, "
           f"{args.threads} threads): {ph.text()} (goal <= 600 s on 2 cores at 1M), peak RSS {peak_rss_MB():.0f} MB",
           flush=True)
-    print(f"  cluster sizes {sizes.min()}..{sizes.max()}, level-0 degree mean {deg.mean():.1f} max {deg.max()}")
+    print(f"  cluster sizes {sizes.min()}..{sizes.max()}, graph degree mean {deg.mean():.1f} max {deg.max()}")
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
         idx.save(Path(tmp) / "idx.npz")
@@ -119,12 +128,14 @@ def main(argv=None) -> int:
     hops = np.diff(out.search_hop_ptr).reshape(-1, args.num_probes).sum(1)
     reads = np.diff(out.hop_read_ptr)
     fig["hops_per_query"] = float(hops.mean())
+    fig["reads_per_hop"] = float(reads.mean()) if len(reads) else 0.0
     fig["distances_per_query"] = float((len(reads) and reads.sum() / args.num_queries) + args.num_probes)
     fig["trace_entries"] = {"hops": int(len(out.hop_node)), "reads": int(len(out.read_node))}
     print(f"trace {args.num_queries} queries (num_probes={args.num_probes}, L={args.cand_list_len}, k={args.k}): "
           f"{ph.text()} (goal <= 60 s), {args.num_queries / fig['trace_s']:.0f} queries/s, "
           f"peak RSS {peak_rss_MB():.0f} MB")
-    print(f"  per query: {fig['hops_per_query']:.1f} hops, {fig['distances_per_query']:.1f} distance computations")
+    print(f"  per query: {fig['hops_per_query']:.1f} hops, {fig['distances_per_query']:.1f} distance computations, "
+          f"{fig['reads_per_hop']:.1f} vectors read per hop")
     print(f"recall@{args.k}: {fig['recall_at_k']:.4f}")
     print(f"load average during the run (1/5/15 min): {os.getloadavg()} on {os.cpu_count()} CPUs")
     print(f"peak memory (max RSS): {peak_rss_MB():.0f} MB")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.common import atomic_write_text, new_results_dir, write_json
+from experiments import workloads as _workloads
 from experiments.workloads import (SCALES, Scale, get_scale, user_dataset_note, user_dataset_plan,
                                    workload)
 
@@ -155,6 +156,7 @@ class Context:
             "dataset_plan": (user_dataset_plan(scale=self.scale, **self.dataset)
                              if self.dataset else None),
             "seed": self.seed,
+            "graph": _workloads.GRAPH,  # graph kind of the workloads' clusters
             "sim_cache": str(self.sim_cache_dir()) if self.sim_cache else None,
         }
 

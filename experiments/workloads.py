@@ -46,6 +46,11 @@ __all__ = ["Scale", "SCALES", "FAMILIES", "get_scale", "workload", "trace_path",
 #: synthetic families of the paper's Table I used by the figures, with the paper's dataset
 FAMILIES = {"sift": "SIFT1B", "deep": "DEEP1B"}
 
+#: graph kind of every cluster of the figures' indexes ("hnsw" or "vamana", graphs.index.GRAPH_KINDS).
+#: The paper traced DiskANN (Vamana) graphs; see docs/graphs.md for how the two compare with
+#: DiskANN's published per-query work.
+GRAPH = "hnsw"
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -243,7 +248,7 @@ def _groundtruth(ds, plan: dict, cache: Path, progress: bool):
 def workload(family: str, scale: str | Scale = "default", *, num_probes: int | None = None,
              cache_dir: str | os.PathLike | None = None, dataset: str | None = None,
              queries: str | None = None, groundtruth: str | None = None, metric: str = "l2",
-             seed: int = 0, progress: bool = True):
+             seed: int = 0, progress: bool = True, graph: str | None = None):
     """The logical trace of ``family`` at ``scale`` (built once, then read from the cache).
 
     Parameters
@@ -258,12 +263,15 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
         base is cut to the scale's size (:func:`user_dataset_plan` says exactly what is used).
     metric : {"l2", "ip"}
         Distance of the user's dataset (the synthetic families have their own).
+    graph : {"hnsw", "vamana"}, optional
+        Graph kind of the clusters (default :data:`GRAPH`), with its default parameters.
     """
     from graphs import Dataset, cached_trace, make_workload
     from graphs.index import default_cache_dir
 
     sc = get_scale(scale)
     probes = sc.num_probes if num_probes is None else int(num_probes)
+    graph = GRAPH if graph is None else graph
     if dataset is not None:
         plan = user_dataset_plan(dataset, sc, queries, groundtruth, metric)
         ds = _user_dataset(plan)
@@ -271,16 +279,17 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
         probes = min(probes, clusters)
         cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         tr = cached_trace(ds, num_clusters=clusters, num_probes=probes, seed=seed,
-                          cache_dir=cache)
+                          cache_dir=cache, graph=graph)
         if tr is not None:
             return tr
         gt = _groundtruth(ds, plan, cache, progress)
         ds = Dataset(name=ds.name, base=ds.base, queries=ds.queries, groundtruth=gt,
                      metric=ds.metric, _fp={"fp": ds.fingerprint()})
         return make_workload(ds, num_clusters=clusters, num_probes=probes, seed=seed,
-                             cache_dir=cache, progress=progress)
+                             cache_dir=cache, progress=progress, graph=graph)
     return make_workload(family, n=sc.n, num_queries=sc.num_queries, num_clusters=sc.num_clusters,
-                         num_probes=probes, seed=seed, cache_dir=cache_dir, progress=progress)
+                         num_probes=probes, seed=seed, cache_dir=cache_dir, progress=progress,
+                         graph=graph)
 
 
 def trace_path(trace, folder: str | os.PathLike, name: str) -> Path:

@@ -6,6 +6,8 @@ Main entry points (imported lazily, so ``import graphs`` stays light):
   :func:`graphs.cached_trace` -- the trace it has cached for the same arguments, or None
 - :func:`graphs.get_dataset`, :class:`graphs.Dataset`, :func:`graphs.load_dataset`
 - :func:`graphs.get_index` / :func:`graphs.build_index`, :class:`graphs.IndexParams`
+- :func:`graphs.build_vamana` / :func:`graphs.robust_prune` -- DiskANN's Vamana graph of one set of
+  points (``IndexParams(graph="vamana")`` builds one per cluster)
 - :func:`graphs.search.search` (module function), :func:`graphs.trace_index`
 - :func:`graphs.save_trace` / :func:`graphs.load_trace`, :func:`graphs.export_clusters`
 """
@@ -24,6 +26,8 @@ _EXPORTS = {
     "ClusteredIndex": "index",
     "build_index": "index",
     "get_index": "index",
+    "build_vamana": "vamana",
+    "robust_prune": "vamana",
     "LogicalTrace": "trace",
     "save_trace": "trace",
     "load_trace": "trace",

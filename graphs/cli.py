@@ -6,7 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
-_DEFAULTS = dict(num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef_construction=100, seed=0)
+_DEFAULTS = dict(num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef_construction=100, seed=0,
+                 graph="hnsw", R=64, L=100, alpha=1.2)
 
 
 def _dataset_args(p: argparse.ArgumentParser) -> None:
@@ -25,8 +26,15 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--M", type=int, default=_DEFAULTS["M"],
                    help="hnswlib M, 2..10000 (level-0 max degree 2M; hnswlib caps M at 10000)")
     p.add_argument("--ef-construction", type=int, default=_DEFAULTS["ef_construction"], help="hnswlib build beam width")
+    p.add_argument("--graph", choices=("hnsw", "vamana"), default=_DEFAULTS["graph"],
+                   help="graph of each cluster: hnsw (hnswlib level 0, --M, --ef-construction) or vamana "
+                        "(DiskANN's Vamana, --R, --L, --alpha); default hnsw")
+    p.add_argument("--R", type=int, default=_DEFAULTS["R"], help="Vamana max out-degree (default 64, DiskANN's)")
+    p.add_argument("--L", type=int, default=_DEFAULTS["L"], help="Vamana build search list size (default 100, DiskANN's)")
+    p.add_argument("--alpha", type=float, default=_DEFAULTS["alpha"],
+                   help="Vamana pruning factor of the second pass, >= 1 (default 1.2, DiskANN's)")
     p.add_argument("--threads", type=int, default=None,
-                   help="clusters built concurrently, >= 1 (default: the CPU count; the result does not depend on it)")
+                   help="threads building the graphs, >= 1 (default: the CPU count; the result does not depend on it)")
     p.add_argument("--clusters-out", type=Path, default=None,
                    help="write the cluster metadata (clusters.npz: sizes, centroids, cluster_adjacency) here")
     p.add_argument("--force", action="store_true",
@@ -121,10 +129,23 @@ def _check_out(path, force, option="--out"):
     check_new_file(path, force, option)
 
 
-def _index(args, ds):
-    from graphs.index import IndexParams, get_index
+def _params(args):
+    """The index parameters of the options, validated before anything is read or built."""
+    from graphs.index import IndexParams
 
-    params = IndexParams(num_clusters=args.num_clusters, M=args.M, ef_construction=args.ef_construction, seed=args.seed)
+    params = IndexParams(num_clusters=args.num_clusters, M=args.M, ef_construction=args.ef_construction,
+                         seed=args.seed, graph=args.graph, R=args.R, L=args.L, alpha=args.alpha)
+    if params.graph == "vamana":
+        from graphs.vamana import validate_vamana
+
+        validate_vamana(params.R, params.L, params.alpha)
+    return params
+
+
+def _index(args, ds):
+    from graphs.index import get_index
+
+    params = _params(args)
     params.validate(ds.n)
     t0 = time.perf_counter()
     idx, path = get_index(ds, params, args.cache_dir, threads=args.threads, progress=True)
@@ -135,6 +156,7 @@ def _build(args) -> int:
     from graphs.workload import export_clusters
 
     _check_options(args)
+    _params(args)
     _check_out(args.clusters_out, args.force, "--clusters-out")
     ds = _load(args)
     idx, path, dt = _index(args, ds)
@@ -143,7 +165,11 @@ def _build(args) -> int:
     print(f"dataset: {ds.name} n={ds.n} dim={ds.dim} dtype={ds.dtype} metric={ds.metric}")
     print(f"index: {path}")
     print(f"clusters: {idx.num_clusters} sizes min/mean/max {sizes.min()}/{sizes.mean():.1f}/{sizes.max()}")
-    print(f"level-0 degree: mean {deg.mean():.2f} max {deg.max()} (limit {idx.max_degree})")
+    p = idx.params
+    kind = (f"vamana R={p.R} L={p.L} alpha={p.alpha}" if p.graph == "vamana"
+            else f"hnsw M={p.M} ef_construction={p.ef_construction}")
+    print(f"graph: {kind}")
+    print(f"graph degree: mean {deg.mean():.2f} max {deg.max()} (limit {idx.max_degree})")
     print(f"build_or_load_s: {dt:.2f}")
     if args.clusters_out is not None:
         print(f"clusters: {export_clusters(args.clusters_out, idx, overwrite=args.force)}")
@@ -155,10 +181,9 @@ def _trace(args) -> int:
 
     from graphs.search import validate_search
     from graphs.trace import save_trace
-    from graphs.workload import check_groundtruth_k, export_clusters, trace_index
+    from graphs.workload import check_entry, check_groundtruth_k, export_clusters, trace_index
 
     from cosmos_common import UserError
-    from graphs.index import IndexParams
     from graphs.search import check_search_params
 
     _check_options(args)
@@ -166,6 +191,8 @@ def _trace(args) -> int:
         return _scan_trace(args)
     if args.rerank is not None:
         raise UserError("--rerank applies to --index ivfpq only")
+    params = _params(args)
+    check_entry(args.graph, args.entry)
     _check_out(args.out, args.force, "--out")
     _check_out(args.clusters_out, args.force, "--clusters-out")
     ds = _load(args)
@@ -177,8 +204,7 @@ def _trace(args) -> int:
         raise UserError(f"-k={args.k} must be <= {ds.n}, the number of base vectors of {ds.name}")
     check_search_params(ds.n, len(ds.queries), args.num_clusters, args.num_probes,
                         args.cand_list_len, args.k, args.entry)
-    IndexParams(num_clusters=args.num_clusters, M=args.M, ef_construction=args.ef_construction,
-                seed=args.seed).validate(ds.n)
+    params.validate(ds.n)
     check_groundtruth_k(ds, args.k, None if args.groundtruth is None else f"--groundtruth {args.groundtruth}")
     idx, path, _ = _index(args, ds)
     validate_search(idx, ds.queries, args.num_probes, args.cand_list_len, args.k, args.entry)
@@ -197,7 +223,8 @@ def _trace(args) -> int:
                   f"{pq['bytes'][i]} {rec[i]:.3f}")
     s = tr.summary(node_bytes=args.node_bytes)
     print(f"dataset: {ds.name} n={ds.n} queries={tr.num_queries} clusters={idx.num_clusters} "
-          f"num_probes={args.num_probes} cand_list_len={args.cand_list_len} k={args.k} entry={args.entry}")
+          f"num_probes={args.num_probes} cand_list_len={args.cand_list_len} k={args.k} entry={args.entry} "
+          f"graph={args.graph}")
     print("per query      mean        p50        p99        max")
     for key in ("hops", "distances", "cand_inserts", "bytes"):
         v = s[key]

@@ -1,4 +1,10 @@
-"""Clustered graph indexes: k-means + one hnswlib graph per cluster, read out into CSR.
+"""Clustered graph indexes: k-means + one graph per cluster (hnswlib or Vamana), as CSR.
+
+Graph kinds (``IndexParams.graph``): ``"hnsw"`` (default), hnswlib's level-0 graph (max degree
+2*M) with its upper layers; ``"vamana"``, DiskANN's Vamana graph built by :mod:`graphs.vamana`
+(max degree R, no upper layers: its hierarchical entry point is the medoid, its level count 0).
+Both end up in the same CSR layout with the same medoid entry points, so the traced search and
+everything downstream run unchanged on either.
 
 Node numbering: the index works in *positions*. Position ``p`` in ``cluster_ptr[c] ..
 cluster_ptr[c+1]-1`` is the member ``p - cluster_ptr[c]`` of cluster ``c`` (its local index,
@@ -16,7 +22,8 @@ hnswlib 0.8 has no neighbor accessor in Python; its ``__getstate__()`` exposes t
 Determinism: each cluster's graph is built with ``num_threads=1`` and a seed derived from the
 index seed and the cluster number (hnswlib's build is deterministic single-threaded, not
 multi-threaded); clusters are built concurrently in a thread pool (hnswlib releases the GIL),
-which does not change any graph.
+which does not change any graph. Vamana graphs are deterministic for any thread count
+(:mod:`graphs.vamana`).
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from .io import atomic_write_bytes
 from .trace import array_checksum
 from .kmeans import assign, centroid_adjacency, cluster_csr, kmeans
 
-__all__ = ["IndexParams", "ClusteredIndex", "build_index", "get_index", "default_cache_dir"]
+__all__ = ["GRAPH_KINDS", "IndexParams", "ClusteredIndex", "build_index", "get_index", "default_cache_dir"]
 
 INDEX_FORMAT_VERSION = 1
 
@@ -46,6 +53,9 @@ INDEX_FORMAT_VERSION = 1
 #: with a warning and builds with 10,000 instead; we refuse larger values rather than record
 #: a max_degree (2*M) the graph never has.
 HNSWLIB_MAX_M = 10_000
+
+#: graph kinds of the per-cluster graphs (IndexParams.graph)
+GRAPH_KINDS = ("hnsw", "vamana")
 
 
 
@@ -59,6 +69,12 @@ class IndexParams:
     ef_construction: int = field(default=100, metadata={"help": "hnswlib build beam width (DiskANN's build L=100)"})
     seed: int = field(default=0, metadata={"help": "seed of k-means and of every cluster's graph"})
     kmeans_iters: int = field(default=20, metadata={"help": "Lloyd iterations"})
+    graph: str = field(default="hnsw", metadata={"help": "graph kind of each cluster: 'hnsw' (hnswlib level 0) "
+                                                          "or 'vamana' (DiskANN, graphs.vamana)"})
+    R: int = field(default=64, metadata={"help": "Vamana max out-degree (DiskANN's R=64)"})
+    L: int = field(default=100, metadata={"help": "Vamana build search list size (DiskANN's L=100)"})
+    alpha: float = field(default=1.2, metadata={"help": "Vamana pruning factor of the second pass, >= 1 "
+                                                        "(DiskANN's alpha=1.2)"})
 
     def validate(self, n: int) -> None:
         """UserError naming the field if a parameter is outside its range for ``n`` base
@@ -75,10 +91,28 @@ class IndexParams:
             raise UserError(f"kmeans_iters={self.kmeans_iters} must be >= 0")
         if self.seed < 0:
             raise UserError(f"seed={self.seed} must be >= 0")
+        if self.graph not in GRAPH_KINDS:
+            raise UserError(f"graph={self.graph!r} unknown; expected one of {', '.join(GRAPH_KINDS)}")
+        if self.graph == "vamana":
+            from .vamana import validate_vamana
+
+            validate_vamana(self.R, self.L, self.alpha)
+
+    def key_dict(self) -> dict:
+        """The parameters that determine the index (its cache key and file meta): the common ones
+        and those of its graph kind -- M and ef_construction for hnsw, graph, R, L and alpha for
+        Vamana. An hnsw index's key is thus the same as before graph kinds existed, so cached
+        hnsw indexes stay valid."""
+        d = asdict(self)
+        drop = ("graph", "R", "L", "alpha") if self.graph == "hnsw" else ("M", "ef_construction")
+        for k in drop:
+            del d[k]
+        return d
 
     @property
     def max_degree(self) -> int:
-        return 2 * self.M
+        """Degree bound of the cluster graphs: 2*M (hnswlib level 0) or R (Vamana)."""
+        return self.R if self.graph == "vamana" else 2 * self.M
 
 
 _ARRAYS = (
@@ -157,7 +191,7 @@ class ClusteredIndex:
     def _meta(self) -> dict:
         return {
             "format_version": INDEX_FORMAT_VERSION,
-            "params": asdict(self.params),
+            "params": self.params.key_dict(),
             "metric": self.metric,
             "n": self.n,
             "dim": self.dim,
@@ -296,12 +330,41 @@ def _build_one(x: np.ndarray, metric: str, M: int, ef_construction: int, seed: i
     return indptr, indices, entry, int(st["max_level"]), upper
 
 
+def _build_vamana_clusters(base, metric, params, cluster_ptr, cluster_nodes, medoid, threads, bar) -> list:
+    """One Vamana graph per cluster (graphs.vamana), in the layout of :func:`_build_one`'s result.
+
+    Clusters are built one after the other, each with ``threads`` numba threads inside (the
+    graph does not depend on the thread count). A Vamana graph has no upper layers: the
+    hierarchical entry point is the medoid and its level count 0.
+    """
+    import numba
+
+    from .vamana import build_vamana
+
+    old = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        results = []
+        for c in range(len(cluster_ptr) - 1):
+            s, e = cluster_ptr[c], cluster_ptr[c + 1]
+            x = np.asarray(base[cluster_nodes[s:e]], dtype=np.float32)
+            entry = int(medoid[c] - s)
+            ip, ix = build_vamana(x, metric, entry, params.R, params.L, params.alpha, _cluster_seed(params.seed, c))
+            results.append((ip, ix, entry, 0, []))
+            if bar is not None:
+                bar.update(int(e - s))
+    finally:
+        numba.set_num_threads(old)
+    return results
+
+
 def build_index(
     dataset: Dataset, params: IndexParams = IndexParams(), threads: int | None = None, progress: bool = True
 ) -> ClusteredIndex:
-    """Build a clustered index (k-means + one hnswlib graph per cluster).
+    """Build a clustered index (k-means + one graph per cluster: hnswlib or Vamana, ``params.graph``).
 
-    ``threads`` clusters are built concurrently (default: the CPU count); the result does not
+    hnswlib: ``threads`` clusters are built concurrently; Vamana: the clusters one after the
+    other, each with ``threads`` numba threads (default: the CPU count); the result does not
     depend on it. ``num_clusters=1`` builds a single graph over the whole set (no k-means; the
     centroid is the mean).
     """
@@ -321,25 +384,37 @@ def build_index(
         # cannot happen for C <= n after re-seeding, except with duplicate points: fail clearly
         raise ValueError(f"k-means produced {int(np.sum(sizes == 0))} empty clusters; use fewer num_clusters")
 
-    results: list = [None] * C
-
-    def work(c):
+    # medoid: member nearest to the centroid (DiskANN's entry point; Vamana's build starts there)
+    medoid = np.empty(C, dtype=np.int64)
+    for c in range(C):
         s, e = cluster_ptr[c], cluster_ptr[c + 1]
-        x = np.asarray(base[cluster_nodes[s:e]], dtype=np.float32)
-        results[c] = _build_one(x, dataset.metric, params.M, params.ef_construction, _cluster_seed(params.seed, c))
-        return c
+        x = np.asarray(base[cluster_nodes[s:e]], dtype=np.float64)
+        dd = ((x - centroids[c].astype(np.float64)) ** 2).sum(axis=1)
+        medoid[c] = s + int(np.argmin(dd))
 
-    order = np.argsort(-sizes, kind="stable")  # largest first: better load balance
+    results: list = [None] * C
     threads = threads or os.cpu_count() or 1
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=n, desc="build graphs", unit="vec")
-    with ThreadPoolExecutor(max_workers=threads) as ex:
-        for c in ex.map(work, order):
-            if bar is not None:
-                bar.update(int(sizes[c]))
+        bar = tqdm(total=n, desc=f"build {params.graph} graphs", unit="vec")
+    if params.graph == "vamana":
+        results = _build_vamana_clusters(base, dataset.metric, params, cluster_ptr, cluster_nodes, medoid,
+                                         threads, bar)
+    else:
+        def work(c):
+            s, e = cluster_ptr[c], cluster_ptr[c + 1]
+            x = np.asarray(base[cluster_nodes[s:e]], dtype=np.float32)
+            results[c] = _build_one(x, dataset.metric, params.M, params.ef_construction,
+                                    _cluster_seed(params.seed, c))
+            return c
+
+        order = np.argsort(-sizes, kind="stable")  # largest first: better load balance
+        with ThreadPoolExecutor(max_workers=threads) as ex:
+            for c in ex.map(work, order):
+                if bar is not None:
+                    bar.update(int(sizes[c]))
     if bar is not None:
         bar.close()
 
@@ -361,13 +436,6 @@ def build_index(
     nbs = np.concatenate(nb_all).astype(np.int32) if nb_all else np.zeros(0, np.int32)
     upper_indptr = np.zeros(L * n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=L * n), out=upper_indptr[1:])
-    # medoid: member nearest to the centroid (DiskANN's entry point)
-    medoid = np.empty(C, dtype=np.int64)
-    for c in range(C):
-        s, e = cluster_ptr[c], cluster_ptr[c + 1]
-        x = np.asarray(base[cluster_nodes[s:e]], dtype=np.float64)
-        dd = ((x - centroids[c].astype(np.float64)) ** 2).sum(axis=1)
-        medoid[c] = s + int(np.argmin(dd))
     idx = ClusteredIndex(
         params=params,
         metric=dataset.metric,
@@ -390,7 +458,7 @@ def build_index(
 
 
 def index_key(dataset: Dataset, params: IndexParams) -> str:
-    s = json.dumps({"v": INDEX_FORMAT_VERSION, "fp": dataset.fingerprint(), "p": asdict(params)}, sort_keys=True)
+    s = json.dumps({"v": INDEX_FORMAT_VERSION, "fp": dataset.fingerprint(), "p": params.key_dict()}, sort_keys=True)
     return hashlib.blake2b(s.encode(), digest_size=8).hexdigest()
 
 
@@ -418,8 +486,8 @@ def get_index(
     path = cache / "indexes" / f"{safe}-{index_key(dataset, params)}.npz"
     record = cacheio.record_path(path.parent, path.stem)
     key = cacheio.key_of({"kind": "index", "v": INDEX_FORMAT_VERSION, "fp": dataset.fingerprint(),
-                          "params": asdict(params)})
-    expect = {"params": asdict(params), "dataset_fingerprint": dataset.fingerprint(), "n": dataset.n}
+                          "params": params.key_dict()})
+    expect = {"params": params.key_dict(), "dataset_fingerprint": dataset.fingerprint(), "n": dataset.n}
     if cacheio.read_files(record, "indexes", key, [path]) is not None:
         try:
             return ClusteredIndex.load(path, expect=expect, verify=False), path

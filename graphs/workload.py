@@ -15,6 +15,8 @@ Defaults and why (docs/graphs.md has the details):
 - ``cand_list_len=64``, ``k=10``: recall@10 target of the issue; L within DiskANN's usual
   search range (L >= k, 50-100 for recall@10 ~ 0.9-0.95).
 - ``entry="medoid"``: DiskANN's fixed entry point, level-0 graph only.
+- ``graph="hnsw"``: hnswlib level-0 graphs; ``graph="vamana"`` builds DiskANN's Vamana graphs
+  (:mod:`graphs.vamana`) with DiskANN's defaults ``R=64, L=100, alpha=1.2``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from .trace import TRACE_FORMAT_VERSION, LogicalTrace, load_trace, save_clusters
 __all__ = ["make_workload", "get_dataset", "trace_index", "export_clusters", "check_groundtruth_k", "DEFAULTS"]
 
 DEFAULTS = dict(
-    num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef_construction=100, seed=0, entry="medoid"
+    num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef_construction=100, seed=0, entry="medoid",
+    graph="hnsw", R=64, L=100, alpha=1.2,
 )
 REAL_SETS = ("siftsmall", "bigann10k")
 
@@ -189,6 +192,7 @@ def trace_index(
     check_search_params(dataset.n, len(dataset.queries), index.num_clusters, num_probes,
                         cand_list_len, k, entry)
     check_groundtruth_k(dataset, k)
+    check_entry(index.params.graph, entry)
     out = search(index, dataset.base, dataset.queries, num_probes, cand_list_len, k, entry, progress=progress)
     if dataset.groundtruth is not None:
         qr64 = recall_at_k(out.result_ids, dataset.groundtruth[: len(dataset.queries)], k)
@@ -217,6 +221,10 @@ def trace_index(
         # added keys
         "M": p.M,
         "ef_construction": p.ef_construction,
+        "graph": p.graph,
+        "R": p.R,
+        "L": p.L,
+        "alpha": p.alpha,
         "entry": entry,
         "max_degree_observed": int(index.degrees().max(initial=0)),
         "mean_degree": float(index.degrees().mean()),
@@ -252,6 +260,16 @@ def check_groundtruth_k(dataset: Dataset, k: int, source: str | None = None) -> 
                          f"k={k} needs at least {k}")
 
 
+def check_entry(graph: str, entry: str) -> None:
+    """Raise UserError if ``entry`` cannot be used on ``graph`` graphs (the hierarchical entry
+    needs hnswlib's upper layers, which a Vamana graph does not have)."""
+    if graph == "vamana" and entry == "hnsw":
+        from cosmos_common import UserError
+
+        raise UserError("entry 'hnsw' needs graph 'hnsw' (a Vamana graph has no upper layers); "
+                        "use entry 'medoid', DiskANN's entry point")
+
+
 def _fill_recall(tr: LogicalTrace, ds: Dataset, k: int) -> LogicalTrace:
     """Set the recall of a trace made without ground truth from its result ids."""
     qr = recall_at_k(tr.result_ids, ds.groundtruth[: len(tr.result_ids)], k)
@@ -272,7 +290,7 @@ def _trace_entry(ds: Dataset, params: IndexParams, spar: dict, cache: Path):
     request = {"v": TRACE_FORMAT_VERSION, "index": index_key(ds, params), "s": spar}
     short = hashlib.blake2b(json.dumps(request, sort_keys=True).encode(), digest_size=8).hexdigest()
     path = cache / "traces" / f"{_safe(ds.name)}-{short}.npz"
-    key = cacheio.key_of({"kind": "trace", "fp": ds.fingerprint(), "params": asdict(params),
+    key = cacheio.key_of({"kind": "trace", "fp": ds.fingerprint(), "params": params.key_dict(),
                           **request})
     return path, cacheio.record_path(path.parent, path.stem), key
 
@@ -293,6 +311,8 @@ def _cached_trace(ds: Dataset, params: IndexParams, spar: dict, cache: Path, war
         "ef_construction": params.ef_construction, "seed": params.seed,
         "num_clusters": params.num_clusters, "n": ds.n, "num_queries": len(ds.queries),
     }
+    if params.graph != "hnsw":
+        expect.update(graph=params.graph, R=params.R, L=params.L, alpha=params.alpha)
     with (contextlib.nullcontext() if warn else cacheio.quiet()):
         if cacheio.read_files(record, "traces", key, [path]) is None:
             return None, path
@@ -302,6 +322,8 @@ def _cached_trace(ds: Dataset, params: IndexParams, spar: dict, cache: Path, war
             cacheio.report(path, f"does not load ({exc})", stacklevel=4)
             return None, path
         bad = {a: tr.meta.get(a) for a, b in expect.items() if tr.meta.get(a) != b}
+        if tr.meta.get("graph", "hnsw") != params.graph:  # traces without the key are hnsw traces
+            bad["graph"] = tr.meta.get("graph", "hnsw")
         if bad:
             cacheio.report(path, f"stale trace ({bad} differ)", stacklevel=4)
             return None, path
@@ -319,12 +341,17 @@ def cached_trace(
     M: int = DEFAULTS["M"],
     ef_construction: int = DEFAULTS["ef_construction"],
     entry: str = DEFAULTS["entry"],
+    graph: str = DEFAULTS["graph"],
+    R: int = DEFAULTS["R"],
+    L: int = DEFAULTS["L"],
+    alpha: float = DEFAULTS["alpha"],
 ) -> LogicalTrace | None:
     """The trace :func:`make_workload` has cached for these arguments, or None; computes
     nothing (e.g. to skip a ground truth that only a new trace would need). A cached trace
     without recall (made without ground truth) is not returned: :func:`make_workload` with the
     ground truth fills it in."""
-    params = IndexParams(num_clusters=num_clusters, M=M, ef_construction=ef_construction, seed=seed)
+    params = IndexParams(num_clusters=num_clusters, M=M, ef_construction=ef_construction, seed=seed,
+                         graph=graph, R=R, L=L, alpha=alpha)
     spar = {"num_probes": num_probes, "cand_list_len": cand_list_len, "k": k, "entry": entry}
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     tr = _cached_trace(dataset, params, spar, cache, warn=False)[0]
@@ -346,6 +373,10 @@ def make_workload(
     entry: str = DEFAULTS["entry"],
     threads: int | None = None,
     progress: bool = True,
+    graph: str = DEFAULTS["graph"],
+    R: int = DEFAULTS["R"],
+    L: int = DEFAULTS["L"],
+    alpha: float = DEFAULTS["alpha"],
 ) -> LogicalTrace:
     """Dataset -> clustered index -> logical trace, each cached under ``cache_dir``.
 
@@ -356,8 +387,9 @@ def make_workload(
         (``siftsmall``, ``bigann10k``) or a :class:`Dataset`.
     n, num_queries : int, optional
         Base vectors and queries (defaults: all of a given set; 100,000 / 1,000 for synthetic).
-    num_clusters, M, ef_construction, seed :
-        Index parameters (:class:`graphs.index.IndexParams`); ``num_clusters=1`` = single graph.
+    num_clusters, M, ef_construction, seed, graph, R, L, alpha :
+        Index parameters (:class:`graphs.index.IndexParams`); ``num_clusters=1`` = single graph;
+        ``graph`` ``"hnsw"`` (M, ef_construction) or ``"vamana"`` (R, L, alpha).
     num_probes, cand_list_len, k, entry :
         Search parameters (:func:`graphs.search.search`).
     cache_dir : path, optional
@@ -369,13 +401,15 @@ def make_workload(
         Identical (bit for bit) for identical arguments.
     """
     ds = get_dataset(dataset, n, num_queries, seed, cache_dir, progress=progress)
-    params = IndexParams(num_clusters=num_clusters, M=M, ef_construction=ef_construction, seed=seed)
+    params = IndexParams(num_clusters=num_clusters, M=M, ef_construction=ef_construction, seed=seed,
+                         graph=graph, R=R, L=L, alpha=alpha)
     params.validate(ds.n)
     if ds.queries is None or len(ds.queries) == 0:
         raise UserError(f"dataset {ds.name}: no queries (a trace needs at least 1)")
     # validate the search parameters before any expensive build
     check_search_params(ds.n, len(ds.queries), num_clusters, num_probes, cand_list_len, k, entry)
     check_groundtruth_k(ds, k)
+    check_entry(graph, entry)
     if threads is not None and threads < 1:
         raise ValueError(f"threads={threads} must be >= 1 (None: the CPU count)")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
