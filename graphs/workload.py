@@ -25,7 +25,6 @@ import contextlib
 import hashlib
 import json
 import os
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
