@@ -162,7 +162,8 @@ def test_cli_trace_graph_flag(tmp_path, capsys):
     for bad, word in ((["--R", "0"], "R=0"), (["--alpha", "0.5"], "alpha=0.5"), (["--L", "-3"], "L=-3"),
                       (["--entry", "hnsw"], "entry 'hnsw'")):
         bad_out = tmp_path / "bad.npz"
-        assert main(["graphs", "trace", *common, "--graph", "vamana", *bad, "--out", str(bad_out)]) == 2
+        assert main(["graphs", "trace", *common, "--graph", "vamana", "--num-probes", "2", *bad,
+                     "--out", str(bad_out)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and word in err[0], err
         assert not bad_out.exists()
