@@ -219,4 +219,9 @@ def run(args) -> int:
     print(f"{cfg.name}: {summ['qps']:.0f} QPS, latency mean {summ['latency_mean_ns']:.0f} ns, "
           f"p99 {summ['latency_p99_ns']:.0f} ns; breakdown (ns) "
           + ", ".join(f"{k} {v:.0f}" for k, v in b.items()) + f"; results in {out}")
+    if "energy_per_query_mJ" in summ:
+        e = summ["energy_breakdown_mJ_per_query"]
+        print(f"{cfg.name}: energy {summ['energy_per_query_mJ']:.4g} mJ/query, "
+              f"{summ['power_avg_W']:.1f} W average, {summ['qps_per_W']:.4g} QPS/W; by "
+              "component (mJ/query) " + ", ".join(f"{k} {v:.3g}" for k, v in e.items()))
     return 0
