@@ -42,6 +42,7 @@ EXPERIMENTS = {
     "scale_devices": "experiments.scale_devices",
     "scale_ranks": "experiments.scale_ranks",
     "latency_load": "experiments.latency_load",
+    "energy_per_query": "experiments.energy_per_query",
 }
 
 

@@ -40,12 +40,17 @@ EXPECTED = {
     "scale_ranks": {"ranks.csv": ["dataset", "system", "ranks", "qps"]},
     "latency_load": {"latency_load.csv": ["system", "load_fraction", "offered_qps",
                                           "latency_mean_ns", "latency_p99_ns"]},
+    "energy_per_query": {"energy.csv": ["dataset", "system", "qps", "energy_per_query_mJ",
+                                        "power_avg_W", "qps_per_W", "qps_per_W_vs_base",
+                                        "chameleon_efficiency_vs_cpu",
+                                        "energy_breakdown_dram_array_mJ_per_query",
+                                        "energy_breakdown_static_mJ_per_query"]},
 }
 PLOTS = {"fig4a_qps": ["fig4a_qps"], "fig4b_breakdown": ["fig4b_breakdown"],
          "fig5a_lir": ["fig5a_lir"], "fig5b_heatmap": ["fig5b_heatmap"],
          "validate_dram": ["latency_vs_bandwidth", "unloaded_latency"],
          "scale_devices": ["scale_devices"], "scale_ranks": ["scale_ranks"],
-         "latency_load": ["latency_load"]}
+         "latency_load": ["latency_load"], "energy_per_query": ["energy_per_query"]}
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +206,10 @@ def test_experiments_share_identical_simulations(reproduction):
     assert "[scale_ranks] done" in stdout and "simulations_from_cache=1/12" in stdout
     assert "[latency_load] done" in stdout and "simulations_from_cache=5/36" in stdout
     first = [line for line in stdout.splitlines() if "simulations_from_cache" in line]
-    assert all(("scale_ranks" in line) or ("latency_load" in line) for line in first)
+    # energy_per_query runs fig4a's simulations again: all 16 from the cache
+    assert "[energy_per_query] done" in stdout and "simulations_from_cache=16/16" in stdout
+    assert all(("scale_ranks" in line) or ("latency_load" in line)
+               or ("energy_per_query" in line) for line in first)
 
 
 def test_rerun_reads_every_simulation_from_the_cache(reproduction):
