@@ -220,3 +220,18 @@ def test_sanity_read_energy_per_bit():
 def test_no_power_preset_reports_no_energy():
     s = _run([0], org="8Gb_x4").stats
     assert "energy_total_nJ" not in s
+
+
+def test_closed_form_idle_refresh_gives_the_stepped_energy():
+    """dram.kernel.advance_channel applies idle refresh periods in closed form; the residency
+    counters it does not advance stay unchanged in such periods, so the energy is the
+    stepped one exactly."""
+    addr = np.array([0, ROW, 3 * BANK, 5 * ROW], np.uint64)
+    arr = np.array([0, 40 * T["nREFI"], 40 * T["nREFI"] + 7, 95 * T["nREFI"]], np.int64)
+    tr = dict(addr=addr, is_write=np.array([0, 1, 0, 0], np.uint8), arrival=arr)
+    cfg = DRAMConfig(channels=1, ranks=2)
+    a = replay(tr, cfg, jump_idle=True).stats
+    b = replay(tr, cfg, jump_idle=False).stats
+    for k in [k for k in a if k.startswith(("energy_", "power_"))] + ["rank_active_cycles"]:
+        assert a[k] == b[k], k
+    assert a["refresh_cmds"] >= 2 * 95
