@@ -10,6 +10,9 @@ import pytest
 from tests import systems_identity as si
 
 RECORDED = json.loads(si.DATA.read_text())
+#: summary figures added after the recording
+ADDED_LATER = ("energy_per_query_mJ", "power_avg_W", "energy_breakdown_mJ_per_query",
+               "qps_per_W")
 
 
 def _same(a, b, path=""):
@@ -40,4 +43,8 @@ def test_preset_figures_are_identical_to_the_recorded_ones(key, traces):
     else:
         now = si.run(name, traces[family], "open", float(mode.split("@")[1]))
     now = json.loads(json.dumps(now))   # the JSON round trip the recording went through
+    # figures added to the summary after the recording (cosmos.energy) are not in it; they
+    # have their own identity checks (tests/test_cosmos_energy.py, tests/test_specialize.py)
+    for k in ADDED_LATER:
+        now.pop(k, None)
     _same(RECORDED[key], now, key)
