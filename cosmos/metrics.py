@@ -37,6 +37,8 @@ Definitions
 - Simulated time = 0 to the completion of the last query (``SimResult.cycles``).
 - Link utilization = busy (serialization) cycles / simulated cycles, per link and direction.
 - DRAM bandwidth per memory instance = 64 B x requests served / simulated time.
+- Energy (``energy_per_query_mJ``, ``power_avg_W``, ``energy_breakdown_mJ_per_query``,
+  ``qps_per_W``): all queries of the run over the whole simulated time; see cosmos.energy.
 """
 
 from __future__ import annotations
@@ -415,4 +417,7 @@ def summary(res, warmup: float = 0.1) -> dict:
             loads = np.bincount(search_dev, minlength=D).astype(float)
             out["device_tasks"] = [int(x) for x in loads]
             out["device_lir_tasks"] = float(loads.max() / loads.mean())
+    from cosmos.energy import summary_fields   # energy per query and power (cosmos.energy)
+
+    out.update(summary_fields(res))
     return out

@@ -246,4 +246,9 @@ def run(args) -> int:
           + ", ".join(f"{k} {v:.0f}" for k, v in b.items())
           + f"; {summ['num_queries']} of {summ['trace_queries']} queries simulated "
           f"(stopped: {summ['stopped']}); results in {out}")
+    if "energy_per_query_mJ" in summ:
+        e = summ["energy_breakdown_mJ_per_query"]
+        print(f"{cfg.name}: energy {summ['energy_per_query_mJ']:.4g} mJ/query, "
+              f"{summ['power_avg_W']:.1f} W average, {summ['qps_per_W']:.4g} QPS/W; by "
+              "component (mJ/query) " + ", ".join(f"{k} {v:.3g}" for k, v in e.items()))
     return 0

@@ -99,6 +99,7 @@ H_G, H_S, H_NN, H_NC, H_HM, H_PQ, H_PD, H_CAP, H_LOGCAP, H_NB, H_R, H_NSTAT = ra
 H_DIRECT = 12   # 1: read completions go to the ring at issue (new_state's direct_reads)
 H_O_SLOT, H_O_Q, H_O_CH, H_O_PRIO, H_O_PEND, H_O_BANK, H_O_READY, H_O_HIST = range(16, 24)
 H_O_COMP, H_O_GLOB, H_O_STATS, H_O_RBUSY, H_O_LOG, H_O_BKL = range(24, 30)
+H_O_RACT = 30  # rank residency region (RA_* fields per rank)
 HEADER = 32
 # ---- slot fields (one request in a buffer)
 SL_ID, SL_ADDR, SL_RANK, SL_FB, SL_ROW, SL_ARR, SL_TYPE, SL_FINAL, SL_STAT = range(9)
@@ -147,6 +148,15 @@ STAT_NAMES = ("read_row_hits", "read_row_misses", "read_row_conflicts", "write_r
               "refresh_cmds", "reads_forwarded", "writes_coalesced", "data_bus_busy_cycles") + \
     tuple("n_" + c for c in COMMAND_NAMES)
 T_READ, T_WRITE = 0, 1
+# ---- rank residency (per rank of each channel; the energy model's background states):
+# open banks now, the cycle the rank last went from no open bank to one, and the cycles it
+# has spent with at least one bank open (closed intervals only: a rank still open is
+# completed by the reader, dram.energy.rank_active_cycles). Banks open at ACT and close at
+# the precharging command's issue (PREpb, PREab, or the column command of RDA/WRA). Idle
+# refresh periods leave all three unchanged (no bank is open in them), so advance_channel's
+# closed form needs nothing for them.
+RA_OPEN, RA_SINCE, RA_CYCLES = 0, 1, 2
+NRA = 3
 # ---- command log columns
 LOG_CLK, LOG_CH, LOG_CMD, LOG_RANK, LOG_BG, LOG_BANK, LOG_ROW = range(7)
 
@@ -159,8 +169,9 @@ class State(NamedTuple):
     [G, NCHF = 24], priority ring [G, prio_q], pending reads [G, pend_q, 2], banks [G, nb_ch, 3]
     (open row or -1, active requests, scratch), ready cycles [G, n_nodes, n_cmds], issue
     history [G, n_nodes, n_cmds, hist_max], completion ring [cap, 2], globals [8], statistics
-    [G, N_STATS], rank busy cycles [G, ranks], command log [log_cap, 7], bank list heads
-    [G, nb_ch] (slot or -1). Use :func:`views`.
+    [G, N_STATS], rank busy cycles [G, ranks], command log [log_cap, 7], rank residency
+    [G, ranks, NRA = 3] (``RA_*``), bank list heads [G, nb_ch] (slot or -1). Use
+    :func:`views`.
     """
     heap: np.ndarray
 
@@ -204,7 +215,7 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0,
              ("bank", G * params.nb_ch * 3), ("ready", G * NN * NC),
              ("hist", G * NN * NC * HM), ("comp", cap * 2), ("glob", 8),
              ("stats", G * N_STATS), ("rbusy", G * params.n_ranks), ("log", logcap * 7),
-             ("bkl", G * params.nb_ch)]
+             ("ract", G * params.n_ranks * NRA), ("bkl", G * params.nb_ch)]
     off = {}
     pos = HEADER
     for name, n in sizes:
@@ -219,7 +230,7 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0,
                     (H_O_PEND, "pend"), (H_O_BANK, "bank"), (H_O_READY, "ready"),
                     (H_O_HIST, "hist"), (H_O_COMP, "comp"), (H_O_GLOB, "glob"),
                     (H_O_STATS, "stats"), (H_O_RBUSY, "rbusy"), (H_O_LOG, "log"),
-                    (H_O_BKL, "bkl")):
+                    (H_O_RACT, "ract"), (H_O_BKL, "bkl")):
         H[h] = off[name]
     st = State(H)
     v = views(st)
@@ -254,6 +265,7 @@ def views(state) -> dict:
         "comp": reg(H_O_COMP, (cap, 2)), "glob": glob,
         "stats": reg(H_O_STATS, (G, N_STATS)), "rank_busy": reg(H_O_RBUSY, (G, R)),
         "log": reg(H_O_LOG, (logcap, 7))[: int(glob[G_LOGLEN])],
+        "rank_residency": reg(H_O_RACT, (G, R, NRA)),
         "bkl": reg(H_O_BKL, (G, (H.shape[0] - int(H[H_O_BKL])) // G)),   # the last region
         "overflow": int(glob[G_COVF]),
     }
@@ -639,17 +651,49 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _rank_opens(H, g, rank, clk):
+    """A bank of ``rank`` opens at ``clk`` (rank residency, ``RA_*``)."""
+    o = H[_u(H_O_RACT)] + (g * H[_u(H_R)] + rank) * NRA
+    if H[_u(o + RA_OPEN)] == 0:
+        H[_u(o + RA_SINCE)] = clk
+    H[_u(o + RA_OPEN)] += 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _rank_closes(H, g, rank, n, clk):
+    """``n`` open banks of ``rank`` close at ``clk``: the rank's active interval ends when
+    the last one does."""
+    o = H[_u(H_O_RACT)] + (g * H[_u(H_R)] + rank) * NRA
+    H[_u(o + RA_OPEN)] -= n
+    if H[_u(o + RA_OPEN)] == 0:
+        H[_u(o + RA_CYCLES)] += clk - H[_u(o + RA_SINCE)]
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def issue_command(params, H, g, cmd, rank, fb, row, clk):
-    """Issue ``cmd`` now: timing state, bank state, command statistics and log."""
+    """Issue ``cmd`` now: timing state, bank state, rank residency, command statistics and
+    log."""
     update_timing(params, H, g, cmd, rank, fb, clk)
     if cmd == ACT:
-        H[_u(_bank(H, g, fb))] = row
+        ob = _bank(H, g, fb)
+        if H[_u(ob)] < 0:
+            _rank_opens(H, g, rank, clk)
+        H[_u(ob)] = row
     elif cmd == PREpb or cmd == RDA or cmd == WRA or cmd == RDA_L or cmd == WRA_L:
-        H[_u(_bank(H, g, fb))] = -1
+        ob = _bank(H, g, fb)
+        if H[_u(ob)] >= 0:
+            _rank_closes(H, g, rank, 1, clk)
+        H[_u(ob)] = -1
     elif cmd == PREab:
         nbr = params.n_bg * params.n_banks
+        n_open = 0
         for k in range(nbr):
-            H[_u(_bank(H, g, rank * nbr + k))] = -1
+            ob = _bank(H, g, rank * nbr + k)
+            if H[_u(ob)] >= 0:
+                n_open += 1
+            H[_u(ob)] = -1
+        if n_open > 0:
+            _rank_closes(H, g, rank, n_open, clk)
     os_ = H[_u(H_O_STATS)] + g * N_STATS
     H[_u(os_ + S_CMD0 + cmd)] += 1
     if _meta(params, M_ACCESS, cmd) == 1:

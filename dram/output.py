@@ -464,4 +464,27 @@ def summary_table(stats: Mapping[str, Any]) -> str:
                                          + f"{_num(g('replay_wall_s'), 3)} s with set-up)"))
     for label, value in rows:
         lines.append(f"{label:<26}{value}")
+    lines.extend(_energy_lines(stats))
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _energy_lines(stats: Mapping[str, Any]) -> list:
+    """The energy block of :func:`summary_table` (nothing if the run has no energy figures:
+    a device without a power preset)."""
+    from dram.energy import COMPONENTS
+
+    g = stats.get
+    if g("energy_total_nJ") is None:
+        return []
+    lines = ["", f"{'energy':<26}{'nJ':>14}{'avg W':>12}{'share':>9}"]
+    total = g("energy_total_nJ") or 0.0
+    for c in COMPONENTS + ("total",):
+        e = g(f"energy_{c}_nJ")
+        w = g("power_avg_W") if c == "total" else g(f"power_{c}_W")
+        share = f"{100.0 * e / total:.1f} %" if total else "-"
+        lines.append(f"{'  ' + c.replace('_', ' '):<26}{_num(e, 3):>14}{_num(w, 4):>12}"
+                     f"{share:>9}")
+    if g("access_energy_pJ_per_bit") is not None:
+        lines.append(f"{'access energy':<26}{_num(g('access_energy_pJ_per_bit'), 2)} pJ/bit "
+                     "(ACT, PRE, array and I/O, no background)")
+    return lines

@@ -23,6 +23,8 @@ Summary (:func:`latency_stats`, :func:`summarize`):
   that crosses the channel) / total_cycles; ``rank_busy_fraction[c][r]`` = nBL per RD/WR of
   the rank, rank-local ones included / total_cycles. ``total_cycles`` = last completion cycle
   (the simulation runs from cycle 0).
+* Energy and power over ``total_cycles``: ``energy_<component>_nJ``, ``energy_total_nJ``,
+  ``power_<component>_W``, ``power_avg_W``, ``rank_active_cycles``; see :mod:`dram.energy`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from dram import kernel as K
+from dram.energy import energy_stats
 
 LINE_BYTES = 64
 #: The read-latency figures (``{agg}_read_latency_cycles`` / ``_ns``); writes have ``mean``.
@@ -100,4 +103,5 @@ def summarize(config, params, state, arrival, accept, completion, is_write, time
     bus, rank = busy_cycles(state)
     out["channel_busy_fraction"] = (bus / denom).tolist()
     out["rank_busy_fraction"] = (rank / denom).tolist()
+    out.update(energy_stats(config, state, total))
     return out

@@ -44,6 +44,7 @@ EXPERIMENTS = {
     "scale_ranks": "experiments.scale_ranks",
     "latency_load": "experiments.latency_load",
     "rag_ttft": "experiments.rag_ttft",
+    "energy_per_query": "experiments.energy_per_query",
 }
 
 #: experiments run only when named (``cosmos run NAME``, ``cosmos reproduce --only NAME``):

@@ -43,12 +43,18 @@ EXPECTED = {
     "rag_ttft": {"rag_ttft.csv": ["system", "schema", "request_rate_rps", "status",
                                   "ttft_p50_s", "ttft_p99_s", "e2e_p99_s",
                                   "retrieval_share_of_ttft", "qps_per_chip"]},
+    "energy_per_query": {"energy.csv": ["dataset", "system", "qps", "energy_per_query_mJ",
+                                        "power_avg_W", "qps_per_W", "qps_per_W_vs_base",
+                                        "chameleon_efficiency_vs_cpu",
+                                        "energy_breakdown_dram_array_mJ_per_query",
+                                        "energy_breakdown_static_mJ_per_query"]},
 }
 PLOTS = {"fig4a_qps": ["fig4a_qps"], "fig4b_breakdown": ["fig4b_breakdown"],
          "fig5a_lir": ["fig5a_lir"], "fig5b_heatmap": ["fig5b_heatmap"],
          "validate_dram": ["latency_vs_bandwidth", "unloaded_latency"],
          "scale_devices": ["scale_devices"], "scale_ranks": ["scale_ranks"],
-         "latency_load": ["latency_load"], "rag_ttft": ["rag_ttft"]}
+         "latency_load": ["latency_load"], "rag_ttft": ["rag_ttft"],
+         "energy_per_query": ["energy_per_query"]}
 
 
 @pytest.fixture(scope="module")
@@ -208,8 +214,10 @@ def test_experiments_share_identical_simulations(reproduction):
     rag = [line for line in stdout.splitlines() if line.startswith("[rag_ttft] done")]
     assert len(rag) == 1 and "simulations_from_cache=3/11" in rag[0]
     first = [line for line in stdout.splitlines() if "simulations_from_cache" in line]
+    # energy_per_query runs fig4a's simulations again: all 16 from the cache
+    assert "[energy_per_query] done" in stdout and "simulations_from_cache=16/16" in stdout
     assert all(("scale_ranks" in line) or ("latency_load" in line) or ("rag_ttft" in line)
-               for line in first)
+               or ("energy_per_query" in line) for line in first)
 
 
 def test_rerun_reads_every_simulation_from_the_cache(reproduction):

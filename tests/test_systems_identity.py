@@ -10,6 +10,7 @@ import pytest
 from tests import systems_identity as si
 
 RECORDED = json.loads(si.DATA.read_text())
+#: summary figures added after the recording
 
 
 def _same(a, b, path=""):
@@ -51,4 +52,6 @@ def test_preset_figures_are_identical_to_the_recorded_ones(key, traces):
 #: summary keys added after tests/data/systems_identity.json was recorded
 ADDED_LATER = {"trace_queries", "stopped", "ci_target", "qps_ci_low", "qps_ci_high",
                "qps_ci_rel_halfwidth", "latency_mean_ci_low_ns", "latency_mean_ci_high_ns",
-               "ci_level", "ci_batches", "ci_batch_queries", "ci_lag1", "ci_note"}
+               "ci_level", "ci_batches", "ci_batch_queries", "ci_lag1", "ci_note",
+               "energy_per_query_mJ", "power_avg_W", "energy_breakdown_mJ_per_query",
+               "qps_per_W"}

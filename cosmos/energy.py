@@ -1,0 +1,154 @@
+"""Energy of a simulated run: joules per query and average power, by component.
+
+Every resource the engine models is charged from what the run counted:
+
+* DRAM (every memory instance: the devices' DRAM, or host DRAM, and a host graph cache):
+  :func:`dram.energy.energy_stats` of each controller state over the simulated time, split into
+  ``dram_array`` (activation, precharge, array reads and writes -- rank-local PU bursts
+  included -- and refresh), ``dram_background`` (active / precharged standby) and ``dram_io``
+  (bursts over the channels' data buses).
+* ``link_switch``: wire bytes on every CXL link (``EngineState.link_bytes``, payload plus flit
+  overhead, both directions, device links and the switch's upstream port) x 8 x
+  ``link_pJ_per_bit``, plus the bytes through the switch (those on the device links) x 8 x
+  ``switch_pJ_per_bit``.
+* ``host``: context-holding cycles of the host cores (pool 0: a core holds its context while
+  it computes and while it stalls on memory) x ``host_core_active_W``.
+* ``gpc``: context-holding cycles on the devices' GPC pools / ``gpc.threads_per_core`` (the
+  core-busy time) x ``gpc_core_active_W``.
+* ``pu_accel``: rank-local bursts (``EngineState.inst_local``: each a 64-B segment the rank PU
+  reduces to a partial distance) x ``rank_pu_pJ_per_burst``; for systems whose device
+  accelerator computes distances from the channel (a ``Read`` on unit ``accelerator`` without
+  rank PUs), the device's non-local DRAM requests x ``accel_pJ_per_line`` (an upper bound: it
+  charges adjacency lines as well as vector lines).
+* ``static``: ``host_static_W`` for the host, plus ``device_static_W`` per CXL device, over the
+  simulated time.
+
+Energy per query = total / queries simulated; average power = total / simulated time. The
+constants are estimates (none of them is a measurement of the paper's hardware); each field of
+:class:`EnergyConfig` says where its value comes from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from cosmos.config import TCK_PS
+
+#: Reported components, in order.
+COMPONENTS = ("dram_array", "dram_background", "dram_io", "link_switch", "host", "gpc",
+              "pu_accel", "static")
+
+
+def _f(default, help_):
+    return field(default=default, metadata={"help": help_})
+
+
+@dataclass(frozen=True)
+class EnergyConfig:
+    """Energy constants of the system model (all estimates; the reasoning is in each help)."""
+
+    link_pJ_per_bit: float = _f(
+        5.0, "CXL/PCIe 5.0 link PHY, TX + RX per bit on the wire. Estimate: published 32 Gb/s "
+        "NRZ SerDes transceivers report about 4-7 pJ/bit including both ends")
+    switch_pJ_per_bit: float = _f(
+        5.0, "CXL switch core (buffering, arbitration, crossbar), per bit switched, PHYs "
+        "excluded (they are in link_pJ_per_bit). Estimate: a 144-lane PCIe 5.0 switch of about "
+        "100 W switching about 9 Tb/s spends about 10 pJ/bit, about half of it in its PHYs")
+    host_core_active_W: float = _f(
+        5.0, "one busy host core (Xeon Gold 6430 class: 270 W TDP, 32 cores). Estimate: about "
+        "60 % of the TDP shared by the cores at full load, 160 W / 32")
+    host_static_W: float = _f(
+        100.0, "host socket power independent of the search (uncore, idle cores, I/O). "
+        "Estimate: about 40 % of the 270 W TDP, typical of a server socket near idle")
+    gpc_core_active_W: float = _f(
+        1.0, "one busy device GPC core (Arm Neoverse-class at 2 GHz). Estimate: Arm quotes "
+        "1.0-1.8 W per Neoverse N1 core at 2.6-3.1 GHz; about 1 W at 2 GHz")
+    rank_pu_pJ_per_burst: float = _f(
+        100.0, "rank PU datapath, one 64-B segment to a partial distance (16 fp32 "
+        "multiply-adds and a reduction). Estimate: 16 x 4.6 pJ (fp32 multiply + add at 45 nm, "
+        "Horowitz, ISSCC 2014) = 74 pJ, plus registers and control, in a DRAM-buffer-chip "
+        "logic process")
+    accel_pJ_per_line: float = _f(
+        30.0, "CXL-ANNS device distance accelerator, one 64-B line. Estimate: the rank PU's "
+        "datapath in a logic process about 3x more efficient than the 45 nm figures")
+    device_static_W: float = _f(
+        5.0, "each CXL device apart from its DRAM: controller, CXL and DDR PHYs idling, GPC "
+        "idle. Estimate: CXL memory expanders are specified around 10-25 W in total, of "
+        "which the DRAM is the larger part")
+
+    def help(self) -> dict:
+        return {f.name: f.metadata["help"] for f in fields(self)}
+
+
+def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
+    """Energy of the whole run in joules by component (:data:`COMPONENTS`), from a
+    :class:`cosmos.simulate.SimResult`. Empty if the DRAM has no power preset."""
+    from cosmos.simulate import dram_config_for
+    from cosmos.systems import model_for
+    from dram.energy import energy_stats
+
+    ecfg = ecfg or EnergyConfig()
+    cfg, st, pg = res.config, res.state, res.program
+    model = model_for(cfg)
+    cycles = max(int(res.cycles), 1)
+    seconds = cycles * TCK_PS * 1e-12
+    dcfg = dram_config_for(cfg)
+    out = dict.fromkeys(COMPONENTS, 0.0)
+    for state in res.dram_state:
+        d = energy_stats(dcfg, state, cycles)
+        if not d:
+            return {}
+        out["dram_array"] += sum(d[f"energy_{c}_nJ"] for c in
+                                 ("act", "pre", "read", "write", "refresh")) * 1e-9
+        out["dram_background"] += (d["energy_background_active_nJ"]
+                                   + d["energy_background_precharged_nJ"]) * 1e-9
+        out["dram_io"] += d["energy_io_nJ"] * 1e-9
+    D = cfg.device.count
+    if model.uses_link:
+        wire_bits = float(st.link_bytes.sum()) * 8
+        switched_bits = float(st.link_bytes[:D].sum()) * 8
+        out["link_switch"] = (wire_bits * ecfg.link_pJ_per_bit
+                              + switched_bits * ecfg.switch_pJ_per_bit) * 1e-12
+    held = np.where(st.task_end >= 0, st.task_end - st.task_start, 0).astype(np.float64)
+    s_per_cycle = TCK_PS * 1e-12
+    out["host"] = float(held[pg.task_pool == 0].sum()) * s_per_cycle * ecfg.host_core_active_W
+    if model.search_pool == "gpc":
+        gpc = (pg.task_pool >= 1) & (pg.task_pool <= D)
+        out["gpc"] = (float(held[gpc].sum()) / cfg.gpc.threads_per_core * s_per_cycle
+                      * ecfg.gpc_core_active_W)
+    local = float(st.inst_local.sum())
+    out["pu_accel"] = local * ecfg.rank_pu_pJ_per_burst * 1e-12
+    if _accelerator_from_channel(model):
+        out["pu_accel"] += (float(st.inst_reqs[:D].sum()) - float(st.inst_local[:D].sum())) \
+            * ecfg.accel_pJ_per_line * 1e-12
+    out["static"] = (ecfg.host_static_W + (D * ecfg.device_static_W if model.uses_link
+                                           else 0.0)) * seconds
+    return out
+
+
+def _accelerator_from_channel(model) -> bool:
+    from cosmos.systems import Read
+
+    return any(isinstance(s, Read) and s.unit == "accelerator" and not s.rank_pus
+               for _, _, s in model.steps())
+
+
+def summary_fields(res, ecfg: EnergyConfig | None = None) -> dict:
+    """``energy_per_query_mJ``, ``power_avg_W``, ``energy_breakdown_mJ_per_query`` (by
+    component) and ``qps_per_W`` (queries over the simulated time / power_avg_W) of a run; empty
+    if the DRAM has no power preset."""
+    e = energy_J(res, ecfg)
+    if not e:
+        return {}
+    Q = res.program.num_queries
+    seconds = max(int(res.cycles), 1) * TCK_PS * 1e-12
+    total = sum(e.values())
+    power = total / seconds
+    return {
+        "energy_per_query_mJ": total / Q * 1e3,
+        "power_avg_W": power,
+        "energy_breakdown_mJ_per_query": {c: v / Q * 1e3 for c, v in e.items()},
+        "qps_per_W": (Q / seconds) / power if power > 0 else float("nan"),
+    }

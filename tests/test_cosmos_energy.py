@@ -1,0 +1,72 @@
+"""cosmos.energy: energy per query of a simulated run (components from the run's counters,
+repeatable, consistent with the DRAM model). The specialized engine's identity with the
+generic one covers these figures too: tests/test_specialize.py compares the whole summary."""
+
+import numpy as np
+import pytest
+
+from cosmos import energy as E
+from cosmos.config import TCK_PS
+from cosmos.presets import get_preset
+from cosmos.simulate import dram_config_for, simulate
+from dram.energy import energy_stats
+from tests.cosmos_helpers import make_trace
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return make_trace(num_queries=24, hops=4, reads_per_hop=8, seed=5)
+
+
+def _run(name, trace):
+    return simulate(get_preset(name), trace, progress=False, seed=2, specialize=False)
+
+
+@pytest.mark.parametrize("name", ["base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos"])
+def test_components_from_the_run(name, trace):
+    res = _run(name, trace)
+    s = res.summary()
+    Q = res.program.num_queries
+    secs = res.cycles * TCK_PS * 1e-12
+    br = s["energy_breakdown_mJ_per_query"]
+    assert list(br) == list(E.COMPONENTS)
+    assert s["energy_per_query_mJ"] == pytest.approx(sum(br.values()), rel=1e-12)
+    assert s["power_avg_W"] == pytest.approx(s["energy_per_query_mJ"] * 1e-3 * Q / secs,
+                                             rel=1e-12)
+    assert s["qps_per_W"] == pytest.approx(Q / secs / s["power_avg_W"], rel=1e-12)
+    # DRAM: the DRAM model's figures of every controller state over the run
+    dcfg = dram_config_for(res.config)
+    d = [energy_stats(dcfg, st, res.cycles) for st in res.dram_state]
+    io = sum(x["energy_io_nJ"] for x in d) * 1e-9
+    assert br["dram_io"] == pytest.approx(io / Q * 1e3, rel=1e-12)
+    assert br["dram_array"] > 0 and br["dram_background"] > 0
+    ec = E.EnergyConfig()
+    D = res.config.device.count
+    if name == "dram-only":
+        assert br["link_switch"] == 0.0
+        assert br["static"] == pytest.approx(ec.host_static_W * secs / Q * 1e3, rel=1e-12)
+    else:
+        lb = res.state.link_bytes
+        link = (lb.sum() * 8 * ec.link_pJ_per_bit + lb[:D].sum() * 8 * ec.switch_pJ_per_bit)
+        assert br["link_switch"] == pytest.approx(link * 1e-12 / Q * 1e3, rel=1e-12)
+        assert br["static"] == pytest.approx(
+            (ec.host_static_W + D * ec.device_static_W) * secs / Q * 1e3, rel=1e-12)
+    on_gpc = name.startswith("cosmos")
+    assert (br["gpc"] > 0) == on_gpc
+    assert (br["host"] > 0) == (not on_gpc)
+    assert (br["pu_accel"] > 0) == (name in ("cosmos", "cxl-anns"))
+    if name == "cosmos":
+        assert br["pu_accel"] == pytest.approx(
+            res.state.inst_local.sum() * ec.rank_pu_pJ_per_burst * 1e-12 / Q * 1e3, rel=1e-12)
+
+
+def test_repeat_is_identical(trace):
+    keys = ("energy_per_query_mJ", "power_avg_W", "energy_breakdown_mJ_per_query", "qps_per_W")
+    a = _run("cosmos", trace).summary()
+    b = _run("cosmos", trace).summary()
+    assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
+
+
+def test_constants_carry_their_reasoning():
+    for name, text in E.EnergyConfig().help().items():
+        assert "Estimate" in text or "estimate" in text, name
