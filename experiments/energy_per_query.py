@@ -27,6 +27,7 @@ if __package__ in (None, ""):
 import pandas as pd
 
 from experiments.common import pyplot, save_figure, write_csv
+from experiments.fig4a_qps import system_tasks
 from experiments.sim import simulate_task, split_per_device
 
 NAME = "energy_per_query"
@@ -42,13 +43,9 @@ CHAMELEON_EFFICIENCY_VS_CPU = 26.2
 
 
 def run(ctx) -> dict:
-    tasks = []
-    for fam in ctx.families:
-        path = ctx.trace_file(fam)
-        for system in SYSTEMS:
-            # the same task as fig4a_qps's: one simulation serves both
-            tasks.append(dict(system=system, trace_path=str(path), seed=ctx.seed,
-                              per_device=True, tags={"dataset": fam, "system": system}))
+    # fig4a_qps's own tasks: one simulation serves both (at --full too, where they stop at
+    # the scale's confidence-interval target)
+    tasks = system_tasks(ctx, SYSTEMS)
     rows = ctx.sweep(simulate_task, tasks, desc="energy per query")
     df, _ = split_per_device(rows, ["dataset", "system"])
     for c in COMPONENTS:       # flatten_summary's name -> the unit last

@@ -42,14 +42,22 @@ PAPER_VS_CXLANNS = {("sift", "cosmos"): PAPER_COSMOS_VS_CXLANNS,
                     ("deep", "cosmos"): PAPER_COSMOS_VS_CXLANNS}
 
 
-def run(ctx) -> dict:
+def system_tasks(ctx, systems) -> list:
+    """fig4a's simulations: every query of each dataset's trace, closed loop, on each system.
+    An experiment that needs the same runs (energy_per_query) builds its tasks here, so that
+    the simulation cache serves both at every scale."""
     tasks = []
     for fam in ctx.families:
         path = ctx.trace_file(fam)
-        for system in SYSTEMS + TWO_BY_TWO_EXTRA:
+        for system in systems:
             tasks.append(dict(system=system, trace_path=str(path), seed=ctx.seed,
                               per_device=True, ci_target=ctx.scale.ci_target,
                               tags={"dataset": fam, "system": system}))
+    return tasks
+
+
+def run(ctx) -> dict:
+    tasks = system_tasks(ctx, SYSTEMS + TWO_BY_TWO_EXTRA)
     rows = ctx.sweep(simulate_task, tasks, desc="fig4a systems")
     df, per_dev = split_per_device(rows, ["dataset", "system"])
     base = df[df.system == "base"].set_index("dataset")["qps"]
