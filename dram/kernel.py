@@ -151,12 +151,14 @@ T_READ, T_WRITE = 0, 1
 # ---- rank residency (per rank of each channel; the energy model's background states):
 # open banks now, the cycle the rank last went from no open bank to one, and the cycles it
 # has spent with at least one bank open (closed intervals only: a rank still open is
-# completed by the reader, dram.energy.rank_active_cycles). Banks open at ACT and close at
+# completed by the reader, dram.energy.rank_active_cycles); and the bank-open cycles summed
+# over its banks up to the last open/close event, with that event's cycle (the reader adds
+# open banks x the time since, dram.energy.bank_open_cycles). Banks open at ACT and close at
 # the precharging command's issue (PREpb, PREab, or the column command of RDA/WRA). Idle
 # refresh periods leave all three unchanged (no bank is open in them), so advance_channel's
 # closed form needs nothing for them.
-RA_OPEN, RA_SINCE, RA_CYCLES = 0, 1, 2
-NRA = 3
+RA_OPEN, RA_SINCE, RA_CYCLES, RA_BANKCYC, RA_LAST = 0, 1, 2, 3, 4
+NRA = 5
 # ---- command log columns
 LOG_CLK, LOG_CH, LOG_CMD, LOG_RANK, LOG_BG, LOG_BANK, LOG_ROW = range(7)
 
@@ -170,7 +172,7 @@ class State(NamedTuple):
     (open row or -1, active requests, scratch), ready cycles [G, n_nodes, n_cmds], issue
     history [G, n_nodes, n_cmds, hist_max], completion ring [cap, 2], globals [8], statistics
     [G, N_STATS], rank busy cycles [G, ranks], command log [log_cap, 7], rank residency
-    [G, ranks, NRA = 3] (``RA_*``), bank list heads [G, nb_ch] (slot or -1). Use
+    [G, ranks, NRA = 5] (``RA_*``), bank list heads [G, nb_ch] (slot or -1). Use
     :func:`views`.
     """
     heap: np.ndarray
@@ -654,6 +656,8 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
 def _rank_opens(H, g, rank, clk):
     """A bank of ``rank`` opens at ``clk`` (rank residency, ``RA_*``)."""
     o = H[_u(H_O_RACT)] + (g * H[_u(H_R)] + rank) * NRA
+    H[_u(o + RA_BANKCYC)] += H[_u(o + RA_OPEN)] * (clk - H[_u(o + RA_LAST)])
+    H[_u(o + RA_LAST)] = clk
     if H[_u(o + RA_OPEN)] == 0:
         H[_u(o + RA_SINCE)] = clk
     H[_u(o + RA_OPEN)] += 1
@@ -664,6 +668,8 @@ def _rank_closes(H, g, rank, n, clk):
     """``n`` open banks of ``rank`` close at ``clk``: the rank's active interval ends when
     the last one does."""
     o = H[_u(H_O_RACT)] + (g * H[_u(H_R)] + rank) * NRA
+    H[_u(o + RA_BANKCYC)] += H[_u(o + RA_OPEN)] * (clk - H[_u(o + RA_LAST)])
+    H[_u(o + RA_LAST)] = clk
     H[_u(o + RA_OPEN)] -= n
     if H[_u(o + RA_OPEN)] == 0:
         H[_u(o + RA_CYCLES)] += clk - H[_u(o + RA_SINCE)]

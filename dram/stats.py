@@ -24,7 +24,8 @@ Summary (:func:`latency_stats`, :func:`summarize`):
   the rank, rank-local ones included / total_cycles. ``total_cycles`` = last completion cycle
   (the simulation runs from cycle 0).
 * Energy and power over ``total_cycles``: ``energy_<component>_nJ``, ``energy_total_nJ``,
-  ``power_<component>_W``, ``power_avg_W``, ``rank_active_cycles``; see :mod:`dram.energy`.
+  ``power_<component>_W``, ``power_avg_W``, ``rank_active_cycles``, ``bank_open_cycles``;
+  see :mod:`dram.energy`.
 """
 
 from __future__ import annotations

@@ -5,44 +5,81 @@ model multiplies by the devices of a rank (``32 / dq`` data chips on a 32-bit su
 
 Sources and status
 ------------------
-* VDD = 1.1 V and VPP = 1.8 V: JEDEC JESD79-5 (DDR5 SDRAM), supply voltages.
-* The IDD/IPP figures below are ESTIMATES of the right order for a 16 Gb DDR5 die at
-  DDR5-4800, not values transcribed from a datasheet: the text of a public DDR5 datasheet's IDD
-  table (e.g. Micron's 16Gb DDR5 SDRAM, MT60B4G4/MT60B2G8/MT60B1G16, "IDD, IPP and IDDQ
-  Current Limits") could not be read while this module was written, and DRAMPower's public
-  DDR5 memspec in its tests carries test values, not a datasheet's. They are chosen so that
-  the relations the JEDEC IDD definitions imply hold (IDD2N < IDD3N < IDD0 < IDD4W < IDD4R,
-  IDD5B the largest, IDD6N below IDD2N; wider devices draw more burst current) and so that the
-  resulting read energy per bit lies in the published DDR4/DDR5 range (tests/test_dram_energy.py,
-  "sanity"). Replace them with the datasheet's table (same keys) before quoting absolute
-  joules; every figure the simulator reports scales linearly with these currents.
+The document: Micron, "16Gb DDR5 SDRAM Addendum, MT60B4G4, MT60B2G8, MT60B1G16, Die Revision
+A" (16gb_ddr5_sdram_diereva.pdf), table "IDD, IPP and IDDQ Current Limits", DDR5-4800
+column (the -48B speed bin; the IDD loops run at that bin's tCK and tRC). These are the
+datasheet's maximum limits (worst-case process, voltage and temperature), not typical
+currents: measured DRAM draws well below them (Ghose et al., SIGMETRICS 2018, found DDR3L
+modules at 23-95 % of the datasheet IDDs depending on the current and vendor), so energies
+from this table are upper-end figures.
+
+The datasheet itself could not be opened where this module was written; its values were read
+from public simulator configurations that transcribe it, and cross-checked between them:
+
+* gem5, ``src/python/gem5/components/memory/dram_interfaces/ddr5.py`` (gem5/gem5, class
+  ``DDR5_4400_4x8``, "Power related parameters ... 16gb_ddr5_sdram_diereva.pdf, Using the values
+  for DDR5-4800"): IDD0 122, IDD2N 92, IDD3N 142, IDD4R 530, IDD4W 479, IDD5B 277 (its comment
+  also lists IDD5C 135 and IDD5F 262), IDD6N 102, IDD2P 88, IDD3P 140 mA, VDD 1.1 V. It does not
+  say which width column it used.
+* Two further public configurations that name the x8 part (MT60B2G8, DDR5-4800B), one of them
+  citing the addendum's Table 6 pp. 17-19, give the same IDD2N 92, IDD3N 142, IDD5B 277, IDD6N
+  102, IDD2P 88 and IDD3P 140, with IDD0 103, IDD4R 377, IDD4W 349 and IPP0 8, IPP2N 6, IPP3N 7
+  mA at VPP 1.8 V. (They were found through a code index that does not give their repositories.)
+* ``illustration_script/chip_pow_config.py`` of Stardust-lf/ramulator2-latency-supported
+  (``config_4800``, cells of Micron's DDR5 power calculator; no width named): the same IDD0 103,
+  IDD2N 92, IDD3N 142, IDD5B 277, IDD2P 88, IDD3P 140, IPP0 8, IPP3N 7, with IDD4R 318, IDD4W
+  345, IPP4R 9, IPP4W 36, IPP5B 28 mA.
+
+Per width, therefore:
+
+* x8: the x8 column as the two x8 configurations give it (sourced, via those configurations).
+* x16: gem5's IDD0 / IDD4R / IDD4W. INFERRED width: its standby and refresh currents are the
+  x8 ones and its activation and burst currents exceed them in the way a 2 KB page (x16) and a
+  16-bit-wide burst imply; no configuration states that these are the x16 column.
+* x4: the calculator configuration's IDD4R / IDD4W (INFERRED width, same reasoning: equal to
+  x8 except a smaller burst-read current, as a 4-bit-wide burst implies); IDD0 is the x8 one
+  (x4 and x8 share the 1 KB page).
+* Shared by every width: IDD2N, IDD3N, IDD5B, IDD6N, IPP0, IPP2N, IPP3N (the x8 column), IPP5B
+  28 mA (the calculator configuration only).
+* VDD = 1.1 V and VPP = 1.8 V: JEDEC JESD79-5 and the datasheet's nominal supplies.
 * ``io_pJ_per_bit``: energy to move one bit over the DDR5 channel's data bus (driver,
   termination, receiver), an ESTIMATE of 5 pJ/bit: single-ended terminated DDR interfaces are
   reported at roughly 4-7 pJ/bit at 3-5 Gb/s per pin (e.g. the DDR4/GDDR5 I/O figures in
   O'Connor et al., "Fine-Grained DRAM", MICRO 2017); DDR5's lower VDDQ (1.1 V) and on-die
-  termination put it at the lower-middle of that range.
+  termination put it at the lower-middle of that range. The datasheet's IDDQ rows are not used:
+  the Micron DDR5 core data sheet says IDDQ values cannot be used directly to calculate I/O
+  power.
 
 Keys: ``VDD_V``, ``VPP_V``; currents ``IDD0`` (one bank ACT-PRE cycling at tRC), ``IDD2N``
-(precharge standby), ``IDD3N`` (active standby), ``IDD4R`` / ``IDD4W`` (burst read / write,
-all banks open), ``IDD5B`` (all-bank refresh at tRFC), ``IDD6N`` (self refresh; listed, not
-used: the controller never enters self refresh), and the VPP currents ``IPP0``, ``IPP2N``,
-``IPP3N``, ``IPP5B``; ``io_pJ_per_bit``.
+(precharge standby, all banks closed), ``IDD3N`` (active standby, all banks open), ``IDD4R`` /
+``IDD4W`` (burst read / write, all banks open), ``IDD5B`` (all-bank refresh at tRFC),
+``IDD6N`` (self refresh; listed, not used: the controller never enters self refresh), and the
+VPP currents ``IPP0``, ``IPP2N``, ``IPP3N``, ``IPP5B``; ``io_pJ_per_bit``. Each preset's
+``source`` says which of the above its burst and activation currents come from.
 """
 
 from __future__ import annotations
 
-_COMMON = dict(VDD_V=1.1, VPP_V=1.8, IDD0=75.0, IDD2N=50.0, IDD3N=60.0, IDD5B=280.0,
-               IDD6N=45.0, IPP0=4.0, IPP2N=3.0, IPP3N=3.0, IPP5B=25.0, io_pJ_per_bit=5.0)
+_COMMON = dict(VDD_V=1.1, VPP_V=1.8, IDD2N=92.0, IDD3N=142.0, IDD5B=277.0, IDD6N=102.0,
+               IPP0=8.0, IPP2N=6.0, IPP3N=7.0, IPP5B=28.0, io_pJ_per_bit=5.0)
 
-#: Power presets keyed by (timing preset, organization). x4 and x8 draw the same core
-#: currents; burst currents grow with the device width (more bits per burst per chip).
+_X4 = dict(_COMMON, IDD0=103.0, IDD4R=318.0, IDD4W=345.0,
+           source="Micron 16Gb DDR5 Die Rev A, DDR5-4800; IDD4R/IDD4W: x4 column inferred")
+_X8 = dict(_COMMON, IDD0=103.0, IDD4R=377.0, IDD4W=349.0,
+           source="Micron 16Gb DDR5 Die Rev A, DDR5-4800, x8 column")
+_X16 = dict(_COMMON, IDD0=122.0, IDD4R=530.0, IDD4W=479.0,
+            source="Micron 16Gb DDR5 Die Rev A, DDR5-4800; IDD0/IDD4R/IDD4W: x16 column "
+                   "inferred (gem5 DDR5 config)")
+
+#: Power presets keyed by (timing preset, organization): the DDR5-4800 currents for every
+#: 4800 timing bin.
 POWER_PRESETS = {}
 for _bin in ("DDR5_4800AN", "DDR5_4800BN", "DDR5_4800C"):
-    POWER_PRESETS[(_bin, "16Gb_x4")] = dict(_COMMON, IDD4R=200.0, IDD4W=190.0)
-    POWER_PRESETS[(_bin, "16Gb_x8")] = dict(_COMMON, IDD4R=240.0, IDD4W=225.0)
-    POWER_PRESETS[(_bin, "16Gb_x16")] = dict(_COMMON, IDD4R=340.0, IDD4W=320.0)
+    POWER_PRESETS[(_bin, "16Gb_x4")] = _X4
+    POWER_PRESETS[(_bin, "16Gb_x8")] = _X8
+    POWER_PRESETS[(_bin, "16Gb_x16")] = _X16
 
-#: Keys every preset has.
+#: Numeric keys every preset has.
 POWER_KEYS = ("VDD_V", "VPP_V", "IDD0", "IDD2N", "IDD3N", "IDD4R", "IDD4W", "IDD5B", "IDD6N",
               "IPP0", "IPP2N", "IPP3N", "IPP5B", "io_pJ_per_bit")
 
