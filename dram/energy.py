@@ -100,8 +100,9 @@ def energy_stats(config, state, total_cycles: int) -> dict:
     ``P_bank_mW``). Keys: ``energy_<component>_nJ``, ``energy_total_nJ``,
     ``power_<component>_W``, ``power_avg_W`` (energy / (total_cycles x tCK)),
     ``energy_per_channel_nJ`` [G], ``rank_active_cycles`` [G][R] (cycles with a bank open),
-    ``bank_open_cycles`` [G][R] (summed over the rank's banks), ``access_energy_pJ_per_bit`` (activation, precharge, read,
-    write and I/O energy over the bits read and written; NaN without requests).
+    ``bank_open_cycles`` [G][R] (summed over the rank's banks), ``access_energy_pJ_per_bit``
+    (activation, precharge, read, write and I/O energy over the bits read and written; NaN
+    without requests).
     """
     power = ddr5_power.power_preset(config.standard, config.org)
     if power is None:

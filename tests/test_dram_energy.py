@@ -46,7 +46,8 @@ def _hand(stats, n_act, n_pre, n_rd, n_wr, n_ref, bank_cycles, bus_bursts):
     vdd, vpp = P["VDD_V"], P["VPP_V"]
     total = stats["total_cycles"]
     e = {
-        "act": n_act * (_pj(P["IDD0"] - I1, vdd, T["nRAS"]) + _pj(P["IPP0"] - IPP1, vpp, T["nRAS"])),
+        "act": n_act * (_pj(P["IDD0"] - I1, vdd, T["nRAS"])
+                        + _pj(P["IPP0"] - IPP1, vpp, T["nRAS"])),
         "pre": n_pre * (_pj(P["IDD0"] - P["IDD2N"], vdd, T["nRP"])
                         + _pj(P["IPP0"] - P["IPP2N"], vpp, T["nRP"])),
         "read": n_rd * _pj(P["IDD4R"] - P["IDD3N"], vdd, T["nBL"]),
