@@ -125,6 +125,25 @@ SOURCE: dict[str, str] = {
     "lines, a small share of a 256+ GiB host's DRAM next to the query batch)",
     "rank_pu.enabled": "Cosmos puts a PU in each DRAM rank (Cosmos paper); the 'w/o rank PU' "
     "preset turns them off",
+    "energy.link_pJ_per_bit": "Estimate: published 32 Gb/s NRZ SerDes transceivers (the "
+    "PCIe 5.0 PHY CXL 2.0 runs on) report about 4-7 pJ/bit including both ends: 5",
+    "energy.switch_pJ_per_bit": "Estimate: a 144-lane PCIe 5.0 switch of about 100 W switching "
+    "about 9 Tb/s spends about 10 pJ/bit, about half of it in its PHYs (counted in "
+    "link_pJ_per_bit): 5",
+    "energy.host_core_active_W": "Estimate: Xeon Gold 6430 class, 270 W TDP and 32 cores; about "
+    "60 % of the TDP shared by the cores at full load, 160 W / 32 = 5 W",
+    "energy.host_static_W": "Estimate: about 40 % of the Xeon Gold 6430's 270 W TDP, typical of "
+    "a server socket near idle (uncore, idle cores, I/O): 100 W",
+    "energy.gpc_core_active_W": "Estimate: Arm quotes 1.0-1.8 W per Neoverse N1 core at "
+    "2.6-3.1 GHz; about 1 W at the GPC's 2 GHz",
+    "energy.rank_pu_pJ_per_burst": "Estimate: 16 fp32 multiply-adds and a reduction per 64-B "
+    "segment, 16 x 4.6 pJ (fp32 multiply + add at 45 nm, Horowitz, ISSCC 2014) = 74 pJ, plus "
+    "registers and control, in a DRAM-buffer-chip logic process: 100 pJ",
+    "energy.accel_pJ_per_line": "Estimate: the rank PU's datapath in a logic process about 3x "
+    "more efficient than the 45 nm figures: 30 pJ per 64-B line",
+    "energy.device_static_W": "Estimate: CXL memory expanders are specified around 10-25 W in "
+    "total, of which the DRAM (modeled separately) is the larger part: 5 W for the controller, "
+    "CXL and DDR PHYs idling and the idle GPC",
 }
 
 #: Fields of earlier versions and what replaced them (named in the error a config or an
@@ -303,6 +322,27 @@ class DeviceConfig:
     capacity_bytes: int = _f(256 << 30, "DRAM capacity per device, bytes")
 
 
+@dataclass(frozen=True)
+class EnergyConfig:
+    """Energy constants of the system model (stated estimates; sources in :data:`SOURCE`).
+    They do not change the simulated timing: :mod:`cosmos.energy` applies them to what a run
+    counted, after the run."""
+
+    link_pJ_per_bit: float = _f(5.0, "CXL link PHY energy, TX + RX, per bit on the wire, pJ")
+    switch_pJ_per_bit: float = _f(5.0, "CXL switch core energy per bit switched (PHYs "
+                                       "excluded), pJ")
+    host_core_active_W: float = _f(5.0, "power of one busy host core, W")
+    host_static_W: float = _f(100.0, "host socket power independent of the search, W")
+    gpc_core_active_W: float = _f(1.0, "power of one busy device GPC core, W")
+    rank_pu_pJ_per_burst: float = _f(100.0, "rank PU datapath energy per 64-B segment reduced "
+                                            "to a partial distance, pJ")
+    accel_pJ_per_line: float = _f(30.0, "CXL-ANNS device accelerator energy per 64-B line, pJ")
+    device_static_W: float = _f(5.0, "power of each CXL device apart from its DRAM, W")
+
+    def help(self) -> dict:
+        return {f.name: f.metadata["help"] for f in dataclasses.fields(self)}
+
+
 #: Upper bounds that keep simulated times and counts inside the engine's 64-bit integers.
 MAX_TIME_NS = 1e9          # a latency of 1 s
 MAX_CORE_CYCLES = 1e9      # one operation of 1e9 core cycles
@@ -317,7 +357,9 @@ _COUNT = (1, True, MAX_COUNT)
 _TIME = (0.0, True, MAX_TIME_NS)
 _CYCLES = (0.0, True, MAX_CORE_CYCLES)
 _RATE = (1e-3, True, 1e6)
+_ENERGY = (0.0, True, 1e9)      # pJ per bit/operation or W: finite and not negative
 RANGES: dict[str, tuple] = {
+    **{f"energy.{f.name}": _ENERGY for f in dataclasses.fields(EnergyConfig)},
     "link.latency_ns": _TIME, "link.bandwidth_GBps": _RATE, "link.flit_bytes": _COUNT,
     "link.slots_per_flit": _COUNT, "link.slot_bytes": _COUNT, "link.request_slots": _COUNT,
     "link.data_slots": _COUNT,
@@ -401,6 +443,8 @@ class SystemConfig:
     cxl_anns: CXLANNSConfig = field(default_factory=CXLANNSConfig, metadata={"help": "CXL-ANNS"})
     graph_cache: GraphCacheConfig = field(default_factory=GraphCacheConfig,
                                           metadata={"help": "host graph cache (CXL-ANNS)"})
+    energy: EnergyConfig = field(default_factory=EnergyConfig,
+                                 metadata={"help": "energy constants (applied after the run)"})
 
     def validate(self) -> "SystemConfig":
         """Reject impossible values with a message naming the field (``system.section.field``),
@@ -472,7 +516,8 @@ class SystemConfig:
 #: The config's sections: field name of SystemConfig -> its dataclass.
 SECTIONS: dict[str, type] = {"host": HostConfig, "link": LinkConfig, "switch": SwitchConfig,
                              "device": DeviceConfig, "gpc": GPCConfig, "rank_pu": RankPUConfig,
-                             "cxl_anns": CXLANNSConfig, "graph_cache": GraphCacheConfig}
+                             "cxl_anns": CXLANNSConfig, "graph_cache": GraphCacheConfig,
+                             "energy": EnergyConfig}
 
 
 #: Spellings ``--set section.flag=VALUE`` accepts for a boolean field (case-insensitive).

@@ -24,62 +24,20 @@ Every resource the engine models is charged from what the run counted:
   simulated time.
 
 Energy per query = total / queries simulated; average power = total / simulated time. The
-constants are estimates (none of them is a measurement of the paper's hardware); each field of
-:class:`EnergyConfig` says where its value comes from.
+constants are the system configuration's ``energy`` section (:class:`cosmos.config.EnergyConfig`,
+settable like any field: ``--set energy.link_pJ_per_bit=3``); they are estimates (none of them
+is a measurement of the paper's hardware), each with its reasoning in ``cosmos.config.SOURCE``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-
 import numpy as np
 
-from cosmos.config import TCK_PS
+from cosmos.config import TCK_PS, EnergyConfig  # noqa: F401  (EnergyConfig: re-exported)
 
 #: Reported components, in order.
 COMPONENTS = ("dram_array", "dram_background", "dram_io", "link_switch", "host", "gpc",
               "pu_accel", "static")
-
-
-def _f(default, help_):
-    return field(default=default, metadata={"help": help_})
-
-
-@dataclass(frozen=True)
-class EnergyConfig:
-    """Energy constants of the system model (all estimates; the reasoning is in each help)."""
-
-    link_pJ_per_bit: float = _f(
-        5.0, "CXL/PCIe 5.0 link PHY, TX + RX per bit on the wire. Estimate: published 32 Gb/s "
-        "NRZ SerDes transceivers report about 4-7 pJ/bit including both ends")
-    switch_pJ_per_bit: float = _f(
-        5.0, "CXL switch core (buffering, arbitration, crossbar), per bit switched, PHYs "
-        "excluded (they are in link_pJ_per_bit). Estimate: a 144-lane PCIe 5.0 switch of about "
-        "100 W switching about 9 Tb/s spends about 10 pJ/bit, about half of it in its PHYs")
-    host_core_active_W: float = _f(
-        5.0, "one busy host core (Xeon Gold 6430 class: 270 W TDP, 32 cores). Estimate: about "
-        "60 % of the TDP shared by the cores at full load, 160 W / 32")
-    host_static_W: float = _f(
-        100.0, "host socket power independent of the search (uncore, idle cores, I/O). "
-        "Estimate: about 40 % of the 270 W TDP, typical of a server socket near idle")
-    gpc_core_active_W: float = _f(
-        1.0, "one busy device GPC core (Arm Neoverse-class at 2 GHz). Estimate: Arm quotes "
-        "1.0-1.8 W per Neoverse N1 core at 2.6-3.1 GHz; about 1 W at 2 GHz")
-    rank_pu_pJ_per_burst: float = _f(
-        100.0, "rank PU datapath, one 64-B segment to a partial distance (16 fp32 "
-        "multiply-adds and a reduction). Estimate: 16 x 4.6 pJ (fp32 multiply + add at 45 nm, "
-        "Horowitz, ISSCC 2014) = 74 pJ, plus registers and control, in a DRAM-buffer-chip "
-        "logic process")
-    accel_pJ_per_line: float = _f(
-        30.0, "CXL-ANNS device distance accelerator, one 64-B line. Estimate: the rank PU's "
-        "datapath in a logic process about 3x more efficient than the 45 nm figures")
-    device_static_W: float = _f(
-        5.0, "each CXL device apart from its DRAM: controller, CXL and DDR PHYs idling, GPC "
-        "idle. Estimate: CXL memory expanders are specified around 10-25 W in total, of "
-        "which the DRAM is the larger part")
-
-    def help(self) -> dict:
-        return {f.name: f.metadata["help"] for f in fields(self)}
 
 
 def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
@@ -89,8 +47,8 @@ def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
     from cosmos.systems import model_for
     from dram.energy import energy_stats
 
-    ecfg = ecfg or EnergyConfig()
     cfg, st, pg = res.config, res.state, res.program
+    ecfg = ecfg or cfg.energy
     model = model_for(cfg)
     cycles = max(int(res.cycles), 1)
     seconds = cycles * TCK_PS * 1e-12

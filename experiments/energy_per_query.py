@@ -114,8 +114,9 @@ def summary_md(folder) -> str:
                      f"{cham} | {parts} |")
     lines += ["", "Chameleon's 26.2x (near-memory vector search over its CPU baseline, measured) "
               "is not like for like: it is IVF-PQ on FPGA accelerators with measured power, "
-              "ours graph search on modeled CXL devices with estimated constants "
-              "(cosmos.energy, dram.standards.ddr5_power). It sits beside Cosmos over Base, "
+              "ours graph search on modeled CXL devices: DRAM from datasheet maximum "
+              "currents (dram.standards.ddr5_power), every other resource from estimated "
+              "constants (cosmos.config.EnergyConfig). It sits beside Cosmos over Base, "
               "the nearest analogue (near-memory search against the host CPU on the same "
               "memory). No pair here matches Chameleon's GPU baseline."]
     return "\n".join(lines) + "\n"

@@ -68,5 +68,42 @@ def test_repeat_is_identical(trace):
 
 
 def test_constants_carry_their_reasoning():
-    for name, text in E.EnergyConfig().help().items():
-        assert "Estimate" in text or "estimate" in text, name
+    from cosmos.config import SOURCE
+    for name in E.EnergyConfig().help():
+        assert "Estimate" in SOURCE[f"energy.{name}"], name
+
+
+def test_energy_fields_are_settable_and_change_only_the_energy(trace):
+    """``--set energy.*`` works like any field: recorded in the config, validated, and it
+    changes the energy figures (linearly, the link part here) and nothing of the timing."""
+    from cosmos.config import parse_overrides, with_overrides
+    base = get_preset("cosmos")
+    cfg = with_overrides(base, parse_overrides(["energy.link_pJ_per_bit=10",
+                                                "energy.switch_pJ_per_bit=0"]))
+    assert cfg.energy.link_pJ_per_bit == 10.0 and cfg.to_dict()["energy"]["switch_pJ_per_bit"] == 0
+    a = simulate(base, trace, progress=False, seed=2, specialize=False)
+    b = simulate(cfg, trace, progress=False, seed=2, specialize=False)
+    assert a.cycles == b.cycles
+    sa, sb = a.summary(), b.summary()
+    assert sa["qps"] == sb["qps"]
+    Q = a.program.num_queries
+    bits = a.state.link_bytes.sum() * 8
+    assert sb["energy_breakdown_mJ_per_query"]["link_switch"] == pytest.approx(
+        bits * 10 * 1e-12 / Q * 1e3, rel=1e-12)
+    for c in ("dram_array", "host", "gpc", "pu_accel", "static"):
+        assert sa["energy_breakdown_mJ_per_query"][c] == sb["energy_breakdown_mJ_per_query"][c]
+
+
+@pytest.mark.parametrize("item,msg", [
+    ("energy.link_pJ_per_bit=-1", "system.energy.link_pJ_per_bit: must be >= 0"),
+    ("energy.host_static_W=nan", "system.energy.host_static_W: must be a number"),
+    ("energy.device_static_W=inf", "system.energy.device_static_W: must be <="),
+    ("energy.gpc_core_active_W=lots", "override energy.gpc_core_active_W='lots': expected a "
+                                      "number"),
+    ("energy.dram_pJ_per_bit=1", "override 'energy.dram_pJ_per_bit': unknown field"),
+])
+def test_bad_energy_values_are_one_clear_line(item, msg):
+    from cosmos.config import parse_overrides, with_overrides
+    with pytest.raises(ValueError) as e:
+        with_overrides(get_preset("cosmos"), parse_overrides([item]))
+    assert str(e.value).startswith(msg) and "\n" not in str(e.value)
