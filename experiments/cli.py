@@ -238,5 +238,12 @@ def replay(args) -> int:
         ["latency_mean_ns", "latency_mean_ci_low_ns", "latency_mean_ci_high_ns",
          "latency_p99_ns"]
     print(df[cols].to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
+    if "energy_per_query_mJ" in df:      # a DRAM without a power preset reports no energy
+        pre = "energy_breakdown_mJ_per_query_"
+        parts = [c for c in df.columns if c.startswith(pre)]
+        e = df[["system", "energy_per_query_mJ", "power_avg_W", "qps_per_W"] + parts]
+        print("energy per query (mJ), average power (W), and the mJ per query of each component:")
+        print(e.rename(columns={c: c[len(pre):] for c in parts}).to_string(
+            index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"results in {out}")
     return 0

@@ -31,8 +31,13 @@ def test_replay_compares_systems(small_trace, tmp_path, capsys):
     assert list(df.system) == ["base", "cosmos"]
     assert (df.qps > 0).all() and df.qps_vs_base.iloc[0] == pytest.approx(1.0)
     assert (folder / "config.json").is_file()
+    # energy per query, power and the breakdown: in systems.csv and printed
+    parts = [c for c in df.columns if c.startswith("energy_breakdown_mJ_per_query_")]
+    assert len(parts) == 8 and (df.energy_per_query_mJ > 0).all() and (df.power_avg_W > 0).all()
+    assert np.allclose(df[parts].sum(axis=1), df.energy_per_query_mJ, rtol=1e-9)
     out = capsys.readouterr().out
     assert "cosmos" in out and str(folder) in out
+    assert "energy per query (mJ)" in out and "dram_array" in out and "pu_accel" in out
 
 
 @pytest.mark.parametrize("argv, message", [
