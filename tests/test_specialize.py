@@ -43,6 +43,7 @@ def test_specialized_engine_gives_the_generic_results(name, mode, kernel_cache, 
                 for k, v in res.summary().items() if k not in timing}
 
     assert figures(generic) == figures(special)
+    assert figures(generic)["energy_per_query_mJ"] > 0      # energy per query is compared too
     assert _outcome(generic)[3].sum() > 0
     assert list(kernel_cache.joinpath("kernels").glob("*/_cosmos_kernel_*.py"))
 
