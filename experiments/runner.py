@@ -88,6 +88,8 @@ class Context:
 
     def trace(self, family: str, num_probes: int | None = None):
         """The logical trace of ``family`` (cached on disk by graphs, and here in memory)."""
+        if num_probes == self.scale.num_probes:
+            num_probes = None  # the scale's own trace: one copy in memory, not two
         key = (family, num_probes)
         if key not in self._traces:
             kw = dict(self.dataset or {})

@@ -154,3 +154,16 @@ def test_check_full_ci_ratio_table():
     assert r == pytest.approx(6.0) and lo == pytest.approx(6 * 0.97) and hi == pytest.approx(6 * 1.03)
     r, lo, hi, _, _ = got[("sift", "cosmos", "cxl-anns")]
     assert r == pytest.approx(2.0) and hi == pytest.approx(2 * 1.04)
+
+
+def test_the_scales_probes_are_the_scales_trace(tmp_path):
+    """fig5a asks for the trace at 4, 8 and 16 probes; at the scale's own 8 it gets the trace
+    the other experiments use (one copy in memory), not a second load of it."""
+    from experiments.runner import Context
+    from experiments.workloads import get_scale
+
+    ctx = Context(out=tmp_path, scale=get_scale("default"), progress=False)
+    sentinel = object()
+    ctx._traces[("sift", None)] = sentinel
+    assert ctx.trace("sift", num_probes=8) is sentinel
+    assert ctx.trace("sift") is sentinel
