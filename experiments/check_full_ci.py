@@ -40,7 +40,8 @@ RATIOS = (("cosmos", "base"), ("cosmos", "cxl-anns"))
 
 
 def _ratio_rows(rows: list[dict]) -> dict:
-    """{(dataset, num, den): (ratio, ci_low, ci_high)} from simulate_task rows."""
+    """{(dataset, num, den): (ratio, ci_low, ci_high, "queries of num/den", "stop reasons
+    of num/den")} from simulate_task rows."""
     import pandas as pd
 
     from experiments.common import add_ratio_ci
@@ -48,13 +49,16 @@ def _ratio_rows(rows: list[dict]) -> dict:
     df = pd.DataFrame(rows)
     out = {}
     for num, den in RATIOS:
-        ref = df[df.system == den].set_index("dataset")["qps"]
+        by = df[df.system == den].set_index("dataset")
+        ref = by["qps"]
         sub = df[df.system.isin([num, den])].copy()
         sub["r"] = sub["qps"] / sub["dataset"].map(ref)
         add_ratio_ci(sub, "r", den)
         for r in sub[sub.system == num].itertuples():
+            d = by.loc[r.dataset]
             out[(r.dataset, num, den)] = (float(r.r), float(r.r_ci_low), float(r.r_ci_high),
-                                          int(r.num_queries), str(r.stopped))
+                                          f"{int(r.num_queries):,}/{int(d.num_queries):,}",
+                                          f"{r.stopped}/{d.stopped}")
     return out
 
 
@@ -121,13 +125,13 @@ def main(argv=None) -> int:
     table = check(ctx, target)
     print(f"preset (ci_target {target:g}) against every query, {scale.n:,} vectors, "
           f"{scale.num_queries:,} queries:")
-    print(f"  {'dataset':<8} {'ratio':<18} {'preset':>7} {'(queries)':>10} {'reference':>9} "
-          f"{'95 % CI':>15} {'(queries)':>10}  inside")
+    print(f"  {'dataset':<8} {'ratio':<18} {'preset':>7} {'(queries)':>13} {'reference':>9} "
+          f"{'95 % CI':>15} {'(queries)':>13}  inside")
     for r in table:
         print(f"  {r['dataset']:<8} {r['ratio']:<18} {r['preset']:>7.3f} "
-              f"{r['preset_queries']:>10,} {r['reference']:>9.3f} "
+              f"{r['preset_queries']:>13} {r['reference']:>9.3f} "
               f"{r['reference_ci_low']:>7.3f}-{r['reference_ci_high']:<7.3f} "
-              f"{r['reference_queries']:>10,}  {'yes' if r['inside'] else 'NO'}")
+              f"{r['reference_queries']:>13}  {'yes' if r['inside'] else 'NO'}")
     if a.json:
         from experiments.common import atomic_write_text
 

@@ -150,8 +150,9 @@ def test_check_full_ci_ratio_table():
     rows = [row("sift", "base", 100.0, 0.03), row("sift", "cxl-anns", 300.0, 0.04),
             row("sift", "cosmos", 600.0, 0.0)]
     got = _ratio_rows(rows)
-    r, lo, hi, _, _ = got[("sift", "cosmos", "base")]
+    r, lo, hi, queries, stopped = got[("sift", "cosmos", "base")]
     assert r == pytest.approx(6.0) and lo == pytest.approx(6 * 0.97) and hi == pytest.approx(6 * 1.03)
+    assert queries == "2,000/2,000" and stopped == "ci-target/ci-target"
     r, lo, hi, _, _ = got[("sift", "cosmos", "cxl-anns")]
     assert r == pytest.approx(2.0) and hi == pytest.approx(2 * 1.04)
 
