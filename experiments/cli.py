@@ -24,6 +24,10 @@ def register(subparsers) -> None:
     p.add_argument("--only", metavar="NAMES",
                    help="comma-separated subset of the experiments (default: all but "
                         + ", ".join(ON_REQUEST) + ", which run only when named)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (workloads, every simulation with its queries and "
+                        "estimated DRAM requests, which experiments share it, an estimated "
+                        "time) and stop: nothing is run or written")
     p.set_defaults(func=reproduce)
 
     r = subparsers.add_parser("run", help="run one experiment (a figure) into a new results folder")
@@ -79,19 +83,35 @@ def reproduce(args) -> int:
     note = dataset_note(args)  # also checks every common option before anything is written
     if note:
         print(note, flush=True)
+    if args.dry_run:
+        from experiments.plan import print_plan
+
+        return print_plan(args, names)
     root, created = results_dir(args.out, args.out_root, "reproduce", "reproduce")
     t0 = time.perf_counter()
     done = []
     memo: dict = {}
+    shared: dict = {}  # simulations run once for every experiment (experiments.plan)
     sections = [f"# Cosmos simulator: reproduction ({args.scale} scale)", ""]
     try:
         with RunFolder(root, "reproduce", [f"{n}/" for n in names] + ["summary.md"],
                        created=created) as rf:
+            from experiments.plan import run_shared
+
+            ctx = context_from_args(args, root / "traces", traces_dir=root / "traces",
+                                    trace_memo=memo, shared=shared)
+            print("[workloads and the simulations of every experiment] ...", flush=True)
+            s = run_shared(names, ctx)
+            if s["tasks"]:
+                print(f"[simulations of every experiment] {s['distinct']} distinct "
+                      f"simulations for {s['tasks']} asked by the experiments "
+                      f"({s['from_cache']} read from the simulation cache) in "
+                      f"{s['wall_s']:.0f} s", flush=True)
             for name in names:
                 folder = root / name
                 folder.mkdir()
                 ctx = context_from_args(args, folder, traces_dir=root / "traces",
-                                        trace_memo=memo)
+                                        trace_memo=memo, shared=shared)
                 print(f"[{name}] ...", flush=True)
                 h = run_experiment(name, ctx, "reproduce", created=True)
                 rf.done(f"{name}/")

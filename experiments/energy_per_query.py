@@ -42,11 +42,14 @@ COMPONENTS = ("dram_array", "dram_background", "dram_io", "link_switch", "host",
 CHAMELEON_EFFICIENCY_VS_CPU = 26.2
 
 
+def simulation_tasks(ctx) -> list:
+    """fig4a_qps's own tasks: one simulation serves both (at --full too, where they stop at
+    the scale's confidence-interval target)."""
+    return system_tasks(ctx, SYSTEMS)
+
+
 def run(ctx) -> dict:
-    # fig4a_qps's own tasks: one simulation serves both (at --full too, where they stop at
-    # the scale's confidence-interval target)
-    tasks = system_tasks(ctx, SYSTEMS)
-    rows = ctx.sweep(simulate_task, tasks, desc="energy per query")
+    rows = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="energy per query")
     df, _ = split_per_device(rows, ["dataset", "system"])
     for c in COMPONENTS:       # flatten_summary's name -> the unit last
         df[f"energy_breakdown_{c}_mJ_per_query"] = df[f"energy_breakdown_mJ_per_query_{c}"]

@@ -56,9 +56,14 @@ def system_tasks(ctx, systems) -> list:
     return tasks
 
 
+def simulation_tasks(ctx) -> list:
+    """Every simulation of this experiment (``cosmos reproduce`` runs the simulations of all
+    its experiments in one pool first: experiments.plan)."""
+    return system_tasks(ctx, SYSTEMS + TWO_BY_TWO_EXTRA)
+
+
 def run(ctx) -> dict:
-    tasks = system_tasks(ctx, SYSTEMS + TWO_BY_TWO_EXTRA)
-    rows = ctx.sweep(simulate_task, tasks, desc="fig4a systems")
+    rows = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="fig4a systems")
     df, per_dev = split_per_device(rows, ["dataset", "system"])
     base = df[df.system == "base"].set_index("dataset")["qps"]
     cxl = df[df.system == "cxl-anns"].set_index("dataset")["qps"]

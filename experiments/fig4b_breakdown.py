@@ -27,7 +27,8 @@ CATEGORIES = ("traversal", "distance", "candidate", "transfer", "queue")
 QUERIES = 20
 
 
-def run(ctx) -> dict:
+def simulation_tasks(ctx) -> list:
+    """Every simulation of this experiment (experiments.plan)."""
     tasks = []
     for fam in ctx.families:
         path = ctx.trace_file(fam)
@@ -36,7 +37,11 @@ def run(ctx) -> dict:
                               overrides={"device.count": 1}, max_inflight=1,
                               num_queries=QUERIES, warmup=0.0,
                               tags={"dataset": fam, "system": system}))
-    rows = ctx.sweep(simulate_task, tasks, desc="fig4b breakdown")
+    return tasks
+
+
+def run(ctx) -> dict:
+    rows = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="fig4b breakdown")
     df = pd.DataFrame(rows)
     cols = ["dataset", "system", "latency_mean_ns"] + [f"breakdown_{c}_ns" for c in CATEGORIES]
     write_csv(ctx.out / "breakdown.csv", df[cols + ["num_queries"]])

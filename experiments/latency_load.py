@@ -25,13 +25,24 @@ SYSTEMS = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "c
 LOAD_FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9)
 
 
+def simulation_tasks(ctx, systems=SYSTEMS) -> list:
+    """The closed-loop saturation runs (the open-loop ones depend on their results;
+    experiments.plan). They are the scale's sweep runs, ``ci_target`` included, so that they
+    are the same simulations as the devices sweep's four-device points and the ranks sweep's
+    two-rank points (run once, served to each from the simulation cache; ``ci_target`` does
+    not end a run of the scale's sweep_queries early, that being at most the minimum before a
+    stop test, cosmos.simulate.CI_MIN_QUERIES). rag_ttft's saturation runs are these too."""
+    path = ctx.trace_file(ctx.families[0])
+    return [dict(system=s, trace_path=str(path), num_queries=ctx.scale.sweep_queries,
+                 seed=ctx.seed, ci_target=ctx.scale.ci_target, tags={"system": s})
+            for s in systems]
+
+
 def run(ctx) -> dict:
     fam = ctx.families[0]
     path = ctx.trace_file(fam)
     nq = ctx.scale.sweep_queries
-    closed = ctx.sweep(simulate_task, [dict(system=s, trace_path=str(path), num_queries=nq,
-                                            seed=ctx.seed, tags={"system": s}) for s in SYSTEMS],
-                       desc="saturation")
+    closed = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="saturation")
     sat = {r["system"]: r["qps"] for r in closed}
     tasks = [dict(system=s, trace_path=str(path), num_queries=nq, mode="open",
                   rate_qps=f * sat[s], seed=ctx.seed,

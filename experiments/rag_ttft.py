@@ -59,14 +59,20 @@ LITERATURE = [
 ]
 
 
+def simulation_tasks(ctx) -> list:
+    """The closed-loop capacity runs: the load sweep's saturation points
+    (experiments.latency_load.simulation_tasks); the open-loop retrieval runs depend on them."""
+    from experiments.latency_load import simulation_tasks as saturation_tasks
+
+    return saturation_tasks(ctx, SYSTEMS)
+
+
 def run(ctx) -> dict:
     cfg = PipelineConfig().validate()
     fam = ctx.families[0]
     path = ctx.trace_file(fam)
     nq = ctx.scale.sweep_queries
-    closed = ctx.sweep(simulate_task, [dict(system=s, trace_path=str(path), num_queries=nq,
-                                            seed=ctx.seed, tags={"system": s})
-                                       for s in SYSTEMS], desc="retrieval saturation")
+    closed = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="retrieval saturation")
     cap = {r["system"]: r["qps"] for r in closed}
     rates = [f * cap["cosmos"] for f in RETRIEVAL_FRACTIONS]
     todo = [(s, q) for s in SYSTEMS for q in rates if q < cap[s]]

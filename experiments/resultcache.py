@@ -128,10 +128,13 @@ class ResultCache:
     and the saturation point of the load sweep) is run once.
     """
 
-    def __init__(self, root: str | os.PathLike,
-                 identity: Callable[[dict], dict] | None = None):
-        self.root = Path(root)
+    def __init__(self, root: str | os.PathLike | None,
+                 identity: Callable[[dict], dict] | None = None, memo: dict | None = None):
+        self.root = None if root is None else Path(root)
         self.identity = identity or (lambda task: task)
+        #: rows this process already has, by key: ``{key: (row, read_from_disk)}``, shared
+        #: by the caches of one reproduction (None: none); ``root`` None: no disk, memo only
+        self.memo = memo
 
     def key(self, fn: Callable, task: dict) -> str:
         """The key of ``fn(**task)``: its name, the identity of its arguments (the trace file
@@ -150,10 +153,14 @@ class ResultCache:
     def get(self, key: str) -> Any | None:
         """The stored row, or None: no entry, or one that does not verify (reported by a
         one-line :class:`cosmos_common.cacheio.CacheWarning`; it is simulated again)."""
+        if self.root is None:
+            return None
         return cacheio.read_value(self._path(key), KIND, key)
 
     def put(self, key: str, row: Any) -> None:
         """Store ``row`` (atomically: a temporary file renamed into place)."""
+        if self.root is None:
+            return
         cacheio.write_value(self._path(key), KIND, key, normalize(row))
 
     def sweep(self, fn: Callable, tasks: list[dict],
@@ -161,19 +168,28 @@ class ResultCache:
         """Rows of ``fn(**task)`` for every task, in order: stored ones are read, the others
         run by ``run(fn, missing_tasks, on_result=...)`` (:func:`experiments.common.run_sweep`
         with its options bound), each stored as soon as it has finished; tasks with the same
-        key run once. Returns (rows, how many tasks were served from the cache).
+        key run once. Returns (rows, how many tasks were served from the cache). A task whose
+        key is in ``memo`` takes the row there (it counts as served from the cache if that row
+        was); every row read or run here is added to ``memo``.
 
         ``fn`` must lead its row with the task's ``tags`` (``{**tags, **row without tags}``,
         as ``simulate_task`` does): what is stored is the row of the task without tags, and
         each task's tags are put in front again.
         """
         keys = [self.key(fn, t) for t in tasks]
+        memo = self.memo if self.memo is not None else {}
         got: dict[str, Any] = {}
+        from_disk: dict[str, bool] = {}
         for k in keys:
-            if k not in got:
+            if k in got:
+                continue
+            if k in memo:
+                got[k], from_disk[k] = memo[k]
+            else:
                 got[k] = self.get(k)
+                from_disk[k] = got[k] is not None
         todo = [k for k in got if got[k] is None]
-        hits = sum(got[k] is not None for k in keys)
+        hits = sum(from_disk[k] for k in keys)
         if todo:
             first: dict[str, int] = {}                # key -> its first task
             for i, k in enumerate(keys):
@@ -185,6 +201,8 @@ class ResultCache:
 
             for k, row in zip(todo, run(fn, bare, on_result=store)):
                 got[k] = normalize(row)
+        for k in got:
+            memo.setdefault(k, (got[k], from_disk[k]))
         rows = []
         for t, k in zip(tasks, keys):
             row = dict(normalize(t.get("tags") or {}))

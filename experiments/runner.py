@@ -73,6 +73,9 @@ class Context:
     options: list[str] = field(default_factory=list)  # command-line options that rerun this
     sim_cache: bool = True  # read and write finished simulations under cache_dir/simulations
     _traces: dict = field(default_factory=dict, repr=False)
+    #: simulations already run or read by this reproduction, shared by its experiments'
+    #: contexts (experiments.resultcache.ResultCache's memo; None: none kept)
+    shared: dict | None = field(default=None, repr=False)
     #: simulations of this context's sweeps: [read from the cache, total]
     sims: list = field(default_factory=lambda: [0, 0], repr=False)
 
@@ -85,6 +88,8 @@ class Context:
 
     def trace(self, family: str, num_probes: int | None = None):
         """The logical trace of ``family`` (cached on disk by graphs, and here in memory)."""
+        if num_probes == self.scale.num_probes:
+            num_probes = None  # the scale's own trace: one copy in memory, not two
         key = (family, num_probes)
         if key not in self._traces:
             kw = dict(self.dataset or {})
@@ -130,12 +135,12 @@ class Context:
                       progress=self.progress, desc=desc,
                       cost=simulation_cost if fn is simulate_task else None)
         root = self.sim_cache_dir()
-        if fn is not simulate_task or root is None:
+        if fn is not simulate_task or (root is None and self.shared is None):
             return run(fn, tasks)
         from experiments.resultcache import ResultCache
         from experiments.sim import simulation_identity
 
-        rows, hits = ResultCache(root, simulation_identity).sweep(fn, tasks, run)
+        rows, hits = ResultCache(root, simulation_identity, self.shared).sweep(fn, tasks, run)
         self.sims[0] += hits
         self.sims[1] += len(tasks)
         if hits and self.progress:
@@ -416,7 +421,7 @@ def common_options(args) -> list[str]:
 
 
 def context_from_args(args, out: Path, traces_dir: Path | None = None,
-                      trace_memo: dict | None = None) -> Context:
+                      trace_memo: dict | None = None, shared: dict | None = None) -> Context:
     ds = check_args(args)
     from graphs.index import default_cache_dir
 
@@ -424,7 +429,8 @@ def context_from_args(args, out: Path, traces_dir: Path | None = None,
                   cache_dir=Path(args.cache_dir) if args.cache_dir else default_cache_dir(),
                   workers=args.workers, scheduler=args.scheduler, dataset=ds,
                   progress=not args.no_progress, seed=args.seed, traces_dir=traces_dir,
-                  options=common_options(args), sim_cache=not args.no_sim_cache)
+                  options=common_options(args), sim_cache=not args.no_sim_cache,
+                  shared=shared)
     if trace_memo is not None:
         ctx._traces = trace_memo  # experiments of one reproduction share their traces
     return ctx

@@ -45,16 +45,24 @@ def queries_for(system: str, devices: int, sweep_queries: int) -> int:
     return max(int(sweep_queries), math.ceil((inflight + 2) / (1 - 2 * WARMUP)) + 2)
 
 
-def run(ctx) -> dict:
+def _devices(ctx) -> list:
+    return [d for d in DEVICES if d <= ctx.scale.num_clusters]
+
+
+def simulation_tasks(ctx) -> list:
+    """Every simulation of this experiment (experiments.plan)."""
     fam = ctx.families[0]
     path = ctx.trace_file(fam)
-    devices = [d for d in DEVICES if d <= ctx.scale.num_clusters]
-    tasks = [dict(system=s, trace_path=str(path), overrides={"device.count": d},
-                  num_queries=queries_for(s, d, ctx.scale.sweep_queries), seed=ctx.seed,
-                  warmup=WARMUP, ci_target=ctx.scale.ci_target,
-                  tags={"dataset": fam, "system": s, "devices": d})
-             for s in SYSTEMS for d in devices]
-    df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="devices sweep"))
+    return [dict(system=s, trace_path=str(path), overrides={"device.count": d},
+                 num_queries=queries_for(s, d, ctx.scale.sweep_queries), seed=ctx.seed,
+                 warmup=WARMUP, ci_target=ctx.scale.ci_target,
+                 tags={"dataset": fam, "system": s, "devices": d})
+            for s in SYSTEMS for d in _devices(ctx)]
+
+
+def run(ctx) -> dict:
+    devices = _devices(ctx)
+    df = pd.DataFrame(ctx.sweep(simulate_task, simulation_tasks(ctx), desc="devices sweep"))
     cols = ["dataset", "system", "devices", "num_queries", "stopped", "steady_state", "qps",
             "qps_ci_low", "qps_ci_high", "latency_mean_ci_low_ns", "latency_mean_ci_high_ns",
             "latency_mean_ns", "latency_p99_ns", "device_lir_requests",

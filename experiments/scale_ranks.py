@@ -25,7 +25,8 @@ SYSTEMS = ("cosmos-norank", "cosmos")
 RANKS = (1, 2, 4)
 
 
-def run(ctx) -> dict:
+def simulation_tasks(ctx) -> list:
+    """Every simulation of this experiment (experiments.plan)."""
     tasks = []
     for fam in ctx.families:
         path = ctx.trace_file(fam)
@@ -34,7 +35,11 @@ def run(ctx) -> dict:
                        ci_target=ctx.scale.ci_target,
                        tags={"dataset": fam, "system": s, "ranks": r})
                   for s in SYSTEMS for r in RANKS]
-    df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="ranks sweep"))
+    return tasks
+
+
+def run(ctx) -> dict:
+    df = pd.DataFrame(ctx.sweep(simulate_task, simulation_tasks(ctx), desc="ranks sweep"))
     cols = ["dataset", "system", "ranks", "qps", "qps_ci_low", "qps_ci_high", "num_queries",
             "stopped", "latency_mean_ns", "latency_mean_ci_low_ns", "latency_mean_ci_high_ns",
             "latency_p99_ns",

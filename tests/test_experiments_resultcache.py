@@ -132,6 +132,7 @@ def test_context_caches_simulations_and_no_sim_cache_turns_it_off(tmp_path):
 
 
 def test_interrupt_exits_130_and_says_how_to_resume(tmp_path, monkeypatch, capsys):
+    import experiments.plan
     import experiments.runner
     from cosmos.cli import main
 
@@ -140,6 +141,8 @@ def test_interrupt_exits_130_and_says_how_to_resume(tmp_path, monkeypatch, capsy
 
     monkeypatch.setenv("COSMOS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(experiments.runner, "run_experiment", interrupted)
+    # ... or while the pool of every experiment's simulations runs (experiments.plan)
+    monkeypatch.setattr(experiments.plan, "run_shared", interrupted)
     assert main(["reproduce", "--scale", "tiny", "--out-root", str(tmp_path / "r"),
                  "--no-progress"]) == 130
     assert "interrupted; the simulations that finished are kept" in capsys.readouterr().err

@@ -1,0 +1,353 @@
+"""The work of ``cosmos reproduce``: its simulations in one pool, and its plan (``--dry-run``).
+
+Simulations of all experiments in one pool
+------------------------------------------
+An experiment whose simulations do not depend on other results declares them with
+``simulation_tasks(ctx) -> list[dict]`` (keyword arguments of
+:func:`experiments.sim.simulate_task`; its ``run`` sweeps exactly these). ``cosmos reproduce``
+first runs the simulations of every experiment it will run as one sweep (:func:`run_shared`):
+
+- a simulation asked for by several experiments (fig4a's and energy_per_query's; the devices
+  sweep's four-device points, the ranks sweep's two-rank points and the load sweep's
+  saturation points) runs once: the tasks are keyed by what decides their result
+  (:class:`experiments.resultcache.ResultCache`);
+- the two workers stay busy to the end of all of them, costliest first, instead of waiting at
+  the end of each experiment's sweep for its last, longest run;
+- the rows are kept in memory for the experiments (and stored in the simulation cache as each
+  finishes, unless ``--no-sim-cache``); each experiment then takes its rows from there, the same
+  rows it would have simulated itself, since a simulation is deterministic in its arguments.
+
+Runs that depend on others' results (the load sweep's and rag_ttft's open-loop runs, at rates
+set by the saturation runs) are run by their experiments afterwards.
+
+Plan
+----
+:func:`plan` lists, without running or writing anything, the steps of a reproduction: the
+workloads to build, every simulation with its queries and an estimate of its DRAM requests and
+CPU time, which experiments share it, and the dependent runs. The estimates are stated below
+(:data:`REQUESTS_PER_QUERY`, :data:`REQUESTS_PER_CPU_S`, :data:`BUILD_CPU_S`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["simulation_tasks", "run_shared", "plan", "format_plan", "makespan",
+           "REQUESTS_PER_QUERY", "REQUESTS_PER_CPU_S"]
+
+#: DRAM requests per query of the synthetic workloads, by scale and family, to estimate a
+#: simulation's work before its trace exists. full and default: measured on the 1M-vector and
+#: default traces (docs/experiments.md, "Scales"); tiny: the memory lines the tiny traces'
+#: queries read (experiments.sim.simulation_cost: 1,839 and 4,948 per query), which are within
+#: 7 % of the DRAM requests simulated (5,404 requests per query against 5,068 lines on a
+#: 20,000-vector SIFT-like trace).
+REQUESTS_PER_QUERY = {
+    "full": {"sift": 27_000, "deep": 77_000},
+    "default": {"sift": 14_000, "deep": 35_000},
+    "tiny": {"sift": 2_000, "deep": 5_300},
+}
+
+#: Simulated DRAM requests per CPU second of one worker, averaged over the systems: an
+#: estimate from the measured ``cosmos reproduce --full`` of docs/experiments.md (6.2 billion
+#: requests of fig4a's 12 simulations in 27 minutes on two cores: 1.9 M per core-second,
+#: specialized engine, quiet machine; bench_cosmos measures 2.9 M/s for cosmos alone).
+REQUESTS_PER_CPU_S = 1.9e6
+
+#: CPU seconds to build one workload of n = 1,000,000 vectors and 10,000 queries
+#: (docs/performance.md, bench_graphs, quiet machine): exact ground truth (scales with
+#: n x queries), index (k-means and the clusters' graphs, scales with n) and the traced search
+#: of 8 probes (13.6 s on 2 threads; scales with queries x probes); dataset generation is not
+#: counted (seconds).
+BUILD_CPU_S = {"groundtruth": 65.4, "index": 118.5, "trace_8_probes": 27.2}
+
+#: experiments' simulations that depend on results of others (rates set by saturation runs):
+#: experiment -> (module, its systems attribute, its rate-fractions attribute, what); at most
+#: systems x fractions runs of the scale's sweep_queries, listed by the plan, run by the
+#: experiment itself
+DEPENDENT = {
+    "latency_load": ("experiments.latency_load", "SYSTEMS", "LOAD_FRACTIONS",
+                     "open-loop runs at fractions of each system's saturation QPS"),
+    "rag_ttft": ("experiments.rag_ttft", "SYSTEMS", "RETRIEVAL_FRACTIONS",
+                 "open-loop retrieval runs at fractions of Cosmos's saturation QPS (those "
+                 "below each system's own saturation)"),
+}
+
+
+def simulation_tasks(names, ctx) -> list[tuple[str, dict]]:
+    """``(experiment, task)`` for every simulation the experiments ``names`` declare
+    (``simulation_tasks(ctx)`` of their module; an experiment without one declares none)."""
+    from experiments.runner import load
+
+    out = []
+    for name in names:
+        hook = getattr(load(name), "simulation_tasks", None)
+        if hook is not None:
+            out += [(name, t) for t in hook(ctx)]
+    return out
+
+
+def run_shared(names, ctx) -> dict:
+    """Run the simulations of every experiment in ``names`` as one sweep (see the module
+    docstring); their rows go into ``ctx.shared`` (which must be a dict shared with the
+    experiments' contexts). Returns what was done: tasks asked for, distinct simulations,
+    how many of them were read from the simulation cache, wall seconds."""
+    from experiments.sim import simulate_task
+
+    if ctx.shared is None:
+        raise ValueError("run_shared needs a context with a shared memo (ctx.shared = {})")
+    tasks = [t for _, t in simulation_tasks(names, ctx)]
+    if not tasks:
+        return {"tasks": 0, "distinct": 0, "from_cache": 0, "wall_s": 0.0}
+    before = set(ctx.shared)
+    t0 = time.perf_counter()
+    hits0 = ctx.sims[0]
+    ctx.sweep(simulate_task, tasks, desc="simulations of every experiment")
+    new = [k for k in ctx.shared if k not in before]
+    return {"tasks": len(tasks), "distinct": len(new),
+            "from_cache": sum(1 for k in new if ctx.shared[k][1]),
+            "from_cache_tasks": ctx.sims[0] - hits0,
+            "wall_s": round(time.perf_counter() - t0, 1)}
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+def _identity(task: dict) -> str:
+    """A key of what decides the simulation's result, the trace by its path (the plan's
+    traces do not exist yet: one path per workload)."""
+    import json
+
+    from experiments.resultcache import normalize
+    from experiments.sim import simulation_identity
+
+    return json.dumps(normalize(simulation_identity(
+        {k: v for k, v in task.items() if k != "tags"})), sort_keys=True)
+
+
+def _family_of(task: dict) -> str:
+    return Path(task["trace_path"]).stem.split("-p")[0]
+
+
+def _queries_range(task: dict, scale) -> tuple[int, int]:
+    """(fewest, most) queries the simulation runs: all of its ``num_queries`` (or the trace's),
+    or, with ``ci_target``, from the stop test's minimum (cosmos.simulate) on."""
+    from cosmos.simulate import CI_MIN_QUERIES, default_max_inflight
+    from experiments.sim import _system_config
+
+    most = scale.num_queries if task.get("num_queries") is None else \
+        min(int(task["num_queries"]), scale.num_queries)
+    if task.get("ci_target") is None or task.get("mode", "closed") != "closed":
+        return most, most
+    cfg = _system_config(task["system"], task.get("overrides"), task.get("placement"))
+    inflight = task.get("max_inflight") or default_max_inflight(cfg)
+    return min(most, max(CI_MIN_QUERIES, 10 * int(inflight))), most
+
+
+def _per_query(scale, family: str) -> float:
+    table = REQUESTS_PER_QUERY.get(scale.name) or REQUESTS_PER_QUERY["default"]
+    return float(table.get(family, max(table.values())))
+
+
+def plan(names, ctx) -> dict:
+    """The steps of ``cosmos reproduce`` of experiments ``names`` at ``ctx.scale``, with
+    estimated costs, computed from the experiments' declarations only: nothing is built, run or
+    written. ``ctx`` comes from :func:`plan_context`."""
+    from experiments.runner import load
+
+    sc = ctx.scale
+    # workloads: every family at the scale's probes, and fig5a's probe counts
+    traces = {(f, None) for f in ctx.families}
+    if "fig5a_lir" in names:
+        from experiments.fig5a_lir import PROBES
+
+        traces |= {(f, min(p, sc.num_clusters)) for f in ctx.families for p in PROBES}
+    traces = {(f, None if p == sc.num_probes else p) for f, p in traces}
+    frac_n, frac_q = sc.n / 1e6, sc.num_queries / 1e4
+    workloads = []
+    for fam in ctx.families:
+        probes = sorted({p or sc.num_probes for f, p in traces if f == fam})
+        cpu = (BUILD_CPU_S["groundtruth"] * frac_n * frac_q + BUILD_CPU_S["index"] * frac_n
+               + sum(BUILD_CPU_S["trace_8_probes"] * frac_q * p / 8 for p in probes))
+        workloads.append({"family": fam, "n": sc.n, "queries": sc.num_queries,
+                          "clusters": sc.num_clusters, "trace_probes": probes,
+                          "est_cpu_s": cpu})
+    # simulations of the shared pool
+    sims: dict[str, dict] = {}
+    asked = 0
+    for name, task in simulation_tasks(names, ctx):
+        asked += 1
+        key = _identity(task)
+        if key in sims:
+            if name not in sims[key]["experiments"]:
+                sims[key]["experiments"].append(name)
+            continue
+        fam = _family_of(task)
+        lo, hi = _queries_range(task, sc)
+        per_q = _per_query(sc, fam)
+        sims[key] = {"experiments": [name], "system": task["system"], "dataset": fam,
+                     "overrides": dict(task.get("overrides") or {}),
+                     "mode": task.get("mode", "closed"),
+                     "max_inflight": task.get("max_inflight"),
+                     "queries_min": lo, "queries_max": hi,
+                     "ci_target": task.get("ci_target"),
+                     "est_requests_min": lo * per_q, "est_requests_max": hi * per_q}
+    rows = sorted(sims.values(), key=lambda r: -r["est_requests_max"])
+    dependent = []
+    for name in names:
+        if name not in DEPENDENT:
+            continue
+        module, systems, fractions, what = DEPENDENT[name]
+        mod = load(name)
+        n = len(getattr(mod, systems)) * len(getattr(mod, fractions))
+        per_q = _per_query(sc, ctx.families[0])
+        dependent.append({"experiment": name, "runs_at_most": n, "what": what,
+                          "queries": sc.sweep_queries, "dataset": ctx.families[0],
+                          "est_requests_max": n * sc.sweep_queries * per_q})
+    other = []
+    silent = [n for n in names if getattr(load(n), "simulation_tasks", None) is None
+              and n not in ("validate_dram", "fig5a_lir", "fig5b_heatmap")]
+    if silent:
+        other.append({"experiment": ", ".join(silent),
+                      "what": "simulations not declared to the plan (run by the "
+                              "experiment's own sweep; not estimated)"})
+    if "validate_dram" in names:
+        from experiments.validate_dram import select_runs
+
+        other.append({"experiment": "validate_dram",
+                      "what": f"{2 * len(select_runs(sc.name, ''))} DRAM replays (refresh on "
+                              "and off) of the Ramulator 2.1 reference traces (about a "
+                              "minute)"})
+    workers = ctx.workers or _cpu_count()
+    est = _estimate(workloads, rows, dependent, workers)
+    return {"scale": sc.name, "experiments": list(names), "workers": workers,
+            "workloads": workloads, "simulations": rows, "asked": asked,
+            "dependent": dependent, "other": other, "estimate": est}
+
+
+def _cpu_count() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+def makespan(costs, workers: int) -> float:
+    """When the last of tasks of run times ``costs`` ends on ``workers`` workers that take
+    them in decreasing cost, each as soon as it is free (experiments.common.run_sweep's
+    order)."""
+    import heapq
+
+    free = [0.0] * max(1, int(workers))
+    for c in sorted(costs, reverse=True):
+        heapq.heappush(free, heapq.heappop(free) + c)
+    return max(free)
+
+
+def _estimate(workloads, sims, dependent, workers: int) -> dict:
+    """Wall-time estimate in seconds (low: every ci_target run stops at its minimum; high:
+    none stops early), workloads using every core, simulations spread over ``workers``
+    costliest first; each dependent experiment is its own sweep."""
+    build = sum(w["est_cpu_s"] for w in workloads) / workers
+    dep = 0.0
+    for d in dependent:
+        one = d["est_requests_max"] / d["runs_at_most"] / REQUESTS_PER_CPU_S
+        dep += makespan([one] * d["runs_at_most"], workers)
+    out = {"workloads_s": build, "dependent_s": dep}
+    for end in ("min", "max"):
+        cpu = [s[f"est_requests_{end}"] / REQUESTS_PER_CPU_S for s in sims]
+        out[f"simulations_{end}_s"] = makespan(cpu, workers)
+        out[f"total_{end}_s"] = build + out[f"simulations_{end}_s"] + dep
+    return out
+
+
+def format_plan(p: dict) -> str:
+    """The plan as text for the terminal."""
+    def mreq(v):
+        return f"{v / 1e6:,.1f} M" if v < 1e7 else f"{v / 1e6:,.0f} M"
+
+    def mins(s):
+        return f"{s / 60:.1f} min"
+
+    lines = [f"cosmos reproduce --scale {p['scale']} --dry-run: the plan (nothing is run or "
+             f"written); experiments: {', '.join(p['experiments'])}", "",
+             "1. workloads (each built once and cached; estimates from docs/performance.md):"]
+    for w in p["workloads"]:
+        lines.append(f"   {w['family']}: {w['n']:,} vectors, {w['queries']:,} queries, exact "
+                     f"ground truth, {w['clusters']} clusters, traces at "
+                     f"{'/'.join(map(str, w['trace_probes']))} probes: "
+                     f"~{w['est_cpu_s']:,.0f} CPU s")
+    sims = p["simulations"]
+    shared = sum(1 for s in sims if len(s["experiments"]) > 1)
+    lines += ["", f"2. simulations of every experiment, one pool of {p['workers']} worker(s), "
+                  f"costliest first: {p['asked']} asked for, {len(sims)} distinct "
+                  f"({shared} serve more than one experiment)",
+              f"   {'system':<16} {'dataset':<8} {'options':<24} {'queries':>13} "
+              f"{'DRAM requests':>15}  experiments"]
+    for s in sims:
+        opts = [f"{k}={v}" for k, v in s["overrides"].items()]
+        if s["max_inflight"]:
+            opts.append(f"inflight={s['max_inflight']}")
+        if s["ci_target"]:
+            opts.append(f"ci={s['ci_target']:g}")
+        q = (f"{s['queries_max']:,}" if s["queries_min"] == s["queries_max"]
+             else f"{s['queries_min']:,}-{s['queries_max']:,}")
+        r = (mreq(s["est_requests_max"]) if s["queries_min"] == s["queries_max"]
+             else f"{s['est_requests_min'] / 1e6:,.0f}-{s['est_requests_max'] / 1e6:,.0f} M")
+        lines.append(f"   {s['system']:<16} {s['dataset']:<8} {' '.join(opts):<24} {q:>13} "
+                     f"{r:>15}  {', '.join(s['experiments'])}")
+    lo = sum(s["est_requests_min"] for s in sims)
+    hi = sum(s["est_requests_max"] for s in sims)
+    lines.append(f"   total {lo / 1e9:.2f}-{hi / 1e9:.2f} G DRAM requests (a range where runs "
+                 f"stop at their confidence-interval target)")
+    if p["dependent"]:
+        lines += ["", "3. runs that depend on the saturation runs above (each experiment's own "
+                      "sweep):"]
+        for d in p["dependent"]:
+            lines.append(f"   {d['experiment']}: up to {d['runs_at_most']} {d['what']}, "
+                         f"{d['queries']:,} queries of {d['dataset']} each, up to "
+                         f"{mreq(d['est_requests_max'])} DRAM requests")
+    if p["other"]:
+        lines += ["", "4. other work:"] + [f"   {o['experiment']}: {o['what']}"
+                                          for o in p["other"]]
+    e = p["estimate"]
+    lines += ["", f"estimate from an empty cache on {p['workers']} worker(s) (at "
+                  f"{REQUESTS_PER_CPU_S / 1e6:.1f} M DRAM requests per CPU second; quiet "
+                  f"machine; numba compilation not counted, a few minutes cold): workloads "
+                  f"{mins(e['workloads_s'])}, simulations {mins(e['simulations_min_s'])}-"
+                  f"{mins(e['simulations_max_s'])}, dependent runs up to "
+                  f"{mins(e['dependent_s'])}; total {mins(e['total_min_s'])}-"
+                  f"{mins(e['total_max_s'])}"]
+    return "\n".join(lines)
+
+
+def plan_context(args):
+    """A :class:`experiments.runner.Context` for the plan: its traces are paths that are
+    never built (``trace_file``), and nothing is written."""
+    from experiments.runner import Context, check_args
+    from experiments.workloads import get_scale
+
+    ds = check_args(args)
+
+    class PlanContext(Context):
+        def trace_file(self, family, num_probes=None):
+            name = f"{family}.npz" if num_probes is None else f"{family}-p{num_probes}.npz"
+            return Path("traces") / name
+
+        def trace(self, family, num_probes=None):
+            raise RuntimeError("the plan builds no trace")
+
+        def sweep(self, fn, tasks, desc):
+            raise RuntimeError("the plan runs no simulation")
+
+    return PlanContext(out=Path("."), scale=get_scale(args.scale), cache_dir=None,
+                       workers=args.workers, scheduler=args.scheduler, dataset=ds,
+                       progress=False, seed=args.seed)
+
+
+def print_plan(args, names) -> int:
+    """``cosmos reproduce --dry-run``."""
+    ctx = plan_context(args)
+    print(format_plan(plan(names, ctx)))
+    sys.stdout.flush()
+    return 0

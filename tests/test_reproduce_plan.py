@@ -1,0 +1,170 @@
+"""`cosmos reproduce` runs every experiment's simulations in one pool, once each
+(experiments.plan), and `--dry-run` lists that plan without running or writing anything."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import pandas as pd
+import pytest
+
+from experiments import plan as P
+from experiments.resultcache import ResultCache
+
+
+def _args(**kw):
+    base = dict(scale="default", dataset=None, queries=None, groundtruth=None, metric=None,
+                out_root="results", out=None, cache_dir=None, workers=2, scheduler=None,
+                seed=0, no_sim_cache=False, no_progress=True, only=None, dry_run=True)
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def _full_plan():
+    from experiments.runner import EXPERIMENTS
+
+    names = list(EXPERIMENTS)
+    return P.plan(names, P.plan_context(_args(scale="full"))), names
+
+
+def test_full_plan_lists_every_simulation_once():
+    p, names = _full_plan()
+    sims = p["simulations"]
+    # fig4a: 8 systems x 2 datasets, every query or until +-1 %, shared with energy_per_query
+    fig4a = [s for s in sims if "fig4a_qps" in s["experiments"]]
+    assert len(fig4a) == 16
+    assert all(s["experiments"] == ["fig4a_qps", "energy_per_query"] for s in fig4a)
+    assert {(s["queries_min"], s["queries_max"]) for s in fig4a} == {(2_000, 10_000)}
+    # the four-device Cosmos run of SIFT-like serves four experiments
+    (cos,) = [s for s in sims if s["system"] == "cosmos" and s["dataset"] == "sift"
+              and s["mode"] == "closed" and s["queries_max"] == 2_000
+              and s["overrides"].get("device.count", 4) == 4
+              and s["overrides"].get("device.ranks", 2) == 2 and not s["max_inflight"]]
+    assert cos["experiments"] == ["scale_devices", "scale_ranks", "latency_load", "rag_ttft"]
+    # 16 + 16 (energy) + 10 (fig4b) + 20 (devices) + 12 (ranks) + 6 (load) + 3 (rag) asked;
+    # distinct: 16 + 10 + 20 + 11 + 1 (dram-only saturation)
+    assert p["asked"] == 83 and len(sims) == 58
+    dep = {d["experiment"]: d["runs_at_most"] for d in p["dependent"]}
+    assert dep == {"latency_load": 30, "rag_ttft": 12}
+    # estimates: requests from the per-query figures, times within the stated bounds
+    assert math.isclose(sum(s["est_requests_min"] for s in fig4a),
+                        8 * 2_000 * (27_000 + 77_000))
+    e = p["estimate"]
+    assert 0 < e["total_min_s"] < e["total_max_s"]
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    from cosmos.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["reproduce", "--full", "--dry-run", "--cache-dir", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "83 asked for, 58 distinct" in out
+    assert "scale_devices, scale_ranks, latency_load, rag_ttft" in out
+    assert "latency_load: up to 30 open-loop runs" in out
+    assert list(tmp_path.iterdir()) == []        # no results folder, no cache
+
+
+def test_makespan_is_the_pool_order():
+    """Costliest first, each task to the worker free first (run_sweep's order)."""
+    assert P.makespan([], 2) == 0
+    assert P.makespan([3, 5, 3, 4, 3], 2) == 10     # 5 | 4, 4+3, 5+3, 7+3
+    assert P.makespan([3, 3, 2, 2, 2], 2) == 7
+    assert P.makespan([9, 1, 1], 2) == 9            # no sooner than the longest
+
+
+def test_memo_serves_rows_without_running_and_counts_disk_reads(tmp_path):
+    calls = []
+
+    def fn(x, tags=None):
+        calls.append(x)
+        return {**(tags or {}), "y": x * 2}
+
+    def run(f, tasks, on_result=None):
+        out = [f(**t) for t in tasks]
+        for i, r in enumerate(out):
+            if on_result:
+                on_result(i, r)
+        return out
+
+    memo: dict = {}
+    rows, hits = ResultCache(None, memo=memo).sweep(fn, [dict(x=1, tags={"a": 1}),
+                                                         dict(x=2)], run)
+    assert rows == [{"a": 1, "y": 2}, {"y": 4}] and hits == 0 and calls == [1, 2]
+    rows2, hits2 = ResultCache(None, memo=memo).sweep(fn, [dict(x=2, tags={"b": 3}),
+                                                           dict(x=1)], run)
+    assert rows2 == [{"b": 3, "y": 4}, {"y": 2}] and hits2 == 0 and calls == [1, 2]
+    # rows first read from the disk cache still count as read from it when served by the memo
+    disk = ResultCache(tmp_path / "sims")
+    disk.sweep(fn, [dict(x=5)], run)
+    memo2: dict = {}
+    _, h = ResultCache(tmp_path / "sims", memo=memo2).sweep(fn, [dict(x=5)], run)
+    _, h2 = ResultCache(tmp_path / "sims", memo=memo2).sweep(fn, [dict(x=5), dict(x=5)], run)
+    assert (h, h2) == (1, 2) and calls == [1, 2, 5]
+
+
+def test_shared_pool_gives_the_experiments_identical_rows(tmp_path, monkeypatch):
+    """fig4b run after the shared pool runs no simulation of its own, and writes the same
+    table as fig4b run alone without any cache."""
+    from experiments import common
+    from experiments.runner import Context, run_experiment
+    from experiments.workloads import get_scale
+
+    cache = tmp_path / "cache"
+    tiny = get_scale("tiny")
+    alone = Context(out=tmp_path / "alone", scale=tiny, cache_dir=cache, workers=1,
+                    progress=False, sim_cache=False)
+    alone.out.mkdir()
+    run_experiment("fig4b_breakdown", alone)
+
+    shared: dict = {}
+    pool = Context(out=tmp_path / "traces", scale=tiny, cache_dir=cache, workers=1,
+                   progress=False, sim_cache=False, shared=shared,
+                   traces_dir=tmp_path / "traces")
+    s = P.run_shared(["fig4b_breakdown"], pool)
+    assert s["tasks"] == s["distinct"] == 10 and s["from_cache"] == 0
+
+    real = common.run_sweep
+
+    def no_new(fn, tasks, **kw):
+        assert not list(tasks), "the experiment simulated again"
+        return real(fn, [], **kw)
+
+    monkeypatch.setattr(common, "run_sweep", no_new)
+    ctx = Context(out=tmp_path / "after", scale=tiny, cache_dir=cache, workers=1,
+                  progress=False, sim_cache=False, shared=shared, traces_dir=tmp_path / "traces")
+    ctx.out.mkdir()
+    run_experiment("fig4b_breakdown", ctx)
+    pd.testing.assert_frame_equal(pd.read_csv(ctx.out / "breakdown.csv"),
+                                  pd.read_csv(alone.out / "breakdown.csv"))
+
+
+def test_check_full_ci_ratio_table():
+    from experiments.check_full_ci import _ratio_rows
+
+    def row(ds, system, qps, half):
+        return {"dataset": ds, "system": system, "qps": qps, "qps_ci_low": qps * (1 - half),
+                "qps_ci_high": qps * (1 + half), "num_queries": 2000, "stopped": "ci-target"}
+
+    rows = [row("sift", "base", 100.0, 0.03), row("sift", "cxl-anns", 300.0, 0.04),
+            row("sift", "cosmos", 600.0, 0.0)]
+    got = _ratio_rows(rows)
+    r, lo, hi, queries, stopped = got[("sift", "cosmos", "base")]
+    assert r == pytest.approx(6.0) and lo == pytest.approx(6 * 0.97) and hi == pytest.approx(6 * 1.03)
+    assert queries == "2,000/2,000" and stopped == "ci-target/ci-target"
+    r, lo, hi, _, _ = got[("sift", "cosmos", "cxl-anns")]
+    assert r == pytest.approx(2.0) and hi == pytest.approx(2 * 1.04)
+
+
+def test_the_scales_probes_are_the_scales_trace(tmp_path):
+    """fig5a asks for the trace at 4, 8 and 16 probes; at the scale's own 8 it gets the trace
+    the other experiments use (one copy in memory), not a second load of it."""
+    from experiments.runner import Context
+    from experiments.workloads import get_scale
+
+    ctx = Context(out=tmp_path, scale=get_scale("default"), progress=False)
+    sentinel = object()
+    ctx._traces[("sift", None)] = sentinel
+    assert ctx.trace("sift", num_probes=8) is sentinel
+    assert ctx.trace("sift") is sentinel
