@@ -304,3 +304,29 @@ def test_scan_declarations_the_hardware_cannot_do_are_refused():
         m = model_for(get_preset(name))
         assert m.index == _kind(name) and m.search_pool == ("gpc" if "pnm" in name else "host")
     assert Send("down").direction == "down"
+
+
+def test_cli_simulates_a_scan_trace_into_its_results_folder(tmp_path, capsys):
+    from cosmos.cli import main
+
+    trace = tmp_path / "ivfpq.npz"
+    np.savez(trace, **scan_trace_dict("ivfpq", num_queries=10))
+    assert main(["simulate", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in SCAN_SYSTEMS)
+    out = tmp_path / "res"
+    assert main(["simulate", "--system", "ivfpq-pnm", "--trace", str(trace), "--out", str(out),
+                 "--no-progress"]) == 0
+    summ = json.loads((out / "summary.json").read_text())
+    assert summ["system"] == "ivfpq-pnm" and summ["qps"] > 0 and summ["num_queries"] == 10
+    assert {p.name for p in out.iterdir()} == {"summary.json", "per_query.csv",
+                                               "per_device.csv", "config.json"}
+    conf = json.loads((out / "config.json").read_text())
+    assert conf["trace_meta"]["index_kind"] == "ivfpq"
+    capsys.readouterr()
+    # a scan trace given to a graph system: one line, exit 2, no results folder
+    assert main(["simulate", "--system", "cosmos", "--trace", str(trace), "--out",
+                 str(tmp_path / "no"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot be replayed by system 'cosmos'" in err[0]
+    assert not (tmp_path / "no").exists()
