@@ -30,7 +30,11 @@ A MEM step's objects, by its class's ``cls_obj_src``:
   ``OBJ_VECTOR``    one object: the vector of node ``step_obj`` (at ``vector_addr``);
   ``OBJ_ADJACENCY`` one object: the adjacency list of node ``step_obj`` (at ``node_addr``);
   ``OBJ_READS``     the vectors of ``read_node[step_obj:]``, ``cls_obj_lines`` lines each
-                    (``read_node`` is the trace's array, shared, not copied).
+                    (``read_node`` is the trace's array, shared, not copied; for a scan
+                    trace, its re-rank reads grouped by device within each query);
+  ``OBJ_RANGE``     one object: a scan element's contiguous lines from ``node_addr[step_obj]``
+                    (for a scan trace the address table holds, after the N node entries, the
+                    first line of each scan element: element ``s`` is object ``N + s``).
 
 Line ``l`` of an object at address ``a`` is at ``a + (l % R) * rank_step + (l // R) *
 col_step`` with ``(R, rank_step, col_step)`` of the class (``R = 1, col_step = 64`` =
@@ -106,7 +110,7 @@ class Program(NamedTuple):
     cls_compute_line: np.ndarray  # (K,) float64
     read_node: np.ndarray        # (R,) int32 (or int64) the trace's
     vector_addr: np.ndarray      # (N,) uint64 the layout's
-    node_addr: np.ndarray        # (N,) uint64 the layout's
+    node_addr: np.ndarray        # (N,) uint64 the layout's (+ (S,) scan ranges, OBJ_RANGE)
 
     @property
     def num_queries(self) -> int:

@@ -170,11 +170,7 @@ def run(args) -> int:
 
     if args.list:
         width = max(len(n) for n in (*PRESETS, *SCAN_PRESETS)) + 2
-        for name in PRESETS:
-            print(f"{name:{width}s}{DESCRIPTIONS[name]}")
-        print("scan systems (IVF-PQ and exact-scan traces: cosmos graphs trace --index "
-              "ivfpq|exact):")
-        for name in SCAN_PRESETS:
+        for name in (*PRESETS, *SCAN_PRESETS):   # graph systems, then the scan systems
             print(f"{name:{width}s}{DESCRIPTIONS[name]}")
         return 0
     if not args.system:

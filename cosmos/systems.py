@@ -9,18 +9,27 @@ A :class:`SystemModel` says, for every place of a query, which steps run there:
 ``dispatch``    per device a query searches (``traversal="gpc"`` only), on the host's I/O
                 agent before the device's search task: what goes down the link;
 ``device_done`` at the end of a device's search task (``traversal="gpc"`` only): what comes up;
-``merge``       once per query on the host (its core, or the I/O agent for ``"gpc"``).
+``merge``       once per query on the host (its core, or the I/O agent for ``"gpc"``);
+``scan``        (scan models) once per scan element: a probed list's codes or vectors;
+``rerank``      (scan models) once per device holding some of the query's re-rank
+                candidates (a search on the GPCs: its own device's only): their full vectors.
+
+``index`` says which traces a model replays (graphs.trace meta ``index_kind``): ``"graph"``
+(hops: places entry .. candidates), ``"ivfpq"`` or ``"exact"`` (scan elements: places scan
+and rerank; no hops).
 
 A step is one of three records:
 
 - :class:`Read`: a ``unit`` (``"host"`` core, device ``"gpc"`` context, device
-  ``"accelerator"``) reads ``objects`` (``"entry-vector"``, ``"adjacency"`` or
-  ``"hop-vectors"``) from ``memory`` (``"index"``: where the index lives, a device or the host
+  ``"accelerator"``, device ``"scan-unit"``: a near-memory scan pipeline, scans only) reads
+  ``objects`` (``"entry-vector"``, ``"adjacency"``, ``"hop-vectors"``; for scans
+  ``"list-codes"`` / ``"list-vectors"``: the scan element's contiguous range of PQ codes or
+  full vectors, and ``"rerank-vectors"``) from ``memory`` (``"index"``: where the index lives, a device or the host
   DRAM; ``"host-cache"``: the host DRAM graph cache). The route follows: the host reading a
   device crosses the CXL link both ways; a device unit reads its own DRAM; ``rank_pus=True``
   reads each vector's 64-byte segments rank-locally (rank-level PUs). ``per_vector`` is a
-  :class:`cosmos.program.Costs` field charged per vector on the context's core, a share per
-  returned line (overlapped with the lines still in flight);
+  :class:`cosmos.program.Costs` field charged per vector (per code for list-codes) on the
+  context's core, a share per returned line (overlapped with the lines still in flight);
   ``after`` are :class:`Cost` terms (``Costs`` field x a count) added when the last line is
   back; ``cached`` is the same read for an object held in the host graph cache.
 - :class:`Send`: a message down (host to device) or up; its payload is ``vectors`` query
@@ -31,7 +40,12 @@ Every step names its breakdown category (``traversal``, ``distance``, ``candidat
 ``transfer``, ``queue``: cosmos.program.CATEGORIES). Counts: ``one``, ``degree`` (neighbors
 of the expanded node), ``reads`` (vectors read at the hop), ``inserts`` (candidate
 insertions), ``probes-x-k`` (probed clusters x k), ``rank-parts`` (ranks holding a segment of
-a vector), ``reads-x-rank-parts``, ``k``.
+a vector), ``reads-x-rank-parts``, ``k``; for scans ``codes`` (codes or vectors of the scan
+element), ``lut-entries`` (pq_m x 256: one lookup table), ``rerank-reads`` (re-rank vectors
+of the group, or of the device at dispatch / device_done), ``lists`` (lists the task scans:
+the device's at dispatch / device_done, the query's at merge), ``lists-x-lut-entries``,
+``devices-x-k`` (devices the query searched x k, at merge). :data:`PLACE_COUNTS` says which
+exist where.
 
 A model is registered under a name with :func:`register_system`, either as a
 ``SystemModel`` or as a function of the :class:`~cosmos.config.SystemConfig` that returns one

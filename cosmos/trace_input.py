@@ -359,8 +359,9 @@ def check_trace_for(model, tr: "TraceArrays", label: str = "trace") -> None:
     kind = tr.index_kind
     if kind == model.index:
         return
-    what = {"graph": "a graph trace (hops)", "ivfpq": "an IVF-PQ trace (scan elements of "
-            "PQ codes)", "exact": "an exact-scan trace (scan elements of full vectors)"}
+    what = {"graph": "a 'graph' trace (hops)", "ivfpq": "an 'ivfpq' trace (IVF-PQ: scan "
+            "elements of PQ codes)", "exact": "an 'exact' trace (exact scan: scan elements of "
+            "full vectors)"}
     raise UserError(f"{label}: {what[kind]} cannot be replayed by system {model.name!r}, "
                     f"which replays {model.index!r} traces; systems for {kind!r} traces: "
                     f"{', '.join(systems_for_index(kind)) or 'none registered'}")

@@ -233,20 +233,20 @@ def test_same_run_twice_is_bit_identical(name):
 
 def test_a_trace_of_the_wrong_family_is_refused_in_one_line(tmp_path):
     graph = make_trace(num_queries=2, num_clusters=4, cluster_size=20, hops=2, reads_per_hop=2)
-    with pytest.raises(UserError, match=r"^trace: a graph trace \(hops\) cannot be replayed "
+    with pytest.raises(UserError, match=r"^trace: a 'graph' trace \(hops\) cannot be replayed "
                                         r"by system 'ivfpq-pnm', which replays 'ivfpq' traces; "
                                         r"systems for 'graph' traces: host-cxl"):
         simulate(get_preset("ivfpq-pnm"), graph, progress=False)
     path = tmp_path / "scan.npz"
     np.savez(path, **scan_trace_dict("ivfpq"))
-    with pytest.raises(UserError, match=rf"^{path}: an IVF-PQ trace \(scan elements of PQ "
-                                        r"codes\) cannot be replayed by system 'cosmos', "
+    with pytest.raises(UserError, match=rf"^{path}: an 'ivfpq' trace \(IVF-PQ: scan elements "
+                                        r"of PQ codes\) cannot be replayed by system 'cosmos', "
                                         r"which replays 'graph' traces; systems for 'ivfpq' "
                                         r"traces: ivfpq-host, ivfpq-pnm$"):
         simulate(get_preset("cosmos"), path, progress=False)
-    with pytest.raises(UserError, match=r"an IVF-PQ trace .* by system 'exact-pnm'"):
+    with pytest.raises(UserError, match=r"an 'ivfpq' trace .* by system 'exact-pnm'"):
         simulate(get_preset("exact-pnm"), str(path), progress=False)
-    with pytest.raises(UserError, match=r"an exact-scan trace .* by system 'ivfpq-host'"):
+    with pytest.raises(UserError, match=r"an 'exact' trace .* by system 'ivfpq-host'"):
         simulate(get_preset("ivfpq-host"), scan_trace_dict("exact"), progress=False)
 
 
