@@ -229,6 +229,10 @@ def test_same_run_twice_is_bit_identical(name):
 
     assert simulated(a) == simulated(b)
     assert np.array_equal(a.program.step_obj, b.program.step_obj)
+    # the first queries of a scan trace are a scan trace of their own (their re-rank reads)
+    head = simulate(get_preset(name), d, progress=False, num_queries=3)
+    assert head.queries == 3
+    assert np.array_equal(head.program.requests_per_query(), a.program.requests_per_query()[:3])
 
 
 def test_a_trace_of_the_wrong_family_is_refused_in_one_line(tmp_path):
