@@ -323,6 +323,8 @@ def test_cli_simulates_a_scan_trace_into_its_results_folder(tmp_path, capsys):
                  "--no-progress"]) == 0
     summ = json.loads((out / "summary.json").read_text())
     assert summ["system"] == "ivfpq-pnm" and summ["qps"] > 0 and summ["num_queries"] == 10
+    e = summ["energy_breakdown_mJ_per_query"]          # the scan units' lines are charged
+    assert e["pu_accel"] > 0 and e["gpc"] > 0 and e["host"] == 0
     assert {p.name for p in out.iterdir()} == {"summary.json", "per_query.csv",
                                                "per_device.csv", "config.json"}
     conf = json.loads((out / "config.json").read_text())
