@@ -263,6 +263,14 @@ def test_bad_scan_traces_are_refused_naming_the_array():
     bad = dict(d, meta=np.array(json.dumps(dict(meta, code_bytes=8))))
     with pytest.raises(ValueError, match=r"meta 'code_bytes' 8 must equal meta 'pq_m' 16"):
         simulate(get_preset("ivfpq-host"), bad, progress=False)
+    rn = d["rerank_node"].copy()
+    outside = np.setdiff1d(d["cluster_nodes"], np.concatenate(
+        [d["cluster_nodes"][d["cluster_ptr"][c]:d["cluster_ptr"][c + 1]]
+         for c in d["search_cluster"][:3]]))[0]
+    rn[0] = outside                                  # not in a list query 0 probed
+    with pytest.raises(ValueError, match=rf"rerank_node\[0\] = {outside} \(list \d+\) is not "
+                                         r"in a list its query 0 probed"):
+        simulate(get_preset("ivfpq-pnm"), dict(d, rerank_node=rn), progress=False)
     bad = {k: v for k, v in d.items() if k != "rerank_ptr"}
     with pytest.raises(ValueError, match=r"lacks its scan array 'rerank_ptr'"):
         simulate(get_preset("ivfpq-host"), bad, progress=False)
