@@ -144,6 +144,33 @@ SOURCE: dict[str, str] = {
     "energy.device_static_W": "Estimate: CXL memory expanders are specified around 10-25 W in "
     "total, of which the DRAM (modeled separately) is the larger part: 5 W for the controller, "
     "CXL and DDR PHYs idling and the idle GPC",
+    "host.adc_lookups_per_cycle": "an IVF-PQ scan on a core (faiss IndexIVFPQ's scalar scan) "
+    "does, per code and sub-space, one lookup-table load indexed by the code byte and one add; "
+    "Golden Cove has 3 load ports (Intel optimization manual), the dependent add chain and the "
+    "code-byte loads share them: 2 lookups per cycle (stated estimate)",
+    "host.scan_item_overhead_cycles": "per scanned code or vector: the compare with the "
+    "bounded queue's worst entry (almost always rejected) and the loop: about 2 cycles (stated "
+    "estimate)",
+    "scan_unit.clock_GHz": "ChamVS's decoding pipelines run at 117-140 MHz on a Xilinx U250 "
+    "(Chameleon's accelerator READMEs: 134 MHz ADC test, 117 MHz final build); the same "
+    "pipeline as an ASIC block in a CXL device controller runs about 3.5x faster (Kuon and Rose, "
+    "IEEE TCAD 2007: FPGA/ASIC critical-path ratio 3.0-4.8): 0.5 GHz (stated estimate)",
+    "scan_unit.codes_per_cycle": "ChamVS instantiates 512 / (8 x M) ADC PEs per memory channel, "
+    "each decoding one M-byte code per cycle (II=1), so a unit takes one 64-byte line per cycle "
+    "(Chameleon, VLDB 2024; its ADC_PE sources): 4 codes per cycle for M = 16, the project's "
+    "default pq_m (for other code sizes, 64 / pq_m keeps that design)",
+    "scan_unit.lut_load_cycles": "ChamVS loads a probed list's lookup table into the PEs in "
+    "256 cycles (one row of the 256-entry table per cycle) before it scans the list "
+    "(Chameleon's ADC performance model: codes + 256 + pipeline depth cycles per list)",
+    "scan_unit.pipeline_cycles": "ChamVS's ADC pipeline depth: 131 cycles from the last code "
+    "in to the last distance in the queue (Chameleon's ADC performance model)",
+    "scan_unit.outstanding_requests": "lines in flight per unit: one unit streams up to 64 "
+    "bytes x 0.5 GHz = 32 GB/s, x about 100 ns of device DRAM latency = 3.2 kB = 50 lines; "
+    "64 (stated estimate, as gpc.outstanding_requests)",
+    "scan_unit.dot_bytes_per_cycle": "exact-pnm's dot-product unit takes the same 512-bit "
+    "stream as ChamVS's decoders: one 64-byte line of vector data per cycle (stated estimate; "
+    "a single-query exact scan is a GEMV, memory bound, as the VCK5000 dense-retrieval study "
+    "finds for batch 1, so a unit that keeps up with its stream is what matters)",
 }
 
 #: Fields of earlier versions and what replaced them (named in the error a config or an
@@ -261,6 +288,10 @@ class HostConfig(_CandidateList):
                                              "an insertion (L/2 8-byte entries on average)")
     select_cycles: float = _f(10.0, "cycles to select the next node to expand")
     merge_cycles_per_result: float = _f(4.0, "cycles per result when merging top-k lists")
+    adc_lookups_per_cycle: float = _f(2.0, "IVF-PQ scan: lookup-table entries read and added "
+                                             "per cycle")
+    scan_item_overhead_cycles: float = _f(2.0, "scan: cycles per code or vector beyond its "
+                                               "distance (queue compare, loop)")
     dram_channels: int = _f(16, "host DRAM subchannels (DRAM-only system)")
     dram_ranks: int = _f(1, "ranks per host DRAM subchannel (DRAM-only system)")
 
@@ -299,6 +330,20 @@ class CXLANNSConfig:
 
     accel_latency_ns: float = _f(10.0, "accelerator latency after the last vector arrives, ns")
     accel_outstanding: int = _f(64, "vector line fetches in flight per batch")
+
+
+@dataclass(frozen=True)
+class ScanUnitConfig:
+    """A near-memory scan unit of a CXL device (ivfpq-pnm, exact-pnm): a ChamVS-style PQ
+    decoding pipeline, or a dot-product pipeline of the same stream width for full vectors;
+    each device search context drives one."""
+
+    clock_GHz: float = _f(0.5, "unit clock, GHz")
+    codes_per_cycle: float = _f(4.0, "PQ codes decoded per cycle (lookups + sum + queue)")
+    lut_load_cycles: float = _f(256.0, "cycles to load a probed list's lookup table")
+    pipeline_cycles: float = _f(131.0, "pipeline depth: last code in to last distance out")
+    outstanding_requests: int = _f(64, "64-byte requests in flight per unit")
+    dot_bytes_per_cycle: float = _f(64.0, "bytes of full vectors per cycle in exact distances")
 
 
 @dataclass(frozen=True)
@@ -381,6 +426,10 @@ RANGES: dict[str, tuple] = {
     "cxl_anns.accel_latency_ns": _TIME, "cxl_anns.accel_outstanding": _COUNT,
     "device.count": _COUNT, "device.channels": _COUNT, "device.ranks": _COUNT,
     "device.onchip_latency_ns": _TIME, "device.capacity_bytes": (64, True, 2**62),
+    "host.adc_lookups_per_cycle": _RATE, "host.scan_item_overhead_cycles": _CYCLES,
+    "scan_unit.clock_GHz": _RATE, "scan_unit.codes_per_cycle": _RATE,
+    "scan_unit.lut_load_cycles": _CYCLES, "scan_unit.pipeline_cycles": _CYCLES,
+    "scan_unit.outstanding_requests": _COUNT, "scan_unit.dot_bytes_per_cycle": _RATE,
     "graph_cache.hops": (0, True, 1000), "graph_cache.capacity_bytes": (0, True, 2**62),
 }
 
@@ -445,6 +494,8 @@ class SystemConfig:
                                           metadata={"help": "host graph cache (CXL-ANNS)"})
     energy: EnergyConfig = field(default_factory=EnergyConfig,
                                  metadata={"help": "energy constants (applied after the run)"})
+    scan_unit: ScanUnitConfig = field(default_factory=ScanUnitConfig,
+                                      metadata={"help": "near-memory scan units (IVF-PQ, exact)"})
 
     def validate(self) -> "SystemConfig":
         """Reject impossible values with a message naming the field (``system.section.field``),
@@ -517,7 +568,8 @@ class SystemConfig:
 SECTIONS: dict[str, type] = {"host": HostConfig, "link": LinkConfig, "switch": SwitchConfig,
                              "device": DeviceConfig, "gpc": GPCConfig, "rank_pu": RankPUConfig,
                              "cxl_anns": CXLANNSConfig, "graph_cache": GraphCacheConfig,
-                             "energy": EnergyConfig}
+                             "energy": EnergyConfig,
+                             "scan_unit": ScanUnitConfig}
 
 
 #: Spellings ``--set section.flag=VALUE`` accepts for a boolean field (case-insensitive).

@@ -25,6 +25,14 @@ column ``col0 + l // R`` of the same bank and row. The engine generates segment 
 ``base + (l % R) * rank_step + (l // R) * col_step`` from the per-device pattern returned here.
 Which address bits select channel, rank, column, ... is the DRAM model's address mapping; it is
 described by an :class:`AddressFields` (LSB-first mixed-radix fields above the line offset).
+
+A scan index (IVF-PQ or exact scan, ``code_bytes`` given) has no graph: its first region is
+the *list region*, each device's lists in cluster-id order, each list's codes (for an exact
+scan, its full vectors) packed contiguously from a 64-byte boundary, dense, never spread: a
+list is one run of sequential addresses, which the address mapping interleaves over the
+channels line by line and then walks column by column through the same rows, so the DRAM
+model sees the row-hit streams of a scan. The embedding region (the full vectors that
+re-ranking reads one by one) follows it as above, spread.
 """
 
 from __future__ import annotations
@@ -136,6 +144,12 @@ class Layout:
     node_cached : ndarray (n,), uint8, or None
         1 for a node whose adjacency list is held in the host DRAM graph cache
         (:func:`with_graph_cache`); its ``node_addr`` is then its address in the cache.
+    list_addr : ndarray (C,), uint64, or None
+        Scan index: device-local byte address of each list's first code (64-byte aligned);
+        position ``p`` of list ``c`` is at ``list_addr[c] + (p - cluster_ptr[c]) x
+        code_bytes``. None for a graph index.
+    code_bytes : int
+        Scan index: bytes per code (0 for a graph index).
     """
 
     node_device: np.ndarray
@@ -151,6 +165,8 @@ class Layout:
     col_step: int
     bytes_used: np.ndarray
     node_cached: np.ndarray | None = None
+    list_addr: np.ndarray | None = None
+    code_bytes: int = 0
 
     def adjacency_lines(self, degree: np.ndarray) -> np.ndarray:
         """Lines read for adjacency lists of the given lengths (4-byte ids, >= 1 line)."""
@@ -170,6 +186,7 @@ def build_layout(
     spread: bool = True,
     vector_ranks: int = 0,
     fields: AddressFields | None = None,
+    code_bytes: int = 0,
 ) -> Layout:
     """Lay out the clustered index on the devices.
 
@@ -193,6 +210,9 @@ def build_layout(
         partitioned; ``R`` = ranks per channel for rank-level PUs). Needs ``fields``.
     fields : AddressFields
         The DRAM address mapping.
+    code_bytes : int
+        > 0: a scan index (module docstring): no node entries (``node_addr`` all 0), a list
+        region of ``code_bytes`` per position first, then the embedding region.
 
     Raises
     ------
@@ -233,26 +253,53 @@ def build_layout(
     if n and node_device.min() < 0:
         raise ValueError("cluster_nodes does not cover every node exactly once")
 
-    bytes_used = per_dev_count * (node_bytes + vec_bytes)
     max_nodes = int(per_dev_count.max()) if C else 0
-    if max_nodes * (node_bytes + vec_bytes) > capacity_bytes:
-        raise ValueError(f"the index needs {max_nodes * (node_bytes + vec_bytes)} bytes on its "
-                         f"fullest device, more than the capacity {capacity_bytes}")
-    S = 1
-    if spread and max_nodes > 0:
-        S = max(1, capacity_bytes // (max_nodes * (node_bytes + vec_bytes)))
-        if S % 2 == 0:
-            S -= 1
-        S = max(S, 1)
-    node_stride = node_bytes * S
-    vector_stride = vec_bytes * S
-    graph_bytes = max_nodes * node_stride
-    node_addr = (local * node_stride).astype(np.uint64)
+    list_addr = None
+    if code_bytes:
+        # the list region: each device's lists in cluster-id order, line-aligned, dense
+        list_bytes = -(-(sizes * int(code_bytes)) // LINE_BYTES) * LINE_BYTES
+        list_addr = np.zeros(C, dtype=np.uint64)
+        used = np.zeros(num_devices, dtype=np.int64)
+        for c in order:
+            d = cluster_device[c]
+            list_addr[c] = used[d]
+            used[d] += list_bytes[c]
+        region = int(used.max()) if C else 0
+        bytes_used = used + per_dev_count * vec_bytes
+        if region + max_nodes * vec_bytes > capacity_bytes:
+            raise ValueError(f"the index needs {region + max_nodes * vec_bytes} bytes on its "
+                             f"fullest device, more than the capacity {capacity_bytes}")
+        S = 1
+        if spread and max_nodes > 0:
+            S = max(1, (capacity_bytes - region) // (max_nodes * vec_bytes))
+            if S % 2 == 0:
+                S -= 1
+            S = max(S, 1)
+        node_stride = node_bytes
+        vector_stride = vec_bytes * S
+        graph_bytes = region
+        node_addr = np.zeros(n, dtype=np.uint64)      # no graph: no node entries
+    else:
+        bytes_used = per_dev_count * (node_bytes + vec_bytes)
+        if max_nodes * (node_bytes + vec_bytes) > capacity_bytes:
+            raise ValueError(f"the index needs {max_nodes * (node_bytes + vec_bytes)} bytes on "
+                             f"its fullest device, more than the capacity {capacity_bytes}")
+        S = 1
+        if spread and max_nodes > 0:
+            S = max(1, capacity_bytes // (max_nodes * (node_bytes + vec_bytes)))
+            if S % 2 == 0:
+                S -= 1
+            S = max(S, 1)
+        node_stride = node_bytes * S
+        vector_stride = vec_bytes * S
+        graph_bytes = max_nodes * node_stride
+        node_addr = (local * node_stride).astype(np.uint64)
+    scan = {"list_addr": list_addr, "code_bytes": int(code_bytes)}
 
     if not vector_ranks:
         vector_addr = (graph_bytes + local * vector_stride).astype(np.uint64)
         return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
-                      node_stride, vector_stride, S, 1, 0, LINE_BYTES, bytes_used)
+                      node_stride, vector_stride, S, 1, 0, LINE_BYTES, bytes_used, **scan)
 
     if fields is None:
         raise ValueError("a channel-local vector layout needs the DRAM address mapping (fields)")
@@ -303,7 +350,7 @@ def build_layout(
     vector_addr = fields.compose(values)
     return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
                   node_stride, vector_stride, S, R, LINE_BYTES * fields.divisor("rank"),
-                  LINE_BYTES * fields.divisor("column"), bytes_used)
+                  LINE_BYTES * fields.divisor("column"), bytes_used, **scan)
 
 
 def graph_cache_nodes(trace, hops: int, capacity_bytes: int, node_lines: int) -> np.ndarray:

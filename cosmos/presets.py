@@ -23,6 +23,9 @@ x what computes the distances) and CXL-ANNS's graph cache:
 - ``cxl-anns-rankpu``: CXL-ANNS's host traversal, distances on the rank-level PUs;
   round-robin placement as CXL-ANNS.
 
+The scan systems (``SCAN_PRESETS``, replaying the IVF-PQ and exact-scan traces of
+graphs.ivfpq): ``ivfpq-host``, ``ivfpq-pnm``, ``exact-host``, ``exact-pnm``.
+
 To add a system: declare its execution model in cosmos.systems (``register_system``), or
 reuse one, and add a ``SystemConfig`` naming it here (docs/adding_a_system.md).
 """
@@ -54,6 +57,21 @@ PRESETS: dict[str, SystemConfig] = {
                                     placement="round_robin"),
 }
 
+#: Scan systems (IVF-PQ and exact scan on the graph index's k-means lists): they replay the
+#: scan traces of graphs.ivfpq (``cosmos graphs trace --index ivfpq|exact``), not graph
+#: traces. Placement as the graph systems they mirror: the host systems as Base
+#: (round-robin), the near-memory ones as Cosmos (Algorithm 1: the lists are the clusters).
+SCAN_PRESETS: dict[str, SystemConfig] = {
+    "ivfpq-host": SystemConfig(name="ivfpq-host", kind="ivfpq-host", placement="round_robin",
+                               rank_pu=_NO_RANK),
+    "ivfpq-pnm": SystemConfig(name="ivfpq-pnm", kind="ivfpq-pnm", placement="adjacency",
+                              rank_pu=_NO_RANK),
+    "exact-host": SystemConfig(name="exact-host", kind="exact-host", placement="round_robin",
+                               rank_pu=_NO_RANK),
+    "exact-pnm": SystemConfig(name="exact-pnm", kind="exact-pnm", placement="adjacency",
+                              rank_pu=_NO_RANK),
+}
+
 #: The paper's six systems (Fig. 4), in the paper's order.
 PAPER_SYSTEMS = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "cosmos")
 
@@ -74,14 +92,22 @@ DESCRIPTIONS: dict[str, str] = {
                       "graph_cache.capacity_bytes)",
     "cosmos-accel": "full offload to GPCs, distances on a device accelerator (no rank PUs)",
     "cxl-anns-rankpu": "host traversal as CXL-ANNS, distances on rank-level PUs",
+    "ivfpq-host": "IVF-PQ scan on the host, codes and re-rank vectors over the CXL link "
+                  "(scan traces)",
+    "ivfpq-pnm": "IVF-PQ near memory (ChamVS-style decoding units per device), host merges "
+                 "(scan traces)",
+    "exact-host": "exact scan on the host, full vectors over the CXL link (scan traces)",
+    "exact-pnm": "exact scan near memory (dot-product units per device), host merges "
+                 "(scan traces)",
 }
 
 
 def get_preset(name: str, **replace) -> SystemConfig:
     """The preset ``name`` (optionally with top-level fields replaced); clear error if unknown."""
-    if name not in PRESETS:
-        raise ValueError(f"unknown system {name!r}; expected one of {sorted(PRESETS)}")
-    cfg = PRESETS[name]
+    known = {**PRESETS, **SCAN_PRESETS}
+    if name not in known:
+        raise ValueError(f"unknown system {name!r}; expected one of {sorted(known)}")
+    cfg = known[name]
     if replace:
         cfg = dataclasses.replace(cfg, **replace)
     return cfg.validate()

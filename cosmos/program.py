@@ -30,7 +30,11 @@ A MEM step's objects, by its class's ``cls_obj_src``:
   ``OBJ_VECTOR``    one object: the vector of node ``step_obj`` (at ``vector_addr``);
   ``OBJ_ADJACENCY`` one object: the adjacency list of node ``step_obj`` (at ``node_addr``);
   ``OBJ_READS``     the vectors of ``read_node[step_obj:]``, ``cls_obj_lines`` lines each
-                    (``read_node`` is the trace's array, shared, not copied).
+                    (``read_node`` is the trace's array, shared, not copied; for a scan
+                    trace, its re-rank reads grouped by device within each query);
+  ``OBJ_RANGE``     one object: a scan element's contiguous lines from ``node_addr[step_obj]``
+                    (for a scan trace the address table holds, after the N node entries, the
+                    first line of each scan element: element ``s`` is object ``N + s``).
 
 Line ``l`` of an object at address ``a`` is at ``a + (l % R) * rank_step + (l // R) *
 col_step`` with ``(R, rank_step, col_step)`` of the class (``R = 1, col_step = 64`` =
@@ -58,13 +62,14 @@ from dram.jitcache import drop_stale
 
 drop_stale(__file__, _config.__file__)  # constants of cosmos.config are compiled in
 from cosmos.layout import LINE_BYTES, Layout
+from graphs.ivfpq import PQ_KSUB
 
 STEP_MEM, STEP_XFER, STEP_COMPUTE = 0, 1, 2
 CAT_TRAVERSAL, CAT_DISTANCE, CAT_CANDIDATE, CAT_TRANSFER, CAT_QUEUE = 0, 1, 2, 3, 4
 CATEGORIES = ("traversal", "distance", "candidate", "transfer", "queue")
 
 
-OBJ_VECTOR, OBJ_ADJACENCY, OBJ_READS = 0, 1, 2
+OBJ_VECTOR, OBJ_ADJACENCY, OBJ_READS, OBJ_RANGE = 0, 1, 2, 3
 
 # class table rows (cls_* fields, int64 except cls_compute_line)
 _CLS_INT = ("cls_kind", "cls_cat", "cls_dev", "cls_link", "cls_rank_local", "cls_mlp",
@@ -105,7 +110,7 @@ class Program(NamedTuple):
     cls_compute_line: np.ndarray  # (K,) float64
     read_node: np.ndarray        # (R,) int32 (or int64) the trace's
     vector_addr: np.ndarray      # (N,) uint64 the layout's
-    node_addr: np.ndarray        # (N,) uint64 the layout's
+    node_addr: np.ndarray        # (N,) uint64 the layout's (+ (S,) scan ranges, OBJ_RANGE)
 
     @property
     def num_queries(self) -> int:
@@ -156,12 +161,27 @@ class Costs(NamedTuple):
     data_wire: float        # wire bytes of a 64-byte data response
     slot_wire: float        # wire bytes per slot
     slot_bytes: int
+    # scans (IVF-PQ and exact; 0 where the trace has no PQ codes)
+    host_lut: float         # one lookup-table entry built on the host (dim / pq_m dims)
+    host_code: float        # one PQ code scanned on the host (pq_m lookups + queue compare)
+    scan_code: float        # one PQ code through a device scan unit
+    scan_dot: float         # one full vector through a device scan unit's dot-product pipe
+    scan_lut_load: float    # a probed list's lookup table loaded into the scan unit
+    scan_pipeline: float    # the scan unit's pipeline depth
+    scan_mlp: int
 
 
-def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int) -> Costs:
-    """Per-operation costs of ``cfg`` for vectors of ``dim`` dimensions and a candidate list
-    of ``cand_list_len`` entries (the trace's L), in DRAM cycles."""
+def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int, pq_m: int = 0,
+              vector_bytes: int = 0) -> Costs:
+    """Per-operation costs of ``cfg`` for vectors of ``dim`` dimensions (``vector_bytes``
+    bytes) and a candidate list of ``cand_list_len`` entries (the trace's L), in DRAM
+    cycles; ``pq_m``: PQ sub-spaces of an IVF-PQ trace (0: no codes, the scan costs of codes
+    and lookup tables are 0)."""
     h, g, tck = cfg.host, cfg.gpc, TCK_PS
+    su = cfg.scan_unit
+
+    def sc(n):  # scan-unit cycles -> DRAM cycles
+        return n / su.clock_GHz * 1000.0 / tck
 
     def hc(n):  # host cycles -> DRAM cycles (float)
         return n / h.clock_GHz * 1000.0 / tck
@@ -184,6 +204,13 @@ def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int) -> Costs:
         accel_mlp=cfg.cxl_anns.accel_outstanding,
         req_wire=link.wire_bytes(link.request_slots), data_wire=link.wire_bytes(link.data_slots),
         slot_wire=link.wire_bytes(1), slot_bytes=link.slot_bytes,
+        host_lut=hc(dim / pq_m / h.distance_dims_per_cycle) if pq_m else 0.0,
+        host_code=hc(pq_m / h.adc_lookups_per_cycle + h.scan_item_overhead_cycles)
+        if pq_m else 0.0,
+        scan_code=sc(1.0 / su.codes_per_cycle),
+        scan_dot=sc(vector_bytes / su.dot_bytes_per_cycle),
+        scan_lut_load=sc(su.lut_load_cycles), scan_pipeline=sc(su.pipeline_cycles),
+        scan_mlp=su.outstanding_requests,
     )
 
 
@@ -220,12 +247,13 @@ F_CLINE, F_C0, F_C1 = range(3)
 N_F = 3
 DEV_SEARCH = -2     # R_DEV: the device of the cluster search (else a fixed instance, -1 none)
 # places of a query (cosmos.systems.PLACES, in that order)
-PL_ENTRY, PL_ADJ, PL_VEC, PL_CAND, PL_DISPATCH, PL_DONE, PL_MERGE = range(7)
-N_PLACES = 7
+PL_ENTRY, PL_ADJ, PL_VEC, PL_CAND, PL_DISPATCH, PL_DONE, PL_MERGE, PL_SCAN, PL_RERANK = range(9)
+N_PLACES = 9
 # counts (cosmos.systems.COUNTS, in that order): cnt[...] in the kernel
 (C_ONE, C_DEGREE, C_READS, C_INSERTS, C_PROBES_K, C_RANK_PARTS, C_READS_X_PARTS,
- C_K) = range(8)
-N_COUNTS = 8
+ C_K, C_CODES, C_LUT, C_RERANK, C_LISTS, C_LISTS_LUT, C_DEV_K) = range(14)
+N_COUNTS = 14
+C_RANGE_LINES = N_COUNTS    # (not a declared count) lines of the scan element's range
 
 
 @nb.njit(cache=True, inline="always")
@@ -254,7 +282,7 @@ def _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec, node_lines_max, cached
         ct[K_RANK_LOCAL, c] = rt[R_RANK_LOCAL, row]
         ct[K_MLP, c] = rt[R_MLP, row]
         ct[K_LAT, c] = rt[R_LAT, row]
-        if op == STEP_MEM and src != OBJ_ADJACENCY:
+        if op == STEP_MEM and (src == OBJ_VECTOR or src == OBJ_READS):
             ct[K_R, c] = vec[0]
             ct[K_RSTEP, c] = vec[1]
             ct[K_CSTEP, c] = vec[2]
@@ -277,6 +305,9 @@ def _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec, node_lines_max, cached
         elif src == OBJ_ADJACENCY:
             obj = node
             nreq = _adjacency_lines(cnt[C_DEGREE], node_lines_max)
+        elif src == OBJ_RANGE:
+            obj = node
+            nreq = cnt[C_RANGE_LINES]
         else:
             obj = r0
             nreq = cnt[C_READS] * vec[3]
@@ -298,12 +329,19 @@ def _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec, node_lines_max, cached
 def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_node,
            hop_degree, hop_read_ptr, hop_cand_inserts, cluster_device, cached,
            node_lines_max, vector_lines, num_devices, k, vec_R, vec_rstep, vec_cstep,
-           slot_wire, slot_bytes, max_tasks, max_steps):
+           slot_wire, slot_bytes, max_tasks, max_steps, scan_count, scan_lines, range_base,
+           lut_entries, rr_ptr, rr_dev):
     """Interpret the step table (rows ``rt``/``rf``, place ``p`` = rows ``pp[p]:pp[p+1]``)
     over the trace. ``gpc = 0``: one task per query on the host cores (every search, then
     the merge); ``gpc = 1``: per device with probed clusters (first-probe order) a dispatch
     task on the I/O agent, then a search task on that device's GPC contexts, then one merge
-    task on the agent when all have finished."""
+    task on the agent when all have finished.
+
+    Scan traces (empty arrays for a graph trace): search ``s`` is a scan element of
+    ``scan_count[s]`` codes in ``scan_lines[s]`` lines, its range object ``range_base + s``;
+    the query's re-rank reads are ``rr_ptr[q]:rr_ptr[q+1]`` of the program's reads, grouped
+    by device (``rr_dev``), one ``rerank`` group per device (the search task's device only,
+    for ``gpc = 1``), after the task's searches."""
     Q = query_ptr.shape[0] - 1
     D = num_devices
     agent = D + 1
@@ -321,9 +359,14 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
     K = rt.shape[1] * (D + 2)
     ca = (np.zeros((N_CLS_INT, K), np.int64), np.zeros(K, np.float64), np.zeros(K, np.int64))
     vec = (vec_R, vec_rstep, vec_cstep, vector_lines)     # a vector's lines (OBJ_READS: each)
-    cnt = np.zeros(N_COUNTS, np.int64)
+    cnt = np.zeros(N_COUNTS + 1, np.int64)
     cnt[C_ONE] = 1
     cnt[C_K] = k
+    cnt[C_LUT] = lut_entries
+    has_scan = scan_count.shape[0] > 0
+    has_rerank = pp[PL_RERANK + 1] > pp[PL_RERANK] and rr_ptr.shape[0] > 0
+    dev_lists = np.zeros(D, np.int64)
+    dev_rr = np.zeros(D, np.int64)
     # partial distances per vector: one per rank holding a segment (a vector of fewer 64-B
     # lines than ranks leaves some ranks without one)
     cnt[C_RANK_PARTS] = min(vec_R, vector_lines)
@@ -336,20 +379,36 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
         s1 = query_ptr[q + 1]
         cnt[C_PROBES_K] = (s1 - s0) * k
         nd = 1
-        if gpc == 1:
+        if gpc == 1 or has_scan:
             nd = 0
             for s in range(s0, s1):
                 d = cluster_device[search_cluster[s]]
+                dev_lists[d] += 1
                 if seen[d] == 0:
                     seen[d] = 1
                     dev_order[nd] = d
                     nd += 1
+            cnt[C_DEV_K] = nd * k
+            if has_rerank:
+                for i in range(rr_ptr[q], rr_ptr[q + 1]):
+                    dev_rr[rr_dev[i]] += 1
+            if gpc == 0:            # (the host's one task: the distinct devices were counted)
+                for j in range(nd):
+                    seen[dev_order[j]] = 0
+                    dev_lists[dev_order[j]] = 0
+                    dev_rr[dev_order[j]] = 0
+                nd = 1
         merge_task = ti + 2 * nd
         for j in range(nd):
             dj = -1
             if gpc == 1:
                 dj = dev_order[j]
                 seen[dj] = 0
+                cnt[C_LISTS] = dev_lists[dj]
+                cnt[C_LISTS_LUT] = dev_lists[dj] * lut_entries
+                cnt[C_RERANK] = dev_rr[dj]
+                dev_lists[dj] = 0
+                dev_rr[dj] = 0
                 task_query[ti] = q
                 task_pool[ti] = agent
                 task_succ[ti] = ti + 1
@@ -375,6 +434,13 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
                 d = cluster_device[search_cluster[s]]
                 if gpc == 1 and d != dj:
                     continue
+                if has_scan:
+                    cnt[C_CODES] = scan_count[s]
+                    cnt[C_RANGE_LINES] = scan_lines[s]
+                    for row in range(pp[PL_SCAN], pp[PL_SCAN + 1]):
+                        si = _emit(sa, ca, si, rt, rf, row, d, range_base + s, 0, cnt, vec,
+                                   node_lines_max, cached, slot_wire, slot_bytes)
+                    continue
                 e = search_entry[s]
                 for row in range(pp[PL_ENTRY], pp[PL_ENTRY + 1]):
                     si = _emit(sa, ca, si, rt, rf, row, d, e, 0, cnt, vec, node_lines_max,
@@ -397,6 +463,21 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
                     for row in range(pp[PL_CAND], pp[PL_CAND + 1]):
                         si = _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec,
                                    node_lines_max, cached, slot_wire, slot_bytes)
+            if has_rerank:
+                # the re-rank reads of this task, one group per device (grouped by device)
+                i = rr_ptr[q]
+                while i < rr_ptr[q + 1]:
+                    d = rr_dev[i]
+                    i1 = i + 1
+                    while i1 < rr_ptr[q + 1] and rr_dev[i1] == d:
+                        i1 += 1
+                    if gpc == 0 or d == dj:
+                        cnt[C_READS] = i1 - i
+                        cnt[C_RERANK] = i1 - i
+                        for row in range(pp[PL_RERANK], pp[PL_RERANK + 1]):
+                            si = _emit(sa, ca, si, rt, rf, row, d, 0, i, cnt, vec,
+                                       node_lines_max, cached, slot_wire, slot_bytes)
+                    i = i1
             if gpc == 1:
                 for row in range(pp[PL_DONE], pp[PL_DONE + 1]):
                     si = _emit(sa, ca, si, rt, rf, row, dj, 0, 0, cnt, vec, node_lines_max,
@@ -409,6 +490,7 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
             task_succ[ti] = -1
             task_npred[ti] = nd
             task_device[ti] = -1
+        cnt[C_LISTS] = s1 - s0
         for row in range(pp[PL_MERGE], pp[PL_MERGE + 1]):
             si = _emit(sa, ca, si, rt, rf, row, -1, 0, 0, cnt, vec, node_lines_max, cached,
                        slot_wire, slot_bytes)
@@ -423,20 +505,27 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
 
 
 _CATEGORY_CODE = {name: i for i, name in enumerate(CATEGORIES)}
-_OBJ_CODE = {"entry-vector": OBJ_VECTOR, "adjacency": OBJ_ADJACENCY, "hop-vectors": OBJ_READS}
+_OBJ_CODE = {"entry-vector": OBJ_VECTOR, "adjacency": OBJ_ADJACENCY, "hop-vectors": OBJ_READS,
+             "list-codes": OBJ_RANGE, "list-vectors": OBJ_RANGE, "rerank-vectors": OBJ_READS}
 
 
-def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_devices: int):
+def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_devices: int,
+              code_bytes: int = 0):
     """The step table of ``model`` (a validated cosmos.systems.SystemModel) with ``costs``:
     ``(rt, rf, pp)``: int rows ``(N_R, rows)``, float rows ``(N_F, rows)`` and the place
-    pointers ``(N_PLACES + 1,)`` (a row's cached variant is appended after all places)."""
+    pointers ``(N_PLACES + 1,)`` (a row's cached variant is appended after all places).
+    ``code_bytes``: bytes per item of a scan's list reads (a PQ code, or a full vector);
+    their per-item cost is charged per 64-byte line returned, ``64 / code_bytes`` items
+    each (a list's last, partly filled line costs a whole line, as a pipeline taking one
+    line per cycle spends it)."""
     from cosmos.systems import COUNTS, PLACES, Read, Send
 
     count_code = {name: i for i, name in enumerate(COUNTS)}
     cv = costs._asdict()
     unit_mlp_lat = {"host": (costs.host_mlp, costs.host_lat),
                     "gpc": (costs.gpc_mlp, costs.dev_lat),
-                    "accelerator": (costs.accel_mlp, costs.dev_lat)}
+                    "accelerator": (costs.accel_mlp, costs.dev_lat),
+                    "scan-unit": (costs.scan_mlp, costs.dev_lat)}
     ints, floats, pp, alts = [], [], [0], []
 
     def terms(seq):
@@ -469,7 +558,10 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
             r[R_RANK_LOCAL] = int(st.rank_pus)
             r[R_MLP], r[R_LAT] = unit_mlp_lat[st.unit]
             if st.per_vector is not None:
-                f[F_CLINE] = cv[st.per_vector] / vector_lines
+                if r[R_SRC] == OBJ_RANGE:
+                    f[F_CLINE] = cv[st.per_vector] * LINE_BYTES / code_bytes
+                else:
+                    f[F_CLINE] = cv[st.per_vector] / vector_lines
             f[F_C0], f[F_C1], r[R_COUNT] = terms(st.after)
         elif isinstance(st, Send):
             r[R_OP] = STEP_XFER
@@ -520,29 +612,71 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     GPCs per device its ``dispatch`` and ``device_done`` steps around the device's search
     task. A read of an object held in the host graph cache (``layout.node_cached``) uses the
     read's ``cached`` variant.
+
+    A scan trace (an ``"ivfpq"`` or ``"exact"`` model): per scan element its ``scan`` steps
+    (a list read is one range object: the element's lines from ``layout.list_addr``,
+    appended to the address table after the node entries), per task its ``rerank`` steps
+    once per device holding some of the query's re-rank candidates (a search task on the
+    GPCs re-ranks those of its device), the program's reads being the re-rank reads grouped
+    by device within each query.
     """
     from cosmos.systems import model_for
 
     cfg.validate()
     model = model_for(cfg)
     meta = trace.meta
+    family = trace.index_kind       # "graph", "ivfpq" or "exact"
+    if family != model.index:
+        from cosmos_common import UserError
+        raise UserError(f"trace: an {family!r} trace cannot be replayed by system model "
+                        f"{model.name!r}, which replays {model.index!r} traces")
     dim = int(meta["dim"])
     k = int(meta["k"])
     vector_bytes = int(meta["vector_bytes"])
-    c = costs_for(cfg, dim, int(meta["cand_list_len"]))
+    pq_m = int(meta.get("pq_m", 0)) if family == "ivfpq" else 0
+    c = costs_for(cfg, dim, int(meta["cand_list_len"]), pq_m, vector_bytes)
     D = cfg.device.count
     Q = trace.num_queries
     S = trace.search_cluster.shape[0]
     H = trace.hop_node.shape[0]
     gpc = int(model.traversal == "gpc")
     n = {p: len(getattr(model, p)) for p in ("entry", "adjacency", "vectors", "candidates",
-                                             "dispatch", "device_done", "merge")}
+                                             "dispatch", "device_done", "merge", "scan",
+                                             "rerank")}
     max_tasks = Q * (2 * D + 1) + 1 if gpc else Q + 1
-    max_steps = (S * n["entry"] + H * (n["adjacency"] + n["vectors"] + n["candidates"])
-                 + Q * (n["merge"] + D * (n["dispatch"] + n["device_done"])) + 1)
+    max_steps = (S * (n["entry"] + n["scan"])
+                 + H * (n["adjacency"] + n["vectors"] + n["candidates"])
+                 + Q * (n["merge"] + D * (n["dispatch"] + n["device_done"] + n["rerank"])) + 1)
     if model.rank_pus and layout.rank_parts < 1:
         raise ValueError("rank-level PUs need a rank-partitioned layout")
-    rt, rf, pp = step_rows(model, c, layout.vector_lines, vector_bytes, D)
+    code_bytes = int(meta.get("code_bytes", 0)) if family != "graph" else 0
+    rt, rf, pp = step_rows(model, c, layout.vector_lines, vector_bytes, D, code_bytes)
+    node_addr = layout.node_addr
+    read_node = trace.read_node
+    z64 = np.zeros(0, np.int64)
+    scan_count, scan_lines, rr_ptr, rr_dev, lut = z64, z64, z64, z64, 0
+    if family != "graph":
+        if layout.list_addr is None or layout.code_bytes != code_bytes:
+            raise ValueError("a scan trace needs a layout with its list region "
+                             "(cosmos.layout.build_layout(code_bytes=...))")
+        sc = np.asarray(trace.search_cluster, np.int64)
+        scan_count = np.asarray(trace.scan_count, np.int64)
+        start = (layout.list_addr[sc].astype(np.int64)
+                 + (np.asarray(trace.scan_first, np.int64) - trace.cluster_ptr[sc]) * code_bytes)
+        line0 = start // LINE_BYTES
+        end = -(-(start + scan_count * code_bytes) // LINE_BYTES)
+        scan_lines = np.where(scan_count > 0, end - line0, 0).astype(np.int64)
+        node_addr = np.concatenate([layout.node_addr,
+                                    (line0 * LINE_BYTES).astype(np.uint64)])
+        # re-rank reads grouped by device within each query (stable: trace order inside)
+        rr_ptr = np.asarray(trace.rerank_ptr, np.int64)
+        rn = np.asarray(trace.rerank_node)
+        qof = np.repeat(np.arange(Q, dtype=np.int64), np.diff(rr_ptr))
+        dev = layout.node_device[rn] if rn.size else z64
+        order = np.lexsort((np.arange(rn.size), dev, qof))
+        read_node = rn[order]
+        rr_dev = np.asarray(dev, np.int64)[order]
+        lut = pq_m * PQ_KSUB          # entries of one lookup table
     cached = layout.node_cached if layout.node_cached is not None else np.zeros(1, np.uint8)
     if model.host_cache and layout.node_cached is None:
         raise ValueError(f"system model {model.name!r} reads a host graph cache: the layout "
@@ -552,7 +686,8 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
         trace.search_hop_ptr, trace.hop_node, trace.hop_degree, trace.hop_read_ptr,
         trace.hop_cand_inserts, np.asarray(cluster_device, np.int64), cached,
         layout.node_lines, layout.vector_lines, D, k, layout.rank_parts, layout.rank_step,
-        layout.col_step, c.slot_wire, c.slot_bytes, max_tasks, max_steps)
+        layout.col_step, c.slot_wire, c.slot_bytes, max_tasks, max_steps, scan_count,
+        scan_lines, trace.n, lut, rr_ptr, rr_dev)
     (qtp, tq, tp, tsucc, tnpred, tdev, tsp, scls, sobj, snreq, safter, swire, ct, cl) = out
     return Program(qtp, tq, tp, tsucc, tnpred, tdev, tsp, scls, sobj, snreq, safter, swire,
-                   *ct, cl, trace.read_node, layout.vector_addr, layout.node_addr)
+                   *ct, cl, read_node, layout.vector_addr, node_addr)

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from cosmos.layout import (AddressFields, Layout, build_layout, graph_cache_node
                            with_graph_cache)
 from cosmos.program import Program, build_program, pool_sizes
 from cosmos.systems import model_for
-from cosmos.trace_input import TraceArrays, as_trace
+from cosmos.trace_input import TraceArrays, as_trace, check_trace_for
 
 MODES = ("closed", "open")
 
@@ -269,6 +270,9 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     tr = as_trace(trace)
+    # a scan trace only for a scan system, a graph trace only for a graph system
+    label = str(trace) if isinstance(trace, (str, os.PathLike)) else "trace"
+    check_trace_for(model_for(cfg), tr, label)
     if num_queries is not None:
         if num_queries < 1:
             raise ValueError(f"num_queries must be >= 1, got {num_queries}")
@@ -306,7 +310,9 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                           vector_bytes=int(tr.meta["vector_bytes"]),
                           max_degree=int(tr.meta["max_degree"]), capacity_bytes=cap,
                           spread=cfg.layout_spread,
-                          vector_ranks=dcfg.ranks if model.rank_pus else 1, fields=fields)
+                          vector_ranks=dcfg.ranks if model.rank_pus else 1, fields=fields,
+                          code_bytes=int(tr.meta["code_bytes"]) if model.index != "graph"
+                          else 0)
     if model.host_cache:
         # the host DRAM graph cache is one more memory instance, after the devices
         gc = cfg.graph_cache

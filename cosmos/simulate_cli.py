@@ -166,11 +166,11 @@ def _note_num_queries(requested: int | None, available: int | None, name) -> Non
 
 def run(args) -> int:
     from cosmos.cli import UserError
-    from cosmos.presets import DESCRIPTIONS, PRESETS, get_preset
+    from cosmos.presets import DESCRIPTIONS, PRESETS, SCAN_PRESETS, get_preset
 
     if args.list:
-        width = max(len(n) for n in PRESETS) + 2
-        for name in PRESETS:
+        width = max(len(n) for n in (*PRESETS, *SCAN_PRESETS)) + 2
+        for name in (*PRESETS, *SCAN_PRESETS):   # graph systems, then the scan systems
             print(f"{name:{width}s}{DESCRIPTIONS[name]}")
         return 0
     if not args.system:
@@ -199,7 +199,11 @@ def run(args) -> int:
             raise UserError(f"trace {args.trace}: is a folder; expected a logical trace .npz")
         from cosmos.trace_input import as_trace
 
+        from cosmos.systems import model_for
+        from cosmos.trace_input import check_trace_for
+
         trace = as_trace(args.trace)  # validated before the results folder is made
+        check_trace_for(model_for(cfg), trace, args.trace)   # a family the system replays
         _note_num_queries(args.num_queries, trace.num_queries, args.trace)
     created = not out.exists()
     prepare_out_dir(out, "simulate")   # created (and checked writable) before the long work

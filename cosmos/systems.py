@@ -9,18 +9,27 @@ A :class:`SystemModel` says, for every place of a query, which steps run there:
 ``dispatch``    per device a query searches (``traversal="gpc"`` only), on the host's I/O
                 agent before the device's search task: what goes down the link;
 ``device_done`` at the end of a device's search task (``traversal="gpc"`` only): what comes up;
-``merge``       once per query on the host (its core, or the I/O agent for ``"gpc"``).
+``merge``       once per query on the host (its core, or the I/O agent for ``"gpc"``);
+``scan``        (scan models) once per scan element: a probed list's codes or vectors;
+``rerank``      (scan models) once per device holding some of the query's re-rank
+                candidates (a search on the GPCs: its own device's only): their full vectors.
+
+``index`` says which traces a model replays (graphs.trace meta ``index_kind``): ``"graph"``
+(hops: places entry .. candidates), ``"ivfpq"`` or ``"exact"`` (scan elements: places scan
+and rerank; no hops).
 
 A step is one of three records:
 
 - :class:`Read`: a ``unit`` (``"host"`` core, device ``"gpc"`` context, device
-  ``"accelerator"``) reads ``objects`` (``"entry-vector"``, ``"adjacency"`` or
-  ``"hop-vectors"``) from ``memory`` (``"index"``: where the index lives, a device or the host
+  ``"accelerator"``, device ``"scan-unit"``: a near-memory scan pipeline, scans only) reads
+  ``objects`` (``"entry-vector"``, ``"adjacency"``, ``"hop-vectors"``; for scans
+  ``"list-codes"`` / ``"list-vectors"``: the scan element's contiguous range of PQ codes or
+  full vectors, and ``"rerank-vectors"``) from ``memory`` (``"index"``: where the index lives, a device or the host
   DRAM; ``"host-cache"``: the host DRAM graph cache). The route follows: the host reading a
   device crosses the CXL link both ways; a device unit reads its own DRAM; ``rank_pus=True``
   reads each vector's 64-byte segments rank-locally (rank-level PUs). ``per_vector`` is a
-  :class:`cosmos.program.Costs` field charged per vector on the context's core, a share per
-  returned line (overlapped with the lines still in flight);
+  :class:`cosmos.program.Costs` field charged per vector (per code for list-codes) on the
+  context's core, a share per returned line (overlapped with the lines still in flight);
   ``after`` are :class:`Cost` terms (``Costs`` field x a count) added when the last line is
   back; ``cached`` is the same read for an object held in the host graph cache.
 - :class:`Send`: a message down (host to device) or up; its payload is ``vectors`` query
@@ -31,7 +40,12 @@ Every step names its breakdown category (``traversal``, ``distance``, ``candidat
 ``transfer``, ``queue``: cosmos.program.CATEGORIES). Counts: ``one``, ``degree`` (neighbors
 of the expanded node), ``reads`` (vectors read at the hop), ``inserts`` (candidate
 insertions), ``probes-x-k`` (probed clusters x k), ``rank-parts`` (ranks holding a segment of
-a vector), ``reads-x-rank-parts``, ``k``.
+a vector), ``reads-x-rank-parts``, ``k``; for scans ``codes`` (codes or vectors of the scan
+element), ``lut-entries`` (pq_m x 256: one lookup table), ``rerank-reads`` (re-rank vectors
+of the group, or of the device at dispatch / device_done), ``lists`` (lists the task scans:
+the device's at dispatch / device_done, the query's at merge), ``lists-x-lut-entries``,
+``devices-x-k`` (devices the query searched x k, at merge). :data:`PLACE_COUNTS` says which
+exist where.
 
 A model is registered under a name with :func:`register_system`, either as a
 ``SystemModel`` or as a function of the :class:`~cosmos.config.SystemConfig` that returns one
@@ -52,23 +66,39 @@ from typing import Callable, Union
 
 from cosmos_common import UserError
 
-UNITS = ("host", "gpc", "accelerator")
+UNITS = ("host", "gpc", "accelerator", "scan-unit")
 MEMORIES = ("index", "host-cache")
-OBJECTS = ("entry-vector", "adjacency", "hop-vectors")
+OBJECTS = ("entry-vector", "adjacency", "hop-vectors", "list-codes", "list-vectors",
+           "rerank-vectors")
 COUNTS = ("one", "degree", "reads", "inserts", "probes-x-k", "rank-parts",
-          "reads-x-rank-parts", "k")
+          "reads-x-rank-parts", "k", "codes", "lut-entries", "rerank-reads", "lists",
+          "lists-x-lut-entries", "devices-x-k")
 TRAVERSALS = ("host", "gpc")
 INDEX_MEMORIES = ("devices", "host")
 DIRECTIONS = ("down", "up")
-PLACES = ("entry", "adjacency", "vectors", "candidates", "dispatch", "device_done", "merge")
+#: the index families a model replays (a trace's meta ``index_kind``, graphs.trace)
+INDEXES = ("graph", "ivfpq", "exact")
+PLACES = ("entry", "adjacency", "vectors", "candidates", "dispatch", "device_done", "merge",
+          "scan", "rerank")
+#: places of a graph search and of a scan (the per-query and per-device places are shared)
+GRAPH_PLACES = ("entry", "adjacency", "vectors", "candidates")
+SCAN_PLACES = ("scan", "rerank")
 #: the objects a read may name at each place of a search (per-query places read nothing)
 PLACE_OBJECTS = {"entry": ("entry-vector",), "adjacency": ("adjacency",),
-                 "vectors": ("hop-vectors",)}
+                 "vectors": ("hop-vectors",), "scan": ("list-codes", "list-vectors"),
+                 "rerank": ("rerank-vectors",)}
+#: the object a scan reads, by index family
+SCAN_OBJECT = {"ivfpq": "list-codes", "exact": "list-vectors"}
 #: the counts that exist at each place (a hop's counts only at a hop)
 _HOP = ("one", "degree", "reads", "inserts", "rank-parts", "reads-x-rank-parts", "k")
 PLACE_COUNTS = {"entry": ("one", "rank-parts", "k"), "adjacency": _HOP, "vectors": _HOP,
-                "candidates": _HOP, "dispatch": ("one", "k"), "device_done": ("one", "k"),
-                "merge": ("one", "probes-x-k", "k")}
+                "candidates": _HOP,
+                "dispatch": ("one", "k", "lists", "lut-entries", "lists-x-lut-entries",
+                             "rerank-reads"),
+                "device_done": ("one", "k", "lists", "rerank-reads"),
+                "merge": ("one", "probes-x-k", "k", "lists", "devices-x-k"),
+                "scan": ("one", "codes", "lut-entries", "k"),
+                "rerank": ("one", "rerank-reads", "k")}
 
 
 @dataclass(frozen=True)
@@ -135,6 +165,7 @@ class SystemModel:
     description: str
     traversal: str
     index_memory: str = "devices"
+    index: str = "graph"
     entry: tuple = ()
     adjacency: tuple = ()
     vectors: tuple = ()
@@ -142,6 +173,8 @@ class SystemModel:
     dispatch: tuple = ()
     device_done: tuple = ()
     merge: tuple = ()
+    scan: tuple = ()
+    rerank: tuple = ()
 
     # ---- what the rest of the simulator asks ---------------------------------------------
     def steps(self):
@@ -185,6 +218,8 @@ class SystemModel:
             ctx = "host.threads x host.outstanding_misses"
         if any(isinstance(s, Read) and s.unit == "accelerator" for _, _, s in self.steps()):
             ctx += ", cxl_anns.accel_outstanding"
+        if any(isinstance(s, Read) and s.unit == "scan-unit" for _, _, s in self.steps()):
+            ctx += ", scan_unit.outstanding_requests"
         return ctx
 
     # ---- validation ------------------------------------------------------------------------
@@ -213,9 +248,25 @@ class SystemModel:
             if place in ("dispatch", "device_done") and seq and self.traversal != "gpc":
                 bad(place, "only a search on the device GPCs (traversal='gpc') has per-device "
                            "dispatch and device_done steps")
-        if not self.adjacency:
-            bad("adjacency", "a search reads the expanded node's adjacency list: declare a Read "
-                             "of 'adjacency'")
+        if self.index not in INDEXES:
+            bad("index", f"unknown {self.index!r}; expected one of {INDEXES}")
+        if self.index == "graph":
+            if not self.adjacency:
+                bad("adjacency", "a search reads the expanded node's adjacency list: declare a "
+                                 "Read of 'adjacency'")
+            for place in SCAN_PLACES:
+                if getattr(self, place):
+                    bad(place, f"a graph search (index='graph') has no {place!r} steps; "
+                               f"scan models set index='ivfpq' or 'exact'")
+        else:
+            for place in GRAPH_PLACES:
+                if getattr(self, place):
+                    bad(place, f"a scan (index={self.index!r}) has no hops: declare its work "
+                               f"at 'scan' and 'rerank', not at {place!r}")
+            want = SCAN_OBJECT[self.index]
+            if not any(isinstance(st, Read) and st.objects == want for st in self.scan):
+                bad("scan", f"a scan of an {self.index!r} index reads its lists: declare a "
+                            f"Read of {want!r}")
         costs = set(Costs._fields)
         for place, i, st in self.steps():
             where = f"{place}[{i}]"
@@ -249,10 +300,16 @@ class SystemModel:
                 if st.objects not in PLACE_OBJECTS[place]:
                     bad(f"{where}.objects", f"{st.objects!r} at {place!r}; expected "
                                             f"{PLACE_OBJECTS[place]}")
+                if place == "scan" and st.objects != SCAN_OBJECT[self.index]:
+                    bad(f"{where}.objects", f"{st.objects!r}: a scan of an {self.index!r} "
+                                            f"index reads {SCAN_OBJECT[self.index]!r}")
                 if st.unit not in UNITS:
                     bad(f"{where}.unit", f"unknown {st.unit!r}; expected one of {UNITS}")
                 ok_units = ("host", "accelerator") if self.traversal == "host" else \
-                    ("gpc", "accelerator")
+                    ("gpc", "accelerator", "scan-unit")
+                if st.unit == "scan-unit" and place not in SCAN_PLACES:
+                    bad(f"{where}.unit", f"the scan unit streams lists and re-rank vectors "
+                                         f"(places {SCAN_PLACES}), not {place!r} reads")
                 if st.unit not in ok_units:
                     bad(f"{where}.unit", f"{st.unit!r} cannot serve a search that runs on the "
                                          f"{self.traversal}; expected one of {ok_units}")
@@ -267,6 +324,10 @@ class SystemModel:
                         bad(f"{where}.memory", "the index is already in host DRAM")
                     if st.rank_pus:
                         bad(f"{where}.rank_pus", "no rank PUs in host DRAM")
+                if st.rank_pus and place in SCAN_PLACES:
+                    bad(f"{where}.rank_pus", "scan reads on the rank PUs are not modeled (the "
+                                             "scan layout keeps a list contiguous across the "
+                                             "channels, not partitioned across ranks)")
                 if st.rank_pus:
                     if st.unit == "host" or self.index_in_host:
                         bad(f"{where}.rank_pus", "rank PUs sit in the devices' DRAM ranks: a "
@@ -281,7 +342,7 @@ class SystemModel:
                     if st.objects == "adjacency":
                         bad(f"{where}.per_vector", "a per-vector cost needs vector objects")
                 if st.cached is not None:
-                    if place == "vectors":
+                    if place not in ("entry", "adjacency"):
                         bad(f"{where}.cached", "the graph cache holds single objects (entry "
                                                "vector, adjacency list), not a hop's reads")
                     c = st.cached
@@ -473,3 +534,109 @@ def _cxl_anns_rankpu(cfg):
                         "on the rank-level PUs; set it to true (or use kind cxl-anns)")
     return _host_traversal_device_distances("cxl-anns-rankpu", describe("cxl-anns-rankpu"),
                                             rank_pus=True)
+
+
+# ------------------------------------------------------------------------------------------
+# Scan systems (issue 31): IVF-PQ and exact scan of the graph index's k-means lists, on the
+# host over the CXL link or next to the memory. They replay the scan traces of graphs.ivfpq.
+# Every cost is a cosmos.program.Costs field from a cosmos.config field with its source
+# (host.* and scan_unit.* in cosmos.config.SOURCE).
+# ------------------------------------------------------------------------------------------
+
+#: bytes of one lookup-table entry sent to a device: float32, as graphs.ivfpq builds them
+#: (and ChamVS's LUTs: fp32 distances)
+LUT_ENTRY_BYTES = 4
+#: bytes of a probed list's id in a dispatch message (int32 list ids, as the trace's)
+LIST_ID_BYTES = 4
+#: bytes of one result entry returned by a device: int32 id + float32 distance
+RESULT_ENTRY_BYTES = 8
+
+
+def _scan_host(name, description, index):
+    """The host core scans: for IVF-PQ it builds each probed list's lookup table (pq_m x 256
+    entries of dim / pq_m dimensions each) and reads the list's codes from the CXL memory
+    (every line crosses the link; per code pq_m lookups + the queue compare); re-ranks the R
+    best candidates with their full vectors, read over the link as well; sorts the top-k."""
+    if index == "ivfpq":
+        scan = (Compute("distance", (Cost("host_lut", "lut-entries"),)),
+                Read("list-codes", "host", "distance", per_vector="host_code"))
+    else:
+        scan = (Read("list-vectors", "host", "distance", per_vector="host_dist"),)
+    return SystemModel(
+        name=name, description=description, traversal="host", index=index, scan=scan,
+        rerank=(Read("rerank-vectors", "host", "distance", per_vector="host_dist"),),
+        merge=(Compute("candidate", (Cost("host_merge", "k"),)),))
+
+
+def _scan_pnm(name, description, index):
+    """Chameleon-style near-memory scan (Jiang et al., VLDB 2024, ChamVS memory nodes): per
+    device holding probed lists, the host sends the lists' ids and, for IVF-PQ, the query's
+    lookup table (built on the host: pq_m x 256 float32 entries, the query's part of the
+    residual tables; the lists' part is precomputed with the index, as faiss's precomputed
+    tables) down the link; a device search context drives a scan unit that loads each list's
+    table (ChamVS: 256 cycles),
+    streams the list's codes from the device DRAM through its decoding pipeline
+    (scan_unit.codes_per_cycle), keeps a local top queue (ChamVS's hierarchical priority
+    queue, at line rate) and drains its pipeline (ChamVS: 131 cycles); it re-ranks the
+    candidates it holds with their full vectors read from its DRAM through the dot-product
+    pipeline and returns its local top-k (8 bytes each); the host merges the devices' lists.
+
+    Exact scan: the same unit with a dot-product pipeline instead of the decoders
+    (scan_unit.dot_bytes_per_cycle of full vectors per cycle: the GEMM units of the VCK5000
+    dense-retrieval study, for one query a GEMV, memory bound). Not the rank PUs: they
+    compute per-rank partial sums of vectors partitioned across ranks, which the scan
+    layout does not do (a list is one sequential run through the channels' rows) and a scan
+    would need one partial-sum add per 64-byte segment on the GPC."""
+    if index == "ivfpq":
+        # one table per query: the query's distances to the sub-centroids (pq_m x 256); the
+        # per-list term of the residual tables is precomputed with the index and stored with
+        # the lists (faiss IndexIVFPQ's precomputed tables), added by the unit's table load
+        dispatch = (Compute("distance", (Cost("host_lut", "lut-entries"),)),
+                    Send("down", per_item_bytes=LUT_ENTRY_BYTES, count="lut-entries"),
+                    Send("down", per_item_bytes=LIST_ID_BYTES, count="lists"))
+        scan = (Compute("distance", (Cost("scan_lut_load"),)),
+                Read("list-codes", "scan-unit", "distance", per_vector="scan_code",
+                     after=(Cost("scan_pipeline"),)))
+    else:
+        dispatch = (Send("down", vectors=1),
+                    Send("down", per_item_bytes=LIST_ID_BYTES, count="lists"))
+        scan = (Read("list-vectors", "scan-unit", "distance", per_vector="scan_dot",
+                     after=(Cost("scan_pipeline"),)),)
+    return SystemModel(
+        name=name, description=description, traversal="gpc", index=index,
+        dispatch=dispatch, scan=scan,
+        rerank=(Read("rerank-vectors", "scan-unit", "distance", per_vector="scan_dot",
+                     after=(Cost("scan_pipeline"),)),),
+        device_done=(Send("up", per_item_bytes=RESULT_ENTRY_BYTES, count="k"),),
+        merge=(Compute("candidate", (Cost("host_merge", "devices-x-k"),)),))
+
+
+register_system(_scan_host(
+    "ivfpq-host", "IVF-PQ on the host: lookup tables, code scan and re-rank reads over the "
+    "CXL link", "ivfpq"))
+register_system(_scan_pnm(
+    "ivfpq-pnm", "IVF-PQ near memory (Chameleon's ChamVS): lookup table down, per-device "
+    "PQ decoding units stream the codes, re-rank on the device, local top-k up", "ivfpq"))
+register_system(_scan_host(
+    "exact-host", "exact scan on the host: the probed lists' full vectors over the CXL link",
+    "exact"))
+register_system(_scan_pnm(
+    "exact-pnm", "exact scan near memory: per-device dot-product units stream the probed "
+    "lists' full vectors, local top-k up", "exact"))
+
+
+def systems_for_index(index: str) -> tuple:
+    """Registered models that replay traces of ``index`` (``"graph"``, ``"ivfpq"``,
+    ``"exact"``), resolved against the default config of their kind (a model whose
+    function refuses the default config is left out)."""
+    from cosmos.config import SystemConfig
+
+    out = []
+    for name, (_, entry) in _REGISTRY.items():
+        try:
+            model = entry if isinstance(entry, SystemModel) else entry(SystemConfig(kind=name))
+        except UserError:
+            continue
+        if isinstance(model, SystemModel) and model.index == index:
+            out.append(name)
+    return tuple(out)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,6 +27,10 @@ OPTIONAL = ("cluster_adjacency", "centroids", "result_ids")
 META_REQUIRED = ("dim", "vector_bytes", "max_degree", "k", "cand_list_len")
 #: CSR pointers (int64 in the contract; the other required arrays are ids and counts)
 POINTERS = ("cluster_ptr", "query_ptr", "search_hop_ptr", "hop_read_ptr")
+#: Index families (meta ``index_kind``; absent = "graph") and the scan arrays of a scan trace
+#: (docs/contracts.md, "Scan traces")
+INDEX_KINDS = ("graph", "ivfpq", "exact")
+SCAN_ARRAYS = ("scan_first", "scan_count", "rerank_ptr", "rerank_node")
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,17 @@ class TraceArrays:
     hop_cand_inserts: np.ndarray
     cluster_adjacency: np.ndarray | None = None
     centroids: np.ndarray | None = None
+    #: scan traces only (empty for a graph trace): per search its first position and codes
+    #: read, per query its re-rank reads (CSR over rerank_node, dataset rows)
+    scan_first: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    scan_count: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rerank_ptr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rerank_node: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+
+    @property
+    def index_kind(self) -> str:
+        """``"graph"`` (hops) or a scan (``"ivfpq"``, ``"exact"``): meta ``index_kind``."""
+        return self.meta.get("index_kind", "graph")
 
     @property
     def num_queries(self) -> int:
@@ -68,6 +83,12 @@ class TraceArrays:
         h_end = int(self.search_hop_ptr[s_end])
         r_end = int(self.hop_read_ptr[h_end])
         meta = dict(self.meta, num_queries=q)
+        scan = {}
+        if self.index_kind != "graph":
+            rr_end = int(self.rerank_ptr[q])
+            scan = dict(scan_first=self.scan_first[:s_end], scan_count=self.scan_count[:s_end],
+                        rerank_ptr=self.rerank_ptr[: q + 1],
+                        rerank_node=self.rerank_node[:rr_end])
         return TraceArrays(
             meta=meta, cluster_ptr=self.cluster_ptr, cluster_nodes=self.cluster_nodes,
             query_ptr=self.query_ptr[: q + 1], search_cluster=self.search_cluster[:s_end],
@@ -75,7 +96,7 @@ class TraceArrays:
             search_hop_ptr=self.search_hop_ptr[: s_end + 1], hop_node=self.hop_node[:h_end],
             hop_degree=self.hop_degree[:h_end], hop_read_ptr=self.hop_read_ptr[: h_end + 1],
             read_node=self.read_node[:r_end], hop_cand_inserts=self.hop_cand_inserts[:h_end],
-            cluster_adjacency=self.cluster_adjacency, centroids=self.centroids)
+            cluster_adjacency=self.cluster_adjacency, centroids=self.centroids, **scan)
 
 
 def _load_npz(path: str) -> dict:
@@ -165,9 +186,8 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
                              f"{type(meta).__name__}")
     meta = dict(meta)
     kind = meta.get("index_kind", "graph")
-    if kind != "graph":
-        raise ValueError(f"{label}: an {kind!r} trace (scan elements of graphs.ivfpq): the "
-                         f"system models replay graph traces (index_kind 'graph') only")
+    if kind not in INDEX_KINDS:
+        raise ValueError(f"{label}: meta 'index_kind' {kind!r}; expected one of {INDEX_KINDS}")
     sums = meta.pop("checksums", None) or {}
     if not isinstance(sums, dict):
         raise ValueError(f"{label}: meta 'checksums' must be a dict of array name -> checksum")
@@ -229,10 +249,12 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
 
     in_range("search_cluster", C)
     in_range("cluster_nodes", n)
-    for key in ("search_entry", "hop_node", "read_node"):
+    for key in (("hop_node", "read_node") if kind != "graph" else
+                ("search_entry", "hop_node", "read_node")):
         in_range(key, n)
     vector_bytes = _meta_int(label, meta, "vector_bytes")
-    max_degree = _meta_int(label, meta, "max_degree")
+    # (a scan index has no graph: max_degree 0)
+    max_degree = _meta_int(label, meta, "max_degree", low=0 if kind != "graph" else 1)
     _meta_int(label, meta, "dim", high=vector_bytes, high_text=" (at most one dimension per "
               "byte of meta 'vector_bytes')")
     _meta_int(label, meta, "k", high=max(n, 1), high_text=" (at most the n = "
@@ -260,6 +282,99 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
     # has one compiled variant whatever integer dtype the caller used
     for key in REQUIRED:
         a = arrays[key]
-        if key not in POINTERS and a.dtype != np.int32 and (a.size == 0 or a.max() < 2**31):
+        if key not in POINTERS and a.dtype != np.int32 and (a.size == 0 or a.max() < 2**31) \
+                and (key != "search_entry" or kind == "graph"):
             arrays[key] = a.astype(np.int32)
-    return TraceArrays(meta=meta, **arrays, **opt)
+    scan = _scan_arrays(src, label, kind, meta, arrays, verify) if kind != "graph" else {}
+    return TraceArrays(meta=meta, **arrays, **opt, **scan)
+
+
+def _scan_arrays(src, label, kind, meta, arrays, verify) -> dict:
+    """The scan elements and re-rank reads of a scan trace (docs/contracts.md, "Scan
+    traces"), validated: one element per search inside its list, no hops, meta
+    ``code_bytes`` >= 1 (= ``pq_m`` for IVF-PQ, ``vector_bytes`` for an exact scan), the
+    re-rank reads a CSR over the queries of dataset rows."""
+    out = {}
+    for key in SCAN_ARRAYS:
+        v = _get(src, key)
+        if v is None:
+            raise ValueError(f"{label}: an {kind!r} trace lacks its scan array {key!r} "
+                             f"(docs/contracts.md, scan traces)")
+        a = np.asarray(v)
+        if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"{label}: {key!r} must be a 1-D integer array, got {a.dtype} "
+                             f"shape {a.shape}")
+        verify(key, a)
+        out[key] = a.astype(np.int32 if key == "rerank_node" else np.int64, copy=False)
+    n = arrays["cluster_nodes"].shape[0]
+    S = arrays["search_cluster"].shape[0]
+    Q = arrays["query_ptr"].shape[0] - 1
+    if arrays["hop_node"].shape[0]:
+        raise ValueError(f"{label}: an {kind!r} trace has scan elements, not hops "
+                         f"(hop_node must be empty)")
+    for key in ("scan_first", "scan_count"):
+        if out[key].shape[0] != S:
+            raise ValueError(f"{label}: {key!r} has {out[key].shape[0]} entries, expected one "
+                             f"per search ({S})")
+    ptr = arrays["cluster_ptr"]
+    sc = arrays["search_cluster"].astype(np.int64)
+    lo, hi = ptr[sc], ptr[sc + 1]
+    bad = np.nonzero((out["scan_count"] < 0) | (out["scan_first"] < lo)
+                     | (out["scan_first"] + out["scan_count"] > hi))[0]
+    if bad.size:
+        s = int(bad[0])
+        raise ValueError(f"{label}: scan element {s} (scan_first {int(out['scan_first'][s])}, "
+                         f"scan_count {int(out['scan_count'][s])}) leaves its list "
+                         f"{int(sc[s])} (positions [{int(lo[s])}, {int(hi[s])}))")
+    rp = out["rerank_ptr"]
+    R = out["rerank_node"].shape[0]
+    if rp.shape[0] != Q + 1 or rp[0] != 0 or np.any(np.diff(rp) < 0) or rp[-1] != R:
+        raise ValueError(f"{label}: 'rerank_ptr' must have {Q + 1} entries, start at 0, never "
+                         f"decrease and end at len(rerank_node) = {R}")
+    rn = out["rerank_node"]
+    if rn.size and (rn.min() < 0 or rn.max() >= n):
+        i = int(np.nonzero((rn < 0) | (rn >= n))[0][0])
+        raise ValueError(f"{label}: rerank_node[{i}] = {int(rn[i])} out of range [0, {n})")
+    # a re-ranked candidate comes from one of its query's probed lists (the near-memory
+    # systems re-rank it on the device holding that list)
+    C = ptr.shape[0] - 1
+    list_of = np.empty(n, np.int64)
+    list_of[arrays["cluster_nodes"]] = np.repeat(np.arange(C, dtype=np.int64), np.diff(ptr))
+    probed = (np.repeat(np.arange(Q, dtype=np.int64), np.diff(arrays["query_ptr"])) * C + sc)
+    rq = np.repeat(np.arange(Q, dtype=np.int64), np.diff(rp))
+    outside = np.nonzero(~np.isin(rq * C + list_of[rn], probed))[0]
+    if outside.size:
+        i = int(outside[0])
+        raise ValueError(f"{label}: rerank_node[{i}] = {int(rn[i])} (list "
+                         f"{int(list_of[rn[i]])}) is not in a list its query {int(rq[i])} "
+                         f"probed")
+    if "code_bytes" not in meta:
+        raise ValueError(f"{label}: an {kind!r} trace's meta lacks 'code_bytes'")
+    cb = _meta_int(label, meta, "code_bytes")
+    if kind == "ivfpq":
+        pq_m = _meta_int(label, meta, "pq_m") if "pq_m" in meta else None
+        if pq_m != cb:
+            raise ValueError(f"{label}: meta 'code_bytes' {cb} must equal meta 'pq_m' {pq_m} "
+                             f"(8-bit codes: one byte per sub-space)")
+    elif cb != int(meta["vector_bytes"]):
+        raise ValueError(f"{label}: meta 'code_bytes' {cb} of an exact scan must equal meta "
+                         f"'vector_bytes' {int(meta['vector_bytes'])} (it reads full vectors)")
+    return out
+
+
+def check_trace_for(model, tr: "TraceArrays", label: str = "trace") -> None:
+    """Refuse (one line, UserError) a trace that ``model`` (cosmos.systems.SystemModel) does
+    not replay: a scan trace given to a graph system, a graph trace to a scan system, an
+    IVF-PQ trace to an exact-scan system and the reverse."""
+    from cosmos_common import UserError
+    from cosmos.systems import systems_for_index
+
+    kind = tr.index_kind
+    if kind == model.index:
+        return
+    what = {"graph": "a 'graph' trace (hops)", "ivfpq": "an 'ivfpq' trace (IVF-PQ: scan "
+            "elements of PQ codes)", "exact": "an 'exact' trace (exact scan: scan elements of "
+            "full vectors)"}
+    raise UserError(f"{label}: {what[kind]} cannot be replayed by system {model.name!r}, "
+                    f"which replays {model.index!r} traces; systems for {kind!r} traces: "
+                    f"{', '.join(systems_for_index(kind)) or 'none registered'}")

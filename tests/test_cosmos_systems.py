@@ -117,9 +117,12 @@ def test_simulate_list_names_every_system_with_its_description(capsys):
     from cosmos.cli import main
 
     assert main(["simulate", "--list"]) == 0
+    from cosmos.presets import SCAN_PRESETS
+
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == len(PRESETS)
-    for line, name in zip(lines, PRESETS):
+    names = (*PRESETS, *SCAN_PRESETS)       # the graph systems, then the scan systems
+    assert len(lines) == len(names)
+    for line, name in zip(lines, names):
         got_name, desc = line.split(None, 1)
         assert got_name == name and desc == DESCRIPTIONS[name]
 
