@@ -421,19 +421,21 @@ def _check_trace(trace, capacity_bytes: int, wrap: bool):
     addr = _check_capacity(addr, capacity_bytes, wrap)
     if addr.size and int(addr.max()) >= (1 << 62):
         raise UserError(f"trace.addr: address at index {int(np.argmax(addr))} is >= 2**62")
-    addr = addr.astype(np.int64)
+    # below 2**62: the same numbers as int64 (a view, not a copy, for uint64)
+    addr = (addr.view(np.int64) if addr.dtype == np.uint64
+            else addr.astype(np.int64, copy=False))
     n = addr.shape[0]
     is_write = np.asarray(is_write)
     if is_write.shape != (n,):
         raise UserError(f"trace.is_write: expected shape ({n},), got {is_write.shape}")
-    is_write = (is_write != 0).astype(np.int64)
+    is_write = (is_write != 0).view(np.uint8)
     arrival = get("arrival")
     timed = arrival is not None
     if timed:
         arrival = np.asarray(arrival)
         if arrival.shape != (n,):
             raise UserError(f"trace.arrival: expected shape ({n},), got {arrival.shape}")
-        arrival = arrival.astype(np.int64)
+        arrival = arrival.astype(np.int64, copy=False)
         if n and arrival.min() < 0:
             raise UserError(f"trace.arrival: negative cycle at index {int(np.argmin(arrival))}")
         bad = np.nonzero(np.diff(arrival) < 0)[0]
@@ -445,12 +447,12 @@ def _check_trace(trace, capacity_bytes: int, wrap: bool):
         arrival = np.zeros(n, np.int64)
     rank_local = get("rank_local", None)
     if rank_local is None:
-        rank_local = np.zeros(n, np.int64)
+        rank_local = np.zeros(n, np.uint8)
     else:
         rank_local = np.asarray(rank_local)
         if rank_local.shape != (n,):
             raise UserError(f"trace.rank_local: expected shape ({n},), got {rank_local.shape}")
-        rank_local = (rank_local != 0).astype(np.int64)
+        rank_local = (rank_local != 0).view(np.uint8)
     return addr, is_write, arrival, rank_local, timed
 
 
@@ -602,6 +604,6 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     stats = summarize(config, params, state, arrival, accept, completion, is_write, timed)
     stats["driver_iterations"] = int(drv[4])
     return ReplayResult(arrival=arrival, accept=accept, completion=completion,
-                        is_write=is_write.astype(np.uint8), stats=stats, config=config,
+                        is_write=is_write, stats=stats, config=config,
                         wall_s=wall, cpu_s=cpu, compile_s=compile_s, command_log=log,
                         channel=ch)

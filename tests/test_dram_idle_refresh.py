@@ -298,7 +298,7 @@ def _layout_by_argsort(params, addr, is_write, rank_local, arrival):
     mapped = np.zeros((n, 5), np.int64)
     K.map_all(params, addr, mapped)
     ch = mapped[:, 0]
-    fifo = ch * 2 + is_write
+    fifo = ch * 2 + is_write.astype(np.int64)
     order = np.argsort(fifo, kind="stable")
     chan_list = np.argsort(ch, kind="stable")
     rec = np.stack([order, addr[order], is_write[order], rank_local[order], mapped[order, 1],
@@ -320,8 +320,8 @@ def test_prepare_lays_requests_out_as_stable_sorts_do(channels, mapping):
     n = 3000
     # beyond the capacity too (wrap="mapper": the mapper drops the bits above its fields)
     addr = rng.integers(0, 3 * cfg.capacity_bytes, n).astype(np.int64) & ~63
-    is_write = rng.integers(0, 2, n).astype(np.int64)
-    rank_local = rng.integers(0, 2, n).astype(np.int64)
+    is_write = rng.integers(0, 2, n).astype(np.uint8)       # as _check_trace passes them
+    rank_local = rng.integers(0, 2, n).astype(np.uint8)
     arrival = np.sort(rng.integers(0, 10 * n, n)).astype(np.int64)
     want = _layout_by_argsort(params, addr, is_write, rank_local, arrival)
     bits = O._field_bits(params)
