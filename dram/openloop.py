@@ -86,22 +86,6 @@ def _drain(H, out_ids, out_cyc, completion):
     return n
 
 
-@njit(cache=True, inline="always", _nrt=False)
-def _channel_next(H, g, clk):
-    """Earliest cycle >= clk at which channel g's tick can change anything."""
-    c = H[_u(K.H_O_CH)] + g * K.NCHF
-    best = H[_u(c + K.C_WAKE)]
-    if H[_u(c + K.C_PDL)] > 0:
-        d = H[_u(H[_u(K.H_O_PEND)] + (g * H[_u(K.H_PD)] + H[_u(c + K.C_PDH)]) * 2 + 1)]
-        if d < best:
-            best = d
-    if H[_u(c + K.C_NREF)] < best:
-        best = H[_u(c + K.C_NREF)]
-    if best < clk:
-        best = clk
-    return best
-
-
 @njit(cache=True, _nrt=False)
 def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, fifo_adm,
          rej_stamp, drv, accept, completion, max_done, out_ids, out_cyc, every_cycle,
@@ -203,7 +187,7 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
             if every_cycle:             # evaluate in every cycle (no wake skips, no memo)
                 H[_u(oc + K.C_WAKE)] = 0
                 H[_u(oc + K.C_EPOCH)] += 1
-            if _channel_next(H, g, t + 1) == t + 1:
+            if K._channel_next_event(H, g, t + 1) == t + 1:
                 K._channel_tick(params, H, g, t + 1)
             drv[7] = t + 1
             if H[_u(og + K.G_CLEN)] > 0:
@@ -225,7 +209,7 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
                     (b1 and stamp0 != stamp):
                 t += 1
                 continue
-            tn = _channel_next(H, g, t + 2) - 1
+            tn = K._channel_next_event(H, g, t + 2) - 1
             if nxt < ng:
                 a = adm_arrival[_u(c0 + nxt)]
                 if a < tn:
