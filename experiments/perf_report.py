@@ -273,8 +273,15 @@ STATIC = """\
   `dram/openloop.py`. Per request a loaded trace costs about 5-6 driver iterations, 4-6
   scheduler evaluations and 3 commands (each updating about 20 timing constraints); the time
   is spread over the driver, the buffer scans, the constraint updates, the scheduler-cache
-  refresh, serving and the offers, none above about a fifth. Reading a trace file is
-  vectorized numpy (about a million lines per second).
+  refresh, serving and the offers, none above about a fifth.
+- **A whole `cosmos dram replay`** (`bench_replay.py`; `--verbose` prints the split of one
+  run): besides the simulation, a fixed start-up of about a second of CPU (interpreter, numpy,
+  numba, loading the cached kernels; the command starts numba without scipy.linalg and cffi,
+  which the kernels never use), reading the trace (a compiled scanner over 16 MiB blocks,
+  `dram/tracescan.py`), laying the requests out for the driver (one compiled pass: address
+  mapping and a counting sort by channel and FIFO), the statistics and the files. On a
+  virtual machine, first-touching fresh memory costs a few milliseconds per MB, so the
+  replay's set-up avoids copies of the trace's arrays.
 - **Graphs** (`bench_graphs.py`): the exact ground truth is BLAS matrix products; the index
   build is k-means plus hnswlib graph construction (clusters built in parallel); the traced
   search is a numba `prange` over queries.
