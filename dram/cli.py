@@ -296,7 +296,10 @@ def _replay_function():
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from dram.jitcache import start_numba_lean
     from dram.output import new_run_dir
+
+    start_numba_lean()      # this process runs only the DRAM kernels
 
     config = build_config(args)
     opts = replay_options(args)
@@ -445,12 +448,16 @@ def _versions() -> dict:
 def _progress_bar(total: int, *, disable: bool):
     """A tqdm bar over completed requests and the callback ``f(done, total)`` that advances it;
     shown on a terminal only, and only once the run has taken more than a second."""
+    try:
+        terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError):         # replaced or closed stderr
+        terminal = False
+    if disable or not terminal:                  # no bar (pipes, logs, tests): no tqdm import
+        return (lambda done, total_=None: None), (lambda: None)
     from tqdm.auto import tqdm
 
-    # disable=None: no bar when stderr is not a terminal (pipes, logs, tests)
-    bar = tqdm(total=total, unit="req", unit_scale=True, desc="replay",
-               disable=True if disable else None, mininterval=0.5, delay=1.0, file=sys.stderr,
-               leave=False)
+    bar = tqdm(total=total, unit="req", unit_scale=True, desc="replay", mininterval=0.5,
+               delay=1.0, file=sys.stderr, leave=False)
     state = {"done": 0}
 
     def progress(done: int, total_: int | None = None) -> None:

@@ -13,6 +13,8 @@ It handles numba's default cache location (``__pycache__`` beside the source). W
 ``NUMBA_CACHE_DIR`` set, numba keeps the cache elsewhere and this function does nothing.
 
 :func:`vectorizing` compiles the simulator's entry points with LLVM's SLP vectorizer on.
+:func:`start_numba_lean` keeps numba's start-up from importing scipy.linalg and cffi, which the
+simulator's kernels never use (about a quarter of a second of a short command's time).
 """
 
 from __future__ import annotations
@@ -22,7 +24,45 @@ import hashlib
 import os
 from pathlib import Path
 
-__all__ = ["drop_stale", "vectorizing"]
+__all__ = ["drop_stale", "start_numba_lean", "vectorizing"]
+
+#: Modules numba's start-up imports only to offer features the simulator's kernels do not use:
+#: ``numba.np.arraymath`` imports scipy.linalg's BLAS to decide whether ``np.correlate`` and
+#: ``np.convolve`` use it, ``numba.core.typing.cffi_utils`` imports cffi to type cffi calls.
+_LEAN_START = {"numba.np.arraymath": "scipy.linalg.cython_blas",
+               "numba.core.typing.cffi_utils": "cffi"}
+
+
+def start_numba_lean() -> bool:
+    """Import numba's start-up modules without scipy.linalg and cffi; True if it did.
+
+    For processes that run only the simulator's kernels (``cosmos dram replay``): called
+    before the first jitted call, it imports the numba modules of :data:`_LEAN_START` while
+    their optional dependency is hidden, so numba records it as absent, then unhides it.
+    Afterwards, in this process only, jitted ``np.correlate``/``np.convolve`` use numba's own
+    loop instead of BLAS and jitted code cannot call cffi functions; every other numba
+    feature (BLAS-backed ``np.dot`` and ``np.linalg`` included, which import scipy when they
+    compile) and scipy itself work as usual, and machine code loaded from numba's cache is
+    the same. Does nothing once numba has started (the modules are imported already).
+    """
+    import sys
+
+    todo = {mod: dep for mod, dep in _LEAN_START.items() if mod not in sys.modules}
+    if not todo:
+        return False
+    hidden = [dep for dep in todo.values() if dep not in sys.modules]
+    for dep in hidden:
+        sys.modules[dep] = None         # "import dep" raises ImportError
+    try:
+        import importlib
+
+        for mod in todo:
+            importlib.import_module(mod)
+    finally:
+        for dep in hidden:
+            if sys.modules.get(dep, 0) is None:
+                del sys.modules[dep]
+    return True
 
 
 @contextlib.contextmanager

@@ -887,21 +887,38 @@ def pop_completions(state, out_ids, out_cycles):
     return _pop(state.heap, out_ids, out_cycles)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _channel_wake(H, g):
+    """Earliest cycle at which channel g's tick can change anything, possibly in the past:
+    its scheduler's wake-up cycle, the oldest pending read's data return, the next refresh."""
+    c = _chs(H, g)
+    best = H[_u(c + C_WAKE)]
+    if H[_u(c + C_PDL)] > 0:
+        d = H[_u(H[_u(H_O_PEND)] + (g * H[_u(H_PD)] + H[_u(c + C_PDH)]) * 2 + 1)]
+        if d < best:
+            best = d
+    if H[_u(c + C_NREF)] < best:
+        best = H[_u(c + C_NREF)]
+    return best
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _channel_next_event(H, g, clk):
+    """Earliest cycle >= clk at which channel g's tick can change anything."""
+    best = _channel_wake(H, g)
+    if best < clk:
+        best = clk
+    return best
+
+
 @njit(cache=True, _nrt=False)
 def _next_event(params, H, clk):
+    """Earliest cycle >= clk at which some channel's tick can change anything."""
     best = INF
-    PD = H[_u(H_PD)]
     for g in range(H[_u(H_G)]):
-        c = _chs(H, g)
-        w = H[_u(c + C_WAKE)]
+        w = _channel_wake(H, g)
         if w < best:
             best = w
-        if H[_u(c + C_PDL)] > 0:
-            d = H[_u(H[_u(H_O_PEND)] + (g * PD + H[_u(c + C_PDH)]) * 2 + 1)]
-            if d < best:
-                best = d
-        if H[_u(c + C_NREF)] < best:
-            best = H[_u(c + C_NREF)]
     if best < clk:
         best = clk
     return best
@@ -1330,22 +1347,6 @@ def ticks_until(params, state, clk_from, clk_to):
 # and moves every ready cycle it touches by exactly nREFI. :func:`advance_channel` steps
 # periods until two in a row started in that state, then applies any number of further whole
 # periods at once (docs/dram.md, "Idle time and refresh").
-
-@njit(cache=True, inline="always", _nrt=False)
-def _channel_next_event(H, g, clk):
-    """Earliest cycle >= clk at which channel g's tick can change anything."""
-    c = _chs(H, g)
-    best = H[_u(c + C_WAKE)]
-    if H[_u(c + C_PDL)] > 0:
-        d = H[_u(H[_u(H_O_PEND)] + (g * H[_u(H_PD)] + H[_u(c + C_PDH)]) * 2 + 1)]
-        if d < best:
-            best = d
-    if H[_u(c + C_NREF)] < best:
-        best = H[_u(c + C_NREF)]
-    if best < clk:
-        best = clk
-    return best
-
 
 @njit(cache=True, _nrt=False)
 def _refresh_periodic(params):

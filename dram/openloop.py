@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from dram import kernel as K
-from dram.kernel import _u
+from dram.kernel import _u, map_address
 from dram.config import DRAMConfig
 from dram.stats import summarize
 from dram.jitcache import drop_stale, vectorizing
@@ -84,22 +84,6 @@ def _drain(H, out_ids, out_cyc, completion):
     for k in range(n):
         completion[_u(out_ids[_u(k)])] = out_cyc[_u(k)]
     return n
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _channel_next(H, g, clk):
-    """Earliest cycle >= clk at which channel g's tick can change anything."""
-    c = H[_u(K.H_O_CH)] + g * K.NCHF
-    best = H[_u(c + K.C_WAKE)]
-    if H[_u(c + K.C_PDL)] > 0:
-        d = H[_u(H[_u(K.H_O_PEND)] + (g * H[_u(K.H_PD)] + H[_u(c + K.C_PDH)]) * 2 + 1)]
-        if d < best:
-            best = d
-    if H[_u(c + K.C_NREF)] < best:
-        best = H[_u(c + K.C_NREF)]
-    if best < clk:
-        best = clk
-    return best
 
 
 @njit(cache=True, _nrt=False)
@@ -203,7 +187,7 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
             if every_cycle:             # evaluate in every cycle (no wake skips, no memo)
                 H[_u(oc + K.C_WAKE)] = 0
                 H[_u(oc + K.C_EPOCH)] += 1
-            if _channel_next(H, g, t + 1) == t + 1:
+            if K._channel_next_event(H, g, t + 1) == t + 1:
                 K._channel_tick(params, H, g, t + 1)
             drv[7] = t + 1
             if H[_u(og + K.G_CLEN)] > 0:
@@ -225,7 +209,7 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
                     (b1 and stamp0 != stamp):
                 t += 1
                 continue
-            tn = _channel_next(H, g, t + 2) - 1
+            tn = K._channel_next_event(H, g, t + 2) - 1
             if nxt < ng:
                 a = adm_arrival[_u(c0 + nxt)]
                 if a < tn:
@@ -290,6 +274,90 @@ def _finish(params, H, t_end, scratch, jump, max_work):
     return True
 
 
+def _field_bits(params) -> np.ndarray:
+    """Shift and mask of each address-mapping field (channel, rank, bank group, bank, row,
+    column: [shift_0..shift_5, mask_0..mask_5]) when every field's radix is a power of two,
+    as in every preset; then ``(addr >> 6) % r`` and ``// r`` of :func:`dram.kernel.map_address`
+    are exactly masks and shifts (addresses are non-negative), without its divisions. None
+    otherwise."""
+    t = params.tab
+    fields = [int(t[params.o_map_fields + k]) for k in range(6)]
+    bits = np.zeros(12, np.int64)
+    shift = 6
+    for f in fields:
+        r = int(t[params.o_map_radix + f])
+        if r < 1 or r & (r - 1):
+            return None
+        bits[f] = shift
+        bits[6 + f] = r - 1
+        shift += r.bit_length() - 1
+    return bits
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _map(params, a, bits, pow2):
+    """(channel, rank, bank group, bank, row) of address ``a``: :func:`dram.kernel.map_address`,
+    by the shifts and masks of :func:`_field_bits` when ``pow2``."""
+    if pow2:
+        return ((a >> bits[0]) & bits[6], (a >> bits[1]) & bits[7], (a >> bits[2]) & bits[8],
+                (a >> bits[3]) & bits[9], (a >> bits[4]) & bits[10])
+    c, rank, bgi, bank, row, col = map_address(params, a)
+    return c, rank, bgi, bank, row
+
+
+@njit(cache=True, _nrt=False)
+def _prepare(params, addr, is_write, rank_local, arrival, ch, rec, adm_arrival, adm_fifo,
+             fifo_ptr, chan_ptr, pos, bits, pow2):
+    """Map every address and lay the requests out in the order :func:`_run` reads them.
+
+    Fills ``ch`` (channel of each request, file order), ``fifo_ptr`` [2C + 1] and ``chan_ptr``
+    [C + 1] (where each FIFO's and each channel's requests start; zeros on entry), ``rec``
+    (FIFO order; the row layout of :func:`_run`) and ``adm_arrival``/``adm_fifo`` (channel
+    order); ``pos`` int64[3C] is scratch; ``bits``/``pow2`` select the mapping's arithmetic
+    (:func:`_map`). Within a
+    FIFO or a channel the requests keep their file order: a stable counting sort, two passes
+    over the trace (the first maps and counts, the second maps again and places).
+    """
+    n = addr.shape[0]
+    C = params.n_channels
+    F = 2 * C
+    for i in range(n):
+        c = _map(params, addr[_u(i)], bits, pow2)[0]
+        ch[_u(i)] = c
+        fifo_ptr[_u(2 * c + is_write[_u(i)] + 1)] += 1
+        chan_ptr[_u(c + 1)] += 1
+    for f in range(F):
+        fifo_ptr[_u(f + 1)] += fifo_ptr[_u(f)]
+    for g in range(C):
+        chan_ptr[_u(g + 1)] += chan_ptr[_u(g)]
+    # next free row of each FIFO (pos[:F]) and of each channel (pos[F:])
+    for f in range(F):
+        pos[_u(f)] = fifo_ptr[_u(f)]
+    for g in range(C):
+        pos[_u(F + g)] = chan_ptr[_u(g)]
+    nb = params.n_banks
+    nbg = params.n_bg
+    for i in range(n):
+        a = addr[_u(i)]
+        c, rank, bgi, bank, row = _map(params, a, bits, pow2)
+        w = is_write[_u(i)]
+        f = 2 * c + w
+        j = pos[_u(f)]
+        pos[_u(f)] = j + 1
+        rec[_u(j), 0] = i
+        rec[_u(j), 1] = a
+        rec[_u(j), 2] = w
+        rec[_u(j), 3] = rank_local[_u(i)]
+        rec[_u(j), 4] = rank
+        rec[_u(j), 5] = bgi
+        rec[_u(j), 6] = (rank * nbg + bgi) * nb + bank
+        rec[_u(j), 7] = row
+        k = pos[_u(F + c)]
+        pos[_u(F + c)] = k + 1
+        adm_arrival[_u(k)] = arrival[_u(i)]
+        adm_fifo[_u(k)] = f
+
+
 def _check_capacity(addr, capacity_bytes: int, wrap: bool):
     """Addresses (integer array, >= 0) checked against the capacity as the trace readers do
     (:func:`dram.traces.check_capacity`, same words): beyond it is an error naming the first
@@ -337,19 +405,21 @@ def _check_trace(trace, capacity_bytes: int, wrap: bool):
     addr = _check_capacity(addr, capacity_bytes, wrap)
     if addr.size and int(addr.max()) >= (1 << 62):
         raise UserError(f"trace.addr: address at index {int(np.argmax(addr))} is >= 2**62")
-    addr = addr.astype(np.int64)
+    # below 2**62: the same numbers as int64 (a view, not a copy, for uint64)
+    addr = (addr.view(np.int64) if addr.dtype == np.uint64
+            else addr.astype(np.int64, copy=False))
     n = addr.shape[0]
     is_write = np.asarray(is_write)
     if is_write.shape != (n,):
         raise UserError(f"trace.is_write: expected shape ({n},), got {is_write.shape}")
-    is_write = (is_write != 0).astype(np.int64)
+    is_write = (is_write != 0).view(np.uint8)
     arrival = get("arrival")
     timed = arrival is not None
     if timed:
         arrival = np.asarray(arrival)
         if arrival.shape != (n,):
             raise UserError(f"trace.arrival: expected shape ({n},), got {arrival.shape}")
-        arrival = arrival.astype(np.int64)
+        arrival = arrival.astype(np.int64, copy=False)
         if n and arrival.min() < 0:
             raise UserError(f"trace.arrival: negative cycle at index {int(np.argmin(arrival))}")
         bad = np.nonzero(np.diff(arrival) < 0)[0]
@@ -361,12 +431,12 @@ def _check_trace(trace, capacity_bytes: int, wrap: bool):
         arrival = np.zeros(n, np.int64)
     rank_local = get("rank_local", None)
     if rank_local is None:
-        rank_local = np.zeros(n, np.int64)
+        rank_local = np.zeros(n, np.uint8)
     else:
         rank_local = np.asarray(rank_local)
         if rank_local.shape != (n,):
             raise UserError(f"trace.rank_local: expected shape ({n},), got {rank_local.shape}")
-        rank_local = (rank_local != 0).astype(np.int64)
+        rank_local = (rank_local != 0).view(np.uint8)
     return addr, is_write, arrival, rank_local, timed
 
 
@@ -424,34 +494,28 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         raise UserError(f"chunk={chunk!r}: expected a positive integer")
     n = addr.shape[0]
     C = params.n_channels
-    t0 = time.perf_counter()
-    K.map_all(params, addr[:0], np.zeros((0, 5), np.int64))     # compile or load, timed apart
-    compile_s = time.perf_counter() - t0
-    mapped = np.zeros((n, 5), np.int64)
-    if n:
-        K.map_all(params, addr, mapped)
-    ch = mapped[:, 0].copy()
-    fifo = ch * 2 + is_write
     F = 2 * C
-    order = np.argsort(fifo, kind="stable").astype(np.int64)
     fifo_ptr = np.zeros(F + 1, np.int64)
-    np.cumsum(np.bincount(fifo, minlength=F), out=fifo_ptr[1:])
+    chan_ptr = np.zeros(C + 1, np.int64)
+    ch = np.empty(n, np.int64)
+    rec = np.empty((n, 8), np.int64)
+    adm_arrival = np.empty(n, np.int64)
+    adm_fifo = np.empty(n, np.int64)
+    pos = np.empty(3 * C, np.int64)
+    bits = _field_bits(params)
+    pow2 = bits is not None
+    if bits is None:
+        bits = np.zeros(12, np.int64)
+    t0 = time.perf_counter()
+    with vectorizing():         # compile or load, timed apart: the same call on no requests
+        _prepare(params, addr[:0], is_write[:0], rank_local[:0], arrival[:0], ch, rec,
+                 adm_arrival, adm_fifo, fifo_ptr.copy(), chan_ptr.copy(), pos, bits, pow2)
+    compile_s = time.perf_counter() - t0
+    with vectorizing():
+        _prepare(params, addr, is_write, rank_local, arrival, ch, rec, adm_arrival, adm_fifo,
+                 fifo_ptr, chan_ptr, pos, bits, pow2)
     fifo_head = np.zeros(F, np.int64)
     fifo_adm = np.zeros(F, np.int64)
-    chan_list = np.argsort(ch, kind="stable").astype(np.int64)
-    chan_ptr = np.zeros(C + 1, np.int64)
-    np.cumsum(np.bincount(ch, minlength=C), out=chan_ptr[1:])
-    # what the driver reads, in the order it reads it (see _run)
-    rec = np.empty((n, 8), np.int64)
-    rec[:, 0] = order
-    rec[:, 1] = addr[order]
-    rec[:, 2] = is_write[order]
-    rec[:, 3] = rank_local[order]
-    rec[:, 4:6] = mapped[order, 1:3]
-    rec[:, 6] = mapped[order, 4]
-    rec[:, 7] = mapped[order, 3]
-    adm_arrival = arrival[chan_list]
-    adm_fifo = fifo[chan_list]
     # each channel runs alone: its log holds at most its own first `command_log` commands,
     # and the global first `command_log` are among them (merged by cycle below)
     state = K.new_state(params, 1, completion_capacity=4096 + 4 * C,
@@ -524,6 +588,6 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     stats = summarize(config, params, state, arrival, accept, completion, is_write, timed)
     stats["driver_iterations"] = int(drv[4])
     return ReplayResult(arrival=arrival, accept=accept, completion=completion,
-                        is_write=is_write.astype(np.uint8), stats=stats, config=config,
+                        is_write=is_write, stats=stats, config=config,
                         wall_s=wall, cpu_s=cpu, compile_s=compile_s, command_log=log,
                         channel=ch)

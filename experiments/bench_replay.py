@@ -2,6 +2,7 @@
 
     python experiments/bench_replay.py [--trace PATH] [--requests 2000000] [--runs 3]
                                        [--variants npz,csv,none,gz] [--out-root results]
+                                       [--json FIGURES.json]
 
 Each run is one whole process, ``python -m cosmos dram replay TRACE --out DIR``, timed from
 spawn to exit (wall clock, and the child's user + system CPU from ``wait4``). The variants are
@@ -23,7 +24,9 @@ runs of the same pattern, load and channel count with refresh on (``results_setA
 the comparison is our whole process against its loop alone.
 
 A benchmark, not a test: it asserts nothing about speed. Writes ``bench_replay.csv`` (one row
-per run) and ``config.json`` into a new folder under ``--out-root``.
+per run) and ``config.json`` into a new folder under ``--out-root``; ``--json`` also writes the
+figures (medians per variant, Ramulator's time, load) to a file, for
+``experiments/perf_report.py``.
 """
 
 from __future__ import annotations
@@ -123,6 +126,8 @@ def main(argv=None) -> int:
                          "exported with git archive), run with no output option, interleaved "
                          "with the variants as variant 'baseline'")
     ap.add_argument("--out-root", default="results")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="also write the figures to this JSON file")
     a = ap.parse_args(argv)
     variants = [v.strip() for v in a.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
@@ -178,6 +183,7 @@ def main(argv=None) -> int:
         med["other_s"] = med["wall_s"] - med["parse_s"] - med["setup_s"] - med["simulate_s"] \
             - med["write_s"]
         med["speedup_vs_ramulator"] = ram_s / med["wall_s"]
+        med["cpu_speedup_vs_ramulator"] = ram_s / med["cpu_s"]
         summary[v] = med
         print(f"{v:8s} {med['wall_s']:8.2f} {med['cpu_s']:8.2f} {med['parse_s']:7.2f} "
               f"{med['setup_s']:7.2f} {med['simulate_s']:8.2f} {med['write_s']:7.2f} "
@@ -189,11 +195,15 @@ def main(argv=None) -> int:
 
     folder = new_results_dir(a.out_root, "bench_replay")
     write_csv(folder / "bench_replay.csv", pd.DataFrame(rows))
-    write_json(folder / "config.json", {
-        "trace": str(trace), "n_requests": n, "runs": a.runs, "variants": variants,
-        "load_before": load_before, "load_after": load_after, "cpus": os.cpu_count(),
-        "ramulator_s": ram_s, "ramulator": ram, "medians": summary,
-        "command": " ".join(sys.argv)})
+    figures = {
+        "trace": str(trace), "trace_MB": trace.stat().st_size / 1e6, "n_requests": n,
+        "pattern": PATTERN, "offered_load": LOAD, "channels": CHANNELS, "runs": a.runs,
+        "variants": variants, "load_before": load_before, "load_after": load_after,
+        "cpus": os.cpu_count(), "ramulator_s": ram_s, "ramulator": ram, "medians": summary,
+        "command": " ".join(sys.argv)}
+    write_json(folder / "config.json", figures)
+    if a.json is not None:
+        write_json(a.json, figures, overwrite=True)
     print(f"results written to {folder}")
     return 0
 

@@ -3,8 +3,8 @@
     python experiments/perf_report.py            # full sizes (5-10 minutes on 2 cores)
     python experiments/perf_report.py --quick    # small sizes, about a minute with warm caches
 
-Runs each benchmark script of ``experiments/`` (bench_dram, bench_cosmos, bench_graphs,
-bench_placement) in its own process with ``--json``, so each peak-memory figure is that of its
+Runs each benchmark script of ``experiments/`` (bench_dram, bench_replay, bench_cosmos,
+bench_graphs, bench_placement) in its own process with ``--json``, so each peak-memory figure is that of its
 own process, reads the figures from those JSON files (never from printed text) and writes
 the page atomically (a temporary file in the same folder, then a rename). The page names the
 CPU model and the git revision once, at the top, then gives one table: the command a reader can
@@ -57,6 +57,9 @@ class Bench:
 
 BENCHES = [
     Bench("bench_dram", (), ("--only", "1ch_anns")),
+    # whole `cosmos dram replay` processes; it makes its own untimed warm-up run
+    Bench("bench_replay", ("--runs", "3", "--variants", "npz,none"),
+          ("--requests", "20000", "--runs", "1", "--variants", "npz")),
     Bench("bench_cosmos", ("--system", "cosmos", "--num-queries", "10000"),
           ("--system", "cosmos", "--num-queries", "300"),
           # 10,000 queries run the specialized engine (cosmos.specialize.MIN_REQUESTS): compile it
@@ -109,6 +112,8 @@ def run_bench(b: Bench, quick: bool, tmp: Path) -> dict:
     out = tmp / f"{b.module}.json"
     if b.module == "bench_dram":
         args += ["--out", str(tmp / "results")]
+    elif b.module == "bench_replay":
+        args += ["--out-root", str(tmp / "results")]
     print(f"[perf_report] {b.module} {' '.join(args)}", file=sys.stderr, flush=True)
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", f"experiments.{b.module}", *args, "--json", str(out)],
@@ -121,9 +126,10 @@ def run_bench(b: Bench, quick: bool, tmp: Path) -> dict:
 
 def _cmd(module: str, args) -> str:
     args = [a for a in args if not a.startswith(str(Path(tempfile.gettempdir())))]
-    if "--out" in args:
-        i = args.index("--out")
-        args = args[:i] + args[i + 2:]
+    for opt in ("--out", "--out-root"):
+        if opt in args:
+            i = args.index(opt)
+            args = args[:i] + args[i + 2:]
     return "`" + " ".join(["python", f"experiments/{module}.py", *args]) + "`"
 
 
@@ -151,6 +157,39 @@ def table_rows(figs: dict) -> list:
         rows.append(("", "first call of the DRAM kernels (numba compile, or load from its "
                          "on-disk cache when warm); peak memory of the process",
                      f"{d['compile_or_cache_load_s']:.1f} s; {_n(d['peak_rss_MB'])} MB"))
+    r = figs.get("bench_replay")
+    if r:
+        c = _cmd("bench_replay", r["_args"])
+        m = r["medians"]
+        lead = next(v for v in ("npz", "csv", "gz", "none", "baseline") if v in m)
+        out = {"npz": "per-request records in requests.npz",
+               "csv": "per-request records in requests.csv (`--requests-format csv`)",
+               "gz": "the trace gzip-compressed, requests.npz",
+               "none": "no per-request records (`--no-requests`)"}
+        load = " ".join(f"{x:.1f}" for x in r["load_before"])
+        first = True
+        for v in [lead] + [v for v in m if v not in (lead, "baseline")]:
+            f = m[v]
+            what = (f"`cosmos dram replay TRACE --out DIR`, whole process (spawn to exit), on a "
+                    f"{_n(r['n_requests'])}-request timed {r['channels']}-channel "
+                    f"`{r['pattern']}` DRAMsim3 trace ({r['trace_MB']:.1f} MB), {out[v]}, "
+                    f"numba cache warm; median of {r['runs']} interleaved runs (load average "
+                    f"{load} on {r['cpus']} CPUs); vs Ramulator 2.1's replay loop alone on the "
+                    f"same requests ({r['ramulator_s']:.2f} s)" if first
+                    else f"the same, {out[v]}")
+            rows.append((c if first else "", what,
+                         f"{f['wall_s']:.2f} s ({f['cpu_s']:.2f} s CPU): "
+                         f"{f['speedup_vs_ramulator']:.1f}x Ramulator 2.1 by wall time, "
+                         f"{f['cpu_speedup_vs_ramulator']:.1f}x by CPU time"))
+            first = False
+        f = m[lead]
+        rows.append(("", "the same, where the wall time goes (from stats.json): read and parse "
+                         "the trace; set-up (config, address mapping and request layout, state, "
+                         "kernel load, statistics); simulate; write the files; the rest "
+                         "(interpreter start, imports, numba start-up)",
+                     f"{f['parse_s']:.2f} s; {f['setup_s']:.2f} s; {f['simulate_s']:.2f} s; "
+                     f"{f['write_s']:.2f} s; {f['other_s']:.2f} s; peak memory "
+                     f"{_n(f['peak_rss_MB'])} MB"))
     c_ = figs.get("bench_cosmos")
     if c_:
         c = _cmd("bench_cosmos", c_["_args"])
@@ -234,8 +273,15 @@ STATIC = """\
   `dram/openloop.py`. Per request a loaded trace costs about 5-6 driver iterations, 4-6
   scheduler evaluations and 3 commands (each updating about 20 timing constraints); the time
   is spread over the driver, the buffer scans, the constraint updates, the scheduler-cache
-  refresh, serving and the offers, none above about a fifth. Reading a trace file is
-  vectorized numpy (about a million lines per second).
+  refresh, serving and the offers, none above about a fifth.
+- **A whole `cosmos dram replay`** (`bench_replay.py`; `--verbose` prints the split of one
+  run): besides the simulation, a fixed start-up of about a second of CPU (interpreter, numpy,
+  numba, loading the cached kernels; the command starts numba without scipy.linalg and cffi,
+  which the kernels never use), reading the trace (a compiled scanner over 16 MiB blocks,
+  `dram/tracescan.py`), laying the requests out for the driver (one compiled pass: address
+  mapping and a counting sort by channel and FIFO), the statistics and the files. On a
+  virtual machine, first-touching fresh memory costs a few milliseconds per MB, so the
+  replay's set-up avoids copies of the trace's arrays.
 - **Graphs** (`bench_graphs.py`): the exact ground truth is BLAS matrix products; the index
   build is k-means plus hnswlib graph construction (clusters built in parallel); the traced
   search is a numba `prange` over queries.

@@ -290,3 +290,47 @@ def test_ctrl_c_stops_dram_replay_within_a_second(tmp_path):
     # which says the run was interrupted (the output rule, cosmos_common.outdir)
     assert sorted(p.name for p in out.iterdir()) == ["INCOMPLETE"]
     assert "interrupted" in (out / "INCOMPLETE").read_text()
+
+
+def _layout_by_argsort(params, addr, is_write, rank_local, arrival):
+    """The replay's per-request layout built the plain way: K.map_all, then stable sorts."""
+    n, C = addr.shape[0], params.n_channels
+    mapped = np.zeros((n, 5), np.int64)
+    K.map_all(params, addr, mapped)
+    ch = mapped[:, 0]
+    fifo = ch * 2 + is_write.astype(np.int64)
+    order = np.argsort(fifo, kind="stable")
+    chan_list = np.argsort(ch, kind="stable")
+    rec = np.stack([order, addr[order], is_write[order], rank_local[order], mapped[order, 1],
+                    mapped[order, 2], mapped[order, 4], mapped[order, 3]], axis=1)
+    fifo_ptr = np.concatenate([[0], np.cumsum(np.bincount(fifo, minlength=2 * C))])
+    chan_ptr = np.concatenate([[0], np.cumsum(np.bincount(ch, minlength=C))])
+    return ch, rec, arrival[chan_list], fifo[chan_list], fifo_ptr, chan_ptr
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+@pytest.mark.parametrize("mapping", ["RoBaRaCoCh", "ChRaBaRoCo", "RoBaCoRaCh"])
+def test_prepare_lays_requests_out_as_stable_sorts_do(channels, mapping):
+    """_prepare's counting sort (shifts and masks when every radix is a power of two, the
+    kernel's divisions otherwise) gives the layout of map_all plus stable argsorts."""
+    cfg = DRAMConfig(channels=channels, mapping=mapping, ranks=2)
+    params = cfg.resolve()
+    assert (O._field_bits(params) is None) == (channels == 3)
+    rng = np.random.default_rng(channels)
+    n = 3000
+    # beyond the capacity too (wrap="mapper": the mapper drops the bits above its fields)
+    addr = rng.integers(0, 3 * cfg.capacity_bytes, n).astype(np.int64) & ~63
+    is_write = rng.integers(0, 2, n).astype(np.uint8)       # as _check_trace passes them
+    rank_local = rng.integers(0, 2, n).astype(np.uint8)
+    arrival = np.sort(rng.integers(0, 10 * n, n)).astype(np.int64)
+    want = _layout_by_argsort(params, addr, is_write, rank_local, arrival)
+    bits = O._field_bits(params)
+    for pow2 in ([True, False] if bits is not None else [False]):
+        got = (np.empty(n, np.int64), np.empty((n, 8), np.int64), np.empty(n, np.int64),
+               np.empty(n, np.int64), np.zeros(2 * channels + 1, np.int64),
+               np.zeros(channels + 1, np.int64))
+        O._prepare(params, addr, is_write, rank_local, arrival, *got,
+                   np.empty(3 * channels, np.int64),
+                   bits if bits is not None else np.zeros(12, np.int64), pow2)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)

@@ -36,3 +36,43 @@ def test_placement_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_commands_map_each_command_to_the_module_that_adds_it():
+    import argparse
+    import importlib
+
+    from cosmos import cli
+
+    seen = {}
+    for name in cli.SUBCOMMAND_MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(name).register(sub)
+        seen.update({command: name for command in sub.choices})
+    assert seen == cli.COMMANDS
+    # a command line naming a command builds its module's parser alone, same subcommands
+    full = cli.build_parser()._subparsers._group_actions[0].choices
+    for command, name in cli.COMMANDS.items():
+        alone = cli.build_parser(command)._subparsers._group_actions[0].choices
+        assert set(alone) == {c for c, m in cli.COMMANDS.items() if m == name}
+        assert alone[command].format_help() == full[command].format_help()
+
+
+def test_dram_replay_imports_only_what_it_needs(tmp_path):
+    # the heavy libraries of the other packages (and scipy.linalg, cffi: see
+    # dram.jitcache.start_numba_lean) stay out of a `cosmos dram replay` process
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x40 READ 0\n0x80 WRITE 3\n")
+    code = (
+        "import sys, runpy; sys.argv = ['cosmos', 'dram', 'replay', sys.argv[1], '--out', "
+        "sys.argv[2], '--no-progress']\n"
+        "try:\n    runpy.run_module('cosmos', run_name='__main__')\n"
+        "except SystemExit as e:\n    assert not e.code, e.code\n"
+        "heavy = ('pandas', 'matplotlib', 'scipy.linalg', 'cffi', 'dask', 'networkx', "
+        "'hnswlib', 'pyarrow', 'graphs', 'placement', 'experiments', 'cosmos.engine', 'tqdm')\n"
+        "print('heavy:' + ','.join(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(trace), str(tmp_path / "out")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "heavy:"
+    assert (tmp_path / "out" / "requests.npz").is_file()

@@ -70,3 +70,20 @@ def test_main_writes_the_page_atomically(tmp_path):
     text = out.read_text()
     assert text.startswith("# Performance") and "bench_placement.py --side 300" in text
     assert [p.name for p in tmp_path.iterdir()] == ["performance.md"]   # no temporary left
+
+
+def test_bench_replay_rows_give_wall_cpu_ratios_and_the_split():
+    med = {"wall_s": 2.0, "cpu_s": 1.6, "parse_s": 0.4, "setup_s": 0.3, "simulate_s": 0.9,
+           "write_s": 0.1, "other_s": 0.3, "peak_rss_MB": 450.0,
+           "speedup_vs_ramulator": 4.4, "cpu_speedup_vs_ramulator": 5.5}
+    figs = {"bench_replay": {
+        "_args": ["--runs", "3", "--variants", "npz,none", "--out-root", "/somewhere/results"],
+        "trace_MB": 50.1, "n_requests": 2_000_000, "pattern": "random_rw", "channels": 4,
+        "runs": 3, "cpus": 2, "load_before": [1.0, 1.2, 1.3], "ramulator_s": 8.87,
+        "medians": {"npz": med, "none": dict(med, wall_s=1.9, speedup_vs_ramulator=4.7)}}}
+    rows = perf_report.table_rows(figs)
+    assert rows[0][0] == "`python experiments/bench_replay.py --runs 3 --variants npz,none`"
+    assert "2,000,000-request" in rows[0][1] and "(8.87 s)" in rows[0][1]
+    assert rows[0][2] == "2.00 s (1.60 s CPU): 4.4x Ramulator 2.1 by wall time, 5.5x by CPU time"
+    assert "`--no-requests`" in rows[1][1] and rows[1][2].startswith("1.90 s")
+    assert rows[2][2] == "0.40 s; 0.30 s; 0.90 s; 0.10 s; 0.30 s; peak memory 450 MB"
