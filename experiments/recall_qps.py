@@ -245,8 +245,8 @@ def winners(df: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
     """Per dataset and recall target: the system with the most QPS at the target (its family
     and QPS), the best system of any other family (``runner_up``, its family and QPS) and
     ``margin`` = winner QPS / runner-up QPS. ``reached`` lists the systems that reach the
-    target, ``not_reached`` those that do not; system and family are None when none does,
-    runner-up None when no other family does (margin NaN)."""
+    target, ``not_reached`` those that do not; system and family are empty when none does,
+    runner-up empty (None or NaN) when no other family does (margin NaN)."""
     rows = []
     for fam, sub in df.groupby("dataset", sort=False):
         for t in targets:
