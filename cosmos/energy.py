@@ -18,8 +18,9 @@ Every resource the engine models is charged from what the run counted:
 * ``pu_accel``: rank-local bursts (``EngineState.inst_local``: each a 64-B segment the rank PU
   reduces to a partial distance) x ``rank_pu_pJ_per_burst``; for systems whose device
   accelerator computes distances from the channel (a ``Read`` on unit ``accelerator`` without
-  rank PUs), the device's non-local DRAM requests x ``accel_pJ_per_line`` (an upper bound: it
-  charges adjacency lines as well as vector lines).
+  rank PUs, or on a near-memory ``scan-unit``: its decoding or dot-product pipeline, charged
+  as the same distance unit per line), the device's non-local DRAM requests x
+  ``accel_pJ_per_line`` (an upper bound: it charges adjacency lines as well as vector lines).
 * ``static``: ``host_static_W`` for the host, plus ``device_static_W`` per CXL device, over the
   simulated time.
 
@@ -131,8 +132,8 @@ def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
 def _accelerator_from_channel(model) -> bool:
     from cosmos.systems import Read
 
-    return any(isinstance(s, Read) and s.unit == "accelerator" and not s.rank_pus
-               for _, _, s in model.steps())
+    return any(isinstance(s, Read) and s.unit in ("accelerator", "scan-unit")
+               and not s.rank_pus for _, _, s in model.steps())
 
 
 def summary_fields(res, ecfg: EnergyConfig | None = None) -> dict:

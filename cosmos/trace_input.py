@@ -335,6 +335,19 @@ def _scan_arrays(src, label, kind, meta, arrays, verify) -> dict:
     if rn.size and (rn.min() < 0 or rn.max() >= n):
         i = int(np.nonzero((rn < 0) | (rn >= n))[0][0])
         raise ValueError(f"{label}: rerank_node[{i}] = {int(rn[i])} out of range [0, {n})")
+    # a re-ranked candidate comes from one of its query's probed lists (the near-memory
+    # systems re-rank it on the device holding that list)
+    C = ptr.shape[0] - 1
+    list_of = np.empty(n, np.int64)
+    list_of[arrays["cluster_nodes"]] = np.repeat(np.arange(C, dtype=np.int64), np.diff(ptr))
+    probed = (np.repeat(np.arange(Q, dtype=np.int64), np.diff(arrays["query_ptr"])) * C + sc)
+    rq = np.repeat(np.arange(Q, dtype=np.int64), np.diff(rp))
+    outside = np.nonzero(~np.isin(rq * C + list_of[rn], probed))[0]
+    if outside.size:
+        i = int(outside[0])
+        raise ValueError(f"{label}: rerank_node[{i}] = {int(rn[i])} (list "
+                         f"{int(list_of[rn[i]])}) is not in a list its query {int(rq[i])} "
+                         f"probed")
     if "code_bytes" not in meta:
         raise ValueError(f"{label}: an {kind!r} trace's meta lacks 'code_bytes'")
     cb = _meta_int(label, meta, "code_bytes")

@@ -229,6 +229,10 @@ def test_same_run_twice_is_bit_identical(name):
 
     assert simulated(a) == simulated(b)
     assert np.array_equal(a.program.step_obj, b.program.step_obj)
+    # the first queries of a scan trace are a scan trace of their own (their re-rank reads)
+    head = simulate(get_preset(name), d, progress=False, num_queries=3)
+    assert head.queries == 3
+    assert np.array_equal(head.program.requests_per_query(), a.program.requests_per_query()[:3])
 
 
 def test_a_trace_of_the_wrong_family_is_refused_in_one_line(tmp_path):
@@ -259,6 +263,14 @@ def test_bad_scan_traces_are_refused_naming_the_array():
     bad = dict(d, meta=np.array(json.dumps(dict(meta, code_bytes=8))))
     with pytest.raises(ValueError, match=r"meta 'code_bytes' 8 must equal meta 'pq_m' 16"):
         simulate(get_preset("ivfpq-host"), bad, progress=False)
+    rn = d["rerank_node"].copy()
+    outside = np.setdiff1d(d["cluster_nodes"], np.concatenate(
+        [d["cluster_nodes"][d["cluster_ptr"][c]:d["cluster_ptr"][c + 1]]
+         for c in d["search_cluster"][:3]]))[0]
+    rn[0] = outside                                  # not in a list query 0 probed
+    with pytest.raises(ValueError, match=rf"rerank_node\[0\] = {outside} \(list \d+\) is not "
+                                         r"in a list its query 0 probed"):
+        simulate(get_preset("ivfpq-pnm"), dict(d, rerank_node=rn), progress=False)
     bad = {k: v for k, v in d.items() if k != "rerank_ptr"}
     with pytest.raises(ValueError, match=r"lacks its scan array 'rerank_ptr'"):
         simulate(get_preset("ivfpq-host"), bad, progress=False)
@@ -319,6 +331,8 @@ def test_cli_simulates_a_scan_trace_into_its_results_folder(tmp_path, capsys):
                  "--no-progress"]) == 0
     summ = json.loads((out / "summary.json").read_text())
     assert summ["system"] == "ivfpq-pnm" and summ["qps"] > 0 and summ["num_queries"] == 10
+    e = summ["energy_breakdown_mJ_per_query"]          # the scan units' lines are charged
+    assert e["pu_accel"] > 0 and e["gpc"] > 0 and e["host"] == 0
     assert {p.name for p in out.iterdir()} == {"summary.json", "per_query.csv",
                                                "per_device.csv", "config.json"}
     conf = json.loads((out / "config.json").read_text())
