@@ -106,6 +106,11 @@ def test_qps_at_recall_interpolates_on_the_front():
     assert R.qps_at_recall(front, 0.9) == 100                       # a point on the front
     assert R.qps_at_recall(front, 0.85) == pytest.approx(math.sqrt(1000 * 100))  # log-linear
     assert R.qps_at_recall(front, 0.5) == 1000     # below the sweep: its lowest-effort point
+    assert R.is_lower_bound(front, 0.5) and not R.is_lower_bound(front, 0.8)
+    assert not R.is_lower_bound(front, 0.85)
+    # a low-recall point the front drops still counts as swept: not a bound
+    swept = pd.DataFrame({"recall": [0.5, 0.92], "qps": [10, 20]})
+    assert len(R.pareto_front(swept)) == 1 and not R.is_lower_bound(swept, 0.9)
     assert math.isnan(R.qps_at_recall(front.iloc[:2], 0.95))       # cannot reach
 
 
@@ -140,6 +145,9 @@ def test_winners_on_a_hand_made_frame():
     assert set(w.not_reached.split(", ")) == {"ivfpq-pnm", "ivfpq-host"}
     line = R._winner_line(w)
     assert "cannot reach 0.95: ivfpq-pnm, ivfpq-host" in line and "graph" in line
+    assert w.lower_bounds == "exact-pnm"           # its one point is above 0.95 too
+    w9 = at("sift", 0.9)
+    assert w9.lower_bounds == "exact-pnm" and "at least" in R._winner_line(w9)
     d = at("deep", 0.9)
     assert pd.isna(d.system) and pd.isna(d.runner_up) and math.isnan(d.margin)
     assert "no system reaches" in R._winner_line(d)
