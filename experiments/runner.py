@@ -45,6 +45,7 @@ EXPERIMENTS = {
     "latency_load": "experiments.latency_load",
     "rag_ttft": "experiments.rag_ttft",
     "energy_per_query": "experiments.energy_per_query",
+    "recall_qps": "experiments.recall_qps",
 }
 
 #: experiments run only when named (``cosmos run NAME``, ``cosmos reproduce --only NAME``):

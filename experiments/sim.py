@@ -119,8 +119,9 @@ def simulation_identity(task: dict) -> dict:
 
 def simulation_cost(task: dict) -> float:
     """A rough measure of the work of ``simulate_task(**task)``: the memory lines its queries
-    read (one per hop for the adjacency list, ``ceil(vector_bytes / 64)`` per vector read, of
-    the first ``num_queries`` queries of the trace). Sweeps start the costliest simulations
+    read (one per hop for the adjacency list, ``ceil(vector_bytes / 64)`` per vector read; for
+    a scan trace the lines of each scanned list's codes and the re-rank reads; of the first
+    ``num_queries`` queries of the trace). Sweeps start the costliest simulations
     first, so the last ones to finish are short (it orders only: results do not depend on it).
     A trace it cannot read costs 0: the simulation itself then reports what is wrong with it.
     """
@@ -148,9 +149,15 @@ def _trace_lines(path: str, size: int, mtime_ns: int, num_queries: int | None) -
         meta = json.loads(str(z["meta"]))
         query_ptr = z["query_ptr"]
         nq = len(query_ptr) - 1 if num_queries is None else min(len(query_ptr) - 1, num_queries)
-        hops = int(z["search_hop_ptr"][query_ptr[nq]])
+        searches = int(query_ptr[nq])
+        hops = int(z["search_hop_ptr"][searches])
         reads = int(z["hop_read_ptr"][hops])
-    return float(hops + reads * lines_for(meta["vector_bytes"]))
+        lines = hops + reads * lines_for(meta["vector_bytes"])
+        if "scan_count" in z.files:            # scan traces (graphs.ivfpq): the lists' codes
+            codes = z["scan_count"][:searches].astype(np.int64) * int(meta["code_bytes"])
+            lines += int(np.sum(-(-codes // 64)))
+            lines += int(z["rerank_ptr"][nq]) * lines_for(meta["vector_bytes"])
+    return float(lines)
 
 
 def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None,

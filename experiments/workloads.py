@@ -248,7 +248,8 @@ def _groundtruth(ds, plan: dict, cache: Path, progress: bool):
 def workload(family: str, scale: str | Scale = "default", *, num_probes: int | None = None,
              cache_dir: str | os.PathLike | None = None, dataset: str | None = None,
              queries: str | None = None, groundtruth: str | None = None, metric: str = "l2",
-             seed: int = 0, progress: bool = True, graph: str | None = None):
+             seed: int = 0, progress: bool = True, graph: str | None = None,
+             cand_list_len: int | None = None):
     """The logical trace of ``family`` at ``scale`` (built once, then read from the cache).
 
     Parameters
@@ -265,6 +266,9 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
         Distance of the user's dataset (the synthetic families have their own).
     graph : {"hnsw", "vamana"}, optional
         Graph kind of the clusters (default :data:`GRAPH`), with its default parameters.
+    cand_list_len : int, optional
+        Candidate list length of the search (default: graphs.workload's, 64; recall_qps
+        sweeps it).
     """
     from graphs import Dataset, cached_trace, make_workload
     from graphs.index import default_cache_dir
@@ -272,6 +276,7 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
     sc = get_scale(scale)
     probes = sc.num_probes if num_probes is None else int(num_probes)
     graph = GRAPH if graph is None else graph
+    search = {} if cand_list_len is None else {"cand_list_len": int(cand_list_len)}
     if dataset is not None:
         plan = user_dataset_plan(dataset, sc, queries, groundtruth, metric)
         ds = _user_dataset(plan)
@@ -279,17 +284,17 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
         probes = min(probes, clusters)
         cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         tr = cached_trace(ds, num_clusters=clusters, num_probes=probes, seed=seed,
-                          cache_dir=cache, graph=graph)
+                          cache_dir=cache, graph=graph, **search)
         if tr is not None:
             return tr
         gt = _groundtruth(ds, plan, cache, progress)
         ds = Dataset(name=ds.name, base=ds.base, queries=ds.queries, groundtruth=gt,
                      metric=ds.metric, _fp={"fp": ds.fingerprint()})
         return make_workload(ds, num_clusters=clusters, num_probes=probes, seed=seed,
-                             cache_dir=cache, progress=progress, graph=graph)
+                             cache_dir=cache, progress=progress, graph=graph, **search)
     return make_workload(family, n=sc.n, num_queries=sc.num_queries, num_clusters=sc.num_clusters,
                          num_probes=probes, seed=seed, cache_dir=cache_dir, progress=progress,
-                         graph=graph)
+                         graph=graph, **search)
 
 
 def trace_path(trace, folder: str | os.PathLike, name: str) -> Path:

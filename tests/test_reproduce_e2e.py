@@ -48,13 +48,17 @@ EXPECTED = {
                                         "chameleon_efficiency_vs_cpu",
                                         "energy_breakdown_dram_array_mJ_per_query",
                                         "energy_breakdown_static_mJ_per_query"]},
+    "recall_qps": {"recall_qps.csv": ["dataset", "family", "system", "num_probes",
+                                      "cand_list_len", "rerank", "recall", "qps", "qps_ci_low",
+                                      "qps_ci_high", "latency_mean_ns",
+                                      "dram_bytes_per_query"]},
 }
 PLOTS = {"fig4a_qps": ["fig4a_qps"], "fig4b_breakdown": ["fig4b_breakdown"],
          "fig5a_lir": ["fig5a_lir"], "fig5b_heatmap": ["fig5b_heatmap"],
          "validate_dram": ["latency_vs_bandwidth", "unloaded_latency"],
          "scale_devices": ["scale_devices"], "scale_ranks": ["scale_ranks"],
          "latency_load": ["latency_load"], "rag_ttft": ["rag_ttft"],
-         "energy_per_query": ["energy_per_query"]}
+         "energy_per_query": ["energy_per_query"], "recall_qps": ["recall_qps"]}
 
 
 @pytest.fixture(scope="module")
