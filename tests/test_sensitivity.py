@@ -167,6 +167,49 @@ def test_graph_kind_is_one_row_offered_only_when_workloads_take_it(monkeypatch):
     assert dict(pts["high"].workload) == {"graph": "vamana"} and pts["default"].workload == ()
 
 
+@pytest.mark.parametrize("figures_graph,other", [("hnsw", "vamana"), ("vamana", "hnsw")])
+def test_graph_row_default_is_the_figures_graph_kind(monkeypatch, figures_graph, other):
+    import experiments.workloads as W
+
+    monkeypatch.setattr(W, "GRAPH", figures_graph)
+    (graph,) = [p for p in S.PARAMETERS if p.key == "workload.graph"]
+    pts = S.points(graph, get_scale("tiny"))
+    assert [(pt.level, pt.value) for pt in pts if pt.level == "default"] == \
+        [("default", figures_graph)]
+    # the default replays the figures' trace; the one other level names its graph kind
+    (alt,) = [pt for pt in pts if pt.level != "default"]
+    assert alt.value == other and dict(alt.workload) == {"graph": other}
+    assert [pt.workload for pt in pts if pt.level == "default"] == [()]
+
+
+def test_graph_row_replays_a_trace_of_the_other_graph_kind(tmp_path, monkeypatch):
+    """The graph row's Vamana level gets its own trace file, of Vamana graphs: its hops read
+    the longer lists alpha = 1.2 pruning keeps (tiny scale, one family)."""
+    import types
+
+    import experiments.workloads as W
+    from graphs import load_trace
+
+    monkeypatch.setattr(W, "GRAPH", "hnsw")
+    (graph,) = [p for p in S.PARAMETERS if p.key == "workload.graph"]
+    assert S.available(graph)     # the row is simulated, not named as missing in the summary
+    (alt,) = [pt for pt in S.points(graph, get_scale("tiny")) if pt.level != "default"]
+    ctx = types.SimpleNamespace(scale=get_scale("tiny"), traces_dir=None, out=tmp_path,
+                                cache_dir=tmp_path / "cache", seed=0, progress=False,
+                                dataset=None)
+    path = S._trace_file(ctx, "sift", dict(alt.workload))
+    assert path.name == "sift-c16-p4-graphvamana.npz"
+    vam = load_trace(path)
+    hnsw = W.workload("sift", "tiny", cache_dir=tmp_path / "cache", progress=False)
+    assert vam.meta["graph"] == "vamana" and hnsw.meta.get("graph", "hnsw") == "hnsw"
+    assert vam.meta["num_queries"] == hnsw.meta["num_queries"]
+    assert vam.hop_degree.mean() > 1.2 * hnsw.hop_degree.mean()
+    # a second call reads the saved file instead of building it again
+    mtime = path.stat().st_mtime_ns
+    assert S._trace_file(ctx, "sift", dict(alt.workload)) == path
+    assert path.stat().st_mtime_ns == mtime
+
+
 def test_unknown_parameter_is_named():
     with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['gpc.warp'\]"):
         S.selected(["gpc.cores", "gpc.warp"])
