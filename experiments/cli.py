@@ -173,7 +173,7 @@ def run_one(args) -> int:
 def replay(args) -> int:
     import pandas as pd
 
-    from cosmos.presets import PRESETS
+    from cosmos.presets import PRESETS, SCAN_PRESETS
     from cosmos.simulate_cli import trace_option
     from cosmos_common import UserError
     from cosmos_common.outdir import RunFolder, check_out_dir
@@ -197,9 +197,10 @@ def replay(args) -> int:
     if not systems:
         raise ValueError(f"--systems {args.systems!r}: no system named; give a comma-separated "
                          f"list of presets from {sorted(PRESETS)}")
-    bad = [s for s in systems if s not in PRESETS]
+    known = [*PRESETS, *SCAN_PRESETS]        # graph systems, then the scan systems
+    bad = [s for s in systems if s not in known]
     if bad:
-        raise ValueError(f"--systems: unknown {bad}; expected some of {sorted(PRESETS)}")
+        raise ValueError(f"--systems: unknown {bad}; expected some of {known}")
     if args.num_queries is not None and args.num_queries < 1:
         raise ValueError(f"--num-queries must be >= 1, got {args.num_queries}")
     if args.workers is not None and args.workers < 1:
@@ -219,7 +220,12 @@ def replay(args) -> int:
             raise ValueError(f"system.placement of {s}: {exc}") from None
 
     loaded = load_trace(trace)     # validates the file (checksums) before any simulation starts
-    as_trace(loaded, name=str(trace))   # and the simulator's own checks of its arrays
+    arrays = as_trace(loaded, name=str(trace))   # and the simulator's own checks of its arrays
+    from cosmos.systems import model_for
+    from cosmos.trace_input import check_trace_for
+
+    for s in systems:   # every system replays the trace's family (graph, IVF-PQ, exact scan)
+        check_trace_for(model_for(_system_config(s, overrides, None)), arrays, str(trace))
     meta = loaded.meta
     if args.num_queries is not None and args.num_queries > loaded.num_queries:
         import sys

@@ -344,3 +344,31 @@ def test_cli_simulates_a_scan_trace_into_its_results_folder(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot be replayed by system 'cosmos'" in err[0]
     assert not (tmp_path / "no").exists()
+
+
+def test_replay_compares_scan_systems_and_refuses_a_family_mix(tmp_path, capsys):
+    """`cosmos replay --systems` knows the scan systems; a system of another family than the
+    trace's is refused in one line before the results folder is made."""
+    from cosmos.cli import main
+
+    d = scan_trace_dict("ivfpq", num_queries=10)
+    lists = len(d["cluster_ptr"]) - 1              # the arrays graphs.load_trace also wants
+    d["cluster_adjacency"] = np.array([[(c + 1) % lists, (c + 2) % lists]
+                                       for c in range(lists)], np.int32)
+    d["result_ids"] = np.zeros((10, 10), np.int64)
+    trace = tmp_path / "ivfpq.npz"
+    np.savez(trace, **d)
+    out = tmp_path / "rep"
+    assert main(["replay", str(trace), "--systems", "ivfpq-host,ivfpq-pnm", "--out", str(out),
+                 "--workers", "1", "--no-progress"]) == 0
+    import pandas as pd
+
+    df = pd.read_csv(out / "systems.csv")
+    assert list(df.system) == ["ivfpq-host", "ivfpq-pnm"] and (df.qps > 0).all()
+    capsys.readouterr()
+    root = tmp_path / "no"
+    assert main(["replay", str(trace), "--systems", "ivfpq-pnm,cosmos", "--out-root", str(root),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot be replayed by system 'cosmos'" in err[0], err
+    assert not root.exists() or not any(root.iterdir())
