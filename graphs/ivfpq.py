@@ -43,6 +43,7 @@ from numba import njit, prange
 from cosmos_common import UserError, cacheio
 
 from .dataset import Dataset
+from .groundtruth import _replace_worst
 from .io import atomic_write_bytes
 from .kmeans import assign, cluster_csr, kmeans
 from .trace import array_checksum
@@ -278,7 +279,9 @@ def _before(d1, p1, d2, p2):
 
 @njit(cache=True)
 def _offer(hd, hp, size, d, p):
-    """Bounded max-heap (worst at the root) of capacity len(hd); returns the new size."""
+    """Bounded max-heap (worst at the root) of capacity len(hd); returns the new size. Once
+    full, a better pair replaces the root with the ground truth's sift-down
+    (:func:`graphs.groundtruth._replace_worst`, the same (distance, position) order)."""
     R = hd.shape[0]
     if size < R:
         i = size
@@ -294,30 +297,17 @@ def _offer(hd, hp, size, d, p):
         hd[i] = d
         hp[i] = p
         return size
-    if not _before(d, p, hd[0], hp[0]):
-        return size
-    i = 0
-    while True:
-        a = 2 * i + 1
-        if a >= R:
-            break
-        b = a + 1
-        w = a
-        if b < R and _before(hd[a], hp[a], hd[b], hp[b]):
-            w = b
-        if _before(d, p, hd[w], hp[w]):
-            hd[i] = hd[w]
-            hp[i] = hp[w]
-            i = w
-        else:
-            break
-    hd[i] = d
-    hp[i] = p
+    if _before(d, p, hd[0], hp[0]):   # full: replace the worst, ordered as _before orders
+        _replace_worst(hd, hp, d, p)
     return size
 
 
 @njit(cache=True)
 def _exact_dist(q, vecs, p, metric):
+    """The distance :func:`graphs.search._dist` computes, compiled without fastmath: the float32
+    sum runs in component order whatever the CPU's vector width, so an exact scan's and a
+    re-rank's order is the same on every machine. (numba compiles a function with one set of
+    flags, hence the second function.)"""
     s = np.float32(0.0)
     if metric == 0:
         for j in range(q.shape[0]):
