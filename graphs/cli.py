@@ -152,6 +152,20 @@ def _index(args, ds):
     return idx, path, time.perf_counter() - t0
 
 
+def _trace_outputs_and_queries(args):
+    """``trace``'s checks before any work: ``--out`` and ``--clusters-out`` may be written,
+    and the dataset has queries; returns the dataset."""
+    from cosmos_common import UserError
+
+    _check_out(args.out, args.force, "--out")
+    _check_out(args.clusters_out, args.force, "--clusters-out")
+    ds = _load(args)
+    if ds.queries is None or len(ds.queries) == 0:
+        raise UserError(f"dataset {ds.name}: no queries (give --queries with --base, or "
+                        f"--num-queries >= 1)")
+    return ds
+
+
 def _build(args) -> int:
     from graphs.workload import export_clusters
 
@@ -193,12 +207,7 @@ def _trace(args) -> int:
         raise UserError("--rerank applies to --index ivfpq only")
     params = _params(args)
     check_entry(args.graph, args.entry)
-    _check_out(args.out, args.force, "--out")
-    _check_out(args.clusters_out, args.force, "--clusters-out")
-    ds = _load(args)
-    if ds.queries is None or len(ds.queries) == 0:
-        raise UserError(f"dataset {ds.name}: no queries (give --queries with --base, or "
-                        f"--num-queries >= 1)")
+    ds = _trace_outputs_and_queries(args)
     # check the search and index parameters against the data before building anything
     if args.k > ds.n:
         raise UserError(f"-k={args.k} must be <= {ds.n}, the number of base vectors of {ds.name}")
@@ -253,12 +262,7 @@ def _scan_trace(args) -> int:
         raise UserError(f"--rerank={rerank} must be 0 (no re-ranking) or >= -k={args.k}")
     if args.index == "ivfpq" and args.pq_m < 1:
         raise UserError(f"--pq-m={args.pq_m} must be >= 1 (sub-spaces; code bytes)")
-    _check_out(args.out, args.force, "--out")
-    _check_out(args.clusters_out, args.force, "--clusters-out")
-    ds = _load(args)
-    if ds.queries is None or len(ds.queries) == 0:
-        raise UserError(f"dataset {ds.name}: no queries (give --queries with --base, or "
-                        f"--num-queries >= 1)")
+    ds = _trace_outputs_and_queries(args)
     if args.index == "ivfpq" and ds.dim % args.pq_m:
         raise UserError(f"--pq-m={args.pq_m} must divide the dimension {ds.dim} of {ds.name}")
     if not 1 <= args.num_clusters <= ds.n:
