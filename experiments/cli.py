@@ -207,13 +207,15 @@ def replay(args) -> int:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     import placement
     from cosmos.config import parse_overrides
-    from cosmos.trace_input import as_trace
+    from cosmos.systems import model_for
+    from cosmos.trace_input import as_trace, check_trace_for
     from experiments.sim import _system_config
     from graphs import load_trace
 
     overrides = parse_overrides(args.set)
+    configs = {}   # system -> its config, as each simulation will build it
     for s in systems:  # every field converted and range-checked on every system
-        cfg = _system_config(s, overrides, None)   # as each simulation will build it
+        cfg = configs[s] = _system_config(s, overrides, None)
         try:
             placement.get_policy(cfg.placement)
         except ValueError as exc:
@@ -221,11 +223,8 @@ def replay(args) -> int:
 
     loaded = load_trace(trace)     # validates the file (checksums) before any simulation starts
     arrays = as_trace(loaded, name=str(trace))   # and the simulator's own checks of its arrays
-    from cosmos.systems import model_for
-    from cosmos.trace_input import check_trace_for
-
-    for s in systems:   # every system replays the trace's family (graph, IVF-PQ, exact scan)
-        check_trace_for(model_for(_system_config(s, overrides, None)), arrays, str(trace))
+    for cfg in configs.values():   # every system replays the trace's family (graph, scan)
+        check_trace_for(model_for(cfg), arrays, str(trace))
     meta = loaded.meta
     if args.num_queries is not None and args.num_queries > loaded.num_queries:
         import sys
