@@ -51,6 +51,25 @@ def dram_unloaded_read_cycles(cfg, rank_local=False):
     raise AssertionError("no completion")
 
 
+def link_hops(cfg):
+    """(down, up) by hand: the cycle a message of ``nbytes`` wire bytes sent at cycle ``t``
+    reaches the device (host -> upstream port -> switch -> device link), or the host."""
+    L = cfg.link
+    up_bpc = bytes_per_cycle(cfg.switch.upstream_bandwidth_GBps)
+    dev_bpc = bytes_per_cycle(L.bandwidth_GBps)
+    sw, ln = ns_to_cycles(cfg.switch.latency_ns), ns_to_cycles(L.latency_ns)
+
+    def down(t, nbytes):
+        x = t + nbytes / up_bpc + sw
+        return math.ceil(x + nbytes / dev_bpc + ln - 1e-9)
+
+    def up(t, nbytes):
+        x = t + nbytes / dev_bpc + ln
+        return math.ceil(x + nbytes / up_bpc + sw - 1e-9)
+
+    return down, up
+
+
 def hand_latency(cfg):
     """The worked query's latency in DRAM cycles, step by step from the configured figures."""
     dram = dram_unloaded_read_cycles(cfg)
@@ -64,17 +83,7 @@ def hand_latency(cfg):
         return n / ghz_g * to_cyc
 
     L = cfg.link
-    up_bpc = bytes_per_cycle(cfg.switch.upstream_bandwidth_GBps)
-    dev_bpc = bytes_per_cycle(L.bandwidth_GBps)
-    sw, ln = ns_to_cycles(cfg.switch.latency_ns), ns_to_cycles(L.latency_ns)
-
-    def down(t, nbytes):  # host -> upstream port -> switch -> device link
-        x = t + nbytes / up_bpc + sw
-        return math.ceil(x + nbytes / dev_bpc + ln - 1e-9)
-
-    def up(t, nbytes):
-        x = t + nbytes / dev_bpc + ln
-        return math.ceil(x + nbytes / up_bpc + sw - 1e-9)
+    down, up = link_hops(cfg)
 
     k, dim, lsize = 10, 16, 8                        # the worked trace's k, dim, cand_list_len
 

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from cosmos.config import TCK_PS, bytes_per_cycle, ns_to_cycles
+from cosmos.config import TCK_PS, ns_to_cycles
 from cosmos.layout import LINE_BYTES, lines_for
 from cosmos.metrics import per_query
 from cosmos.presets import get_preset
@@ -19,7 +19,7 @@ from cosmos.systems import (Compute, Cost, Read, Send, SystemModel, model_for,
                             systems_for_index)
 from cosmos_common import UserError
 from tests.cosmos_helpers import make_trace
-from tests.test_cosmos_engine import dram_unloaded_read_cycles, worked_trace
+from tests.test_cosmos_engine import dram_unloaded_read_cycles, link_hops, worked_trace
 
 SCAN_SYSTEMS = ("ivfpq-host", "ivfpq-pnm", "exact-host", "exact-pnm")
 
@@ -94,17 +94,7 @@ def hand_latency(cfg):
     def sc(n):
         return n / su.clock_GHz * to_cyc
 
-    up_bpc = bytes_per_cycle(cfg.switch.upstream_bandwidth_GBps)
-    dev_bpc = bytes_per_cycle(L.bandwidth_GBps)
-    sw, ln = ns_to_cycles(cfg.switch.latency_ns), ns_to_cycles(L.latency_ns)
-
-    def down(t, nbytes):  # host -> upstream port -> switch -> device link
-        x = t + nbytes / up_bpc + sw
-        return math.ceil(x + nbytes / dev_bpc + ln - 1e-9)
-
-    def up(t, nbytes):
-        x = t + nbytes / dev_bpc + ln
-        return math.ceil(x + nbytes / up_bpc + sw - 1e-9)
+    down, up = link_hops(cfg)        # host -> switch -> device and back
 
     def msg(payload):  # wire bytes: a header slot + whole 16-B slots
         return L.wire_bytes(1 + math.ceil(payload / L.slot_bytes))
