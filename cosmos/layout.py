@@ -174,6 +174,19 @@ class Layout:
         return np.maximum(1, -(-(d * 4) // LINE_BYTES))
 
 
+def _offsets_on_device(order, cluster_device, amount, num_devices):
+    """Lay clusters out one after another on their devices, in ``order``: per cluster, the sum
+    of ``amount`` over the clusters before it on its device (int64 [C]); per device, the total
+    (int64 [num_devices])."""
+    offset = np.zeros(len(amount), dtype=np.int64)
+    total = np.zeros(num_devices, dtype=np.int64)
+    for c in order:
+        d = cluster_device[c]
+        offset[c] = total[d]
+        total[d] += amount[c]
+    return offset, total
+
+
 def build_layout(
     cluster_ptr: np.ndarray,
     cluster_nodes: np.ndarray,
@@ -238,12 +251,7 @@ def build_layout(
     # local index: clusters of a device in cluster-id order
     order = np.lexsort((np.arange(C), cluster_device))
     per_dev_count = np.bincount(cluster_device, weights=sizes, minlength=num_devices).astype(np.int64)
-    cl_offset = np.zeros(C, dtype=np.int64)
-    running = np.zeros(num_devices, dtype=np.int64)
-    for c in order:
-        d = cluster_device[c]
-        cl_offset[c] = running[d]
-        running[d] += sizes[c]
+    cl_offset, _ = _offsets_on_device(order, cluster_device, sizes, num_devices)
     member_cluster = np.repeat(np.arange(C, dtype=np.int64), sizes)
     pos_in_cluster = np.arange(n, dtype=np.int64) - np.repeat(cluster_ptr[:-1], sizes)
     local = np.empty(n, dtype=np.int64)
@@ -258,12 +266,8 @@ def build_layout(
     if code_bytes:
         # the list region: each device's lists in cluster-id order, line-aligned, dense
         list_bytes = -(-(sizes * int(code_bytes)) // LINE_BYTES) * LINE_BYTES
-        list_addr = np.zeros(C, dtype=np.uint64)
-        used = np.zeros(num_devices, dtype=np.int64)
-        for c in order:
-            d = cluster_device[c]
-            list_addr[c] = used[d]
-            used[d] += list_bytes[c]
+        list_off, used = _offsets_on_device(order, cluster_device, list_bytes, num_devices)
+        list_addr = list_off.astype(np.uint64)
         region = int(used.max()) if C else 0
         bytes_used = used + per_dev_count * vec_bytes
         if region + max_nodes * vec_bytes > capacity_bytes:
