@@ -104,16 +104,11 @@ def _dataset(ctx, fam: str):
     from experiments import workloads as wl
 
     if ctx.dataset:
-        from graphs import Dataset
         from graphs.index import default_cache_dir
 
         plan = wl.user_dataset_plan(scale=ctx.scale, **ctx.dataset)
-        ds = wl._user_dataset(plan)
         cache = Path(ctx.cache_dir) if ctx.cache_dir else default_cache_dir()
-        gt = wl._groundtruth(ds, plan, cache, ctx.progress)
-        return (Dataset(name=ds.name, base=ds.base, queries=ds.queries, groundtruth=gt,
-                        metric=ds.metric, _fp={"fp": ds.fingerprint()}),
-                plan["num_clusters"])
+        return wl.user_dataset(plan, cache, ctx.progress), plan["num_clusters"]
     sc = ctx.scale
     return (get_dataset(fam, sc.n, sc.num_queries, ctx.seed, ctx.cache_dir,
                         progress=ctx.progress), sc.num_clusters)

@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 __all__ = ["Scale", "SCALES", "FAMILIES", "get_scale", "workload", "trace_path",
-           "user_dataset_plan", "user_dataset_note"]
+           "user_dataset_plan", "user_dataset_note", "user_dataset"]
 
 #: synthetic families of the paper's Table I used by the figures, with the paper's dataset
 FAMILIES = {"sift": "SIFT1B", "deep": "DEEP1B"}
@@ -245,6 +245,17 @@ def _groundtruth(ds, plan: dict, cache: Path, progress: bool):
     return cached_groundtruth(ds, min(_GT_K, ds.n), cache, progress=progress)
 
 
+def user_dataset(plan: dict, cache: Path, progress: bool = True):
+    """The user's dataset of ``plan`` (:func:`user_dataset_plan`) with its ground truth: the
+    file's if it applies, else exact, cached under ``cache/groundtruth``."""
+    from graphs import Dataset
+
+    ds = _user_dataset(plan)
+    gt = _groundtruth(ds, plan, cache, progress)
+    return Dataset(name=ds.name, base=ds.base, queries=ds.queries, groundtruth=gt,
+                   metric=ds.metric, _fp={"fp": ds.fingerprint()})
+
+
 def workload(family: str, scale: str | Scale = "default", *, num_probes: int | None = None,
              cache_dir: str | os.PathLike | None = None, dataset: str | None = None,
              queries: str | None = None, groundtruth: str | None = None, metric: str = "l2",
@@ -270,7 +281,7 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
         Candidate list length of the search (default: graphs.workload's, 64; recall_qps
         sweeps it).
     """
-    from graphs import Dataset, cached_trace, make_workload
+    from graphs import cached_trace, make_workload
     from graphs.index import default_cache_dir
 
     sc = get_scale(scale)
@@ -287,10 +298,7 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
                           cache_dir=cache, graph=graph, **search)
         if tr is not None:
             return tr
-        gt = _groundtruth(ds, plan, cache, progress)
-        ds = Dataset(name=ds.name, base=ds.base, queries=ds.queries, groundtruth=gt,
-                     metric=ds.metric, _fp={"fp": ds.fingerprint()})
-        return make_workload(ds, num_clusters=clusters, num_probes=probes, seed=seed,
+        return make_workload(user_dataset(plan, cache, progress), num_clusters=clusters, num_probes=probes, seed=seed,
                              cache_dir=cache, progress=progress, graph=graph, **search)
     return make_workload(family, n=sc.n, num_queries=sc.num_queries, num_clusters=sc.num_clusters,
                          num_probes=probes, seed=seed, cache_dir=cache_dir, progress=progress,
