@@ -106,6 +106,10 @@ def register(subparsers) -> None:
     o.add_argument("--no-progress", action="store_true", help="no progress bar")
     o.add_argument("--json", action="store_true",
                    help="print the statistics as JSON instead of the table")
+    rp.add_argument("--threads", type=int, metavar="N", default=None,
+                    help="threads simulating the channels, one channel at a time each "
+                         "(default: the CPUs this process may use, at most one per channel); "
+                         "the results do not depend on it")
     rp.set_defaults(func=_cmd_replay)
 
     pp = sub.add_parser(
@@ -301,6 +305,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     start_numba_lean()      # this process runs only the DRAM kernels
 
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {args.threads}")
     config = build_config(args)
     opts = replay_options(args)
     trace_path = _trace_path(args.trace)
@@ -357,7 +363,7 @@ def _replay_and_write(args, config, opts, trace_path: str, folder, rf,
     progress, close = _progress_bar(len(trace), disable=args.no_progress)
     t0 = time.perf_counter()
     try:
-        result = replay(trace, config, progress=progress)
+        result = replay(trace, config, progress=progress, threads=args.threads)
     finally:
         close()
     replay_s = time.perf_counter() - t0
@@ -497,4 +503,5 @@ def run_statistics(trace, result, *, read_s: float, replay_s: float) -> dict:
     stats["replay_wall_s"] = float(replay_s)
     stats["sim_wall_s"] = sim_s
     stats["sim_requests_per_s"] = float(len(trace) / sim_s) if sim_s > 0 else None
+    stats["sim_threads"] = int(getattr(result, "threads", 1))
     return stats

@@ -22,6 +22,8 @@ refreshes): the same cycles as lockstep stepping, without visiting idle channels
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -57,7 +59,8 @@ class ReplayResult:
     ``config``: the DRAMConfig. ``wall_s``: seconds in the simulation loop (compilation
     excluded); ``cpu_s`` the process CPU time of the same (less sensitive to other jobs on
     the machine); ``compile_s``: seconds spent compiling the jitted driver, or loading it
-    from numba's cache, before the simulation. ``command_log``: int64 [n, 7]
+    from numba's cache, before the simulation; ``threads``: the threads that simulated the
+    channels. ``command_log``: int64 [n, 7]
     (clk, channel, command, rank, bank group, bank, row) if requested, else None.
     """
     arrival: np.ndarray
@@ -71,6 +74,7 @@ class ReplayResult:
     compile_s: float = 0.0
     command_log: Optional[np.ndarray] = None
     channel: Optional[np.ndarray] = field(default=None, repr=False)
+    threads: int = 1
 
     @property
     def latency(self) -> np.ndarray:
@@ -86,11 +90,12 @@ def _drain(H, out_ids, out_cyc, completion):
     return n
 
 
-@njit(cache=True, _nrt=False)
-def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, fifo_adm,
-         rej_stamp, drv, accept, completion, max_done, out_ids, out_cyc, every_cycle,
-         scratch, jump, max_work):
-    """Run the open-loop driver, one channel after the other, until ``max_done``
+@njit(cache=True, nogil=True, _nrt=False)
+def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, chans, fifo_head,
+         fifo_adm, rej_stamp, drv, accept, completion, max_done, out_ids, out_cyc,
+         every_cycle, scratch, jump, max_work):
+    """Run the open-loop driver through the channels ``chans``, one after the other, until
+    ``max_done``
     completions, about ``max_work`` driver iterations and ticks (so that Python regains
     control often: numba code does not see Ctrl-C), or the end of the trace. Called again
     with the same arrays, it goes on where it stopped; how the run is cut into calls changes
@@ -111,21 +116,27 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
     (channel g's at chan_ptr[g]..chan_ptr[g + 1], file order within it).
 
     drv int64[8]: [t (next driver cycle), next index into the channel's requests, completions
-    so far, error code, driver iterations, channel, completions of this channel, last tick].
+    so far, error code, driver iterations, index in ``chans`` of the channel being run,
+    completions of this channel, last tick].
+
+    The function holds no global state and releases the GIL: calls on distinct channels,
+    each with its own controller state ``H``, ``drv`` and ring buffers, may run in parallel
+    threads (they share the read-only inputs, and write distinct elements of ``accept``,
+    ``completion`` and the per-FIFO arrays).
 
     An idle channel waiting for its next request (no request in its FIFOs or controller) is
     advanced to that arrival by :func:`dram.kernel.advance_channel`, which with ``jump``
     applies whole idle refresh periods in closed form.
     """
     N = rec.shape[0]
-    C = params.n_channels
     og = H[_u(K.H_O_GLOB)]
     done = drv[2]
     work = 0            # driver iterations + ticks of idle stretches, this call
     adv = 0             # the latter
     nrefi = params.nREFI
-    while drv[5] < C and done < max_done and work < max_work:
-        g = drv[5]
+    nch = chans.shape[0]
+    while drv[5] < nch and done < max_done and work < max_work:
+        g = chans[_u(drv[5])]
         t = drv[0]
         nxt = drv[1]
         dg = drv[6]
@@ -237,7 +248,7 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
             break
         if dg >= ng:                # channel finished: remember its last tick, go on
             H[_u(oc + K.C_LASTTICK)] = drv[7] if ng > 0 else -1
-            drv[5] = g + 1
+            drv[5] += 1
             drv[0] = 0
             drv[1] = 0
             drv[6] = 0
@@ -250,15 +261,15 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head, f
     drv[4] += work - adv    # iterations, counted in a register rather than stored each time
 
 
-@njit(cache=True, _nrt=False)
-def _finish(params, H, t_end, scratch, jump, max_work):
-    """Tick every channel through ``t_end`` (the run's last completion), as lockstep
+@njit(cache=True, nogil=True, _nrt=False)
+def _finish(params, H, chans, t_end, scratch, jump, max_work):
+    """Tick the channels ``chans`` through ``t_end`` (the run's last completion), as lockstep
     simulation would have: refreshes keep falling due on channels that finished earlier
     (idle, so ``jump`` applies whole refresh periods at once). Stops after about
     ``max_work`` ticks; each channel's ``C_LASTTICK`` records how far it got, so calling
     again goes on. Returns True when every channel has reached ``t_end``."""
     work = 0
-    for g in range(params.n_channels):
+    for g in chans:
         oc = H[_u(K.H_O_CH)] + g * K.NCHF
         last = H[_u(oc + K.C_LASTTICK)]
         if last >= t_end:
@@ -440,9 +451,99 @@ def _check_trace(trace, capacity_bytes: int, wrap: bool):
     return addr, is_write, arrival, rank_local, timed
 
 
+def lanes_for(threads: int | None, channels: int) -> int:
+    """Threads a replay of ``channels`` channels runs on: ``threads``, or (None) the CPUs this
+    process may use; never more than the channels (a channel runs on one thread)."""
+    if threads is None:
+        try:
+            threads = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            threads = os.cpu_count() or 1
+    return max(1, min(int(threads), int(channels)))
+
+
+class _Lane:
+    """One thread's share of a replay: a controller state of its own (every channel's region
+    allocated; only the channels the lane takes are used), its completion buffers, driver
+    registers and command log. ``stop`` and ``lock`` are shared by the lanes of a replay."""
+
+    def __init__(self, params, ring: int, log_cap: int, stop, lock):
+        self.state = K.new_state(params, 1, completion_capacity=ring, log_capacity=log_cap)
+        self.out_ids = np.zeros(ring, np.int64)
+        self.out_cyc = np.zeros(ring, np.int64)
+        self.drv = np.zeros(8, np.int64)
+        self.scratch = K.jump_scratch(params)
+        self.chans = [np.array([g], np.int64) for g in range(params.n_channels)]
+        self.stop, self.lock = stop, lock
+        self.done = 0           # completions so far, every channel of this lane
+        self.base = 0           # those of the channels finished
+        self.iterations = 0     # driver iterations of the channels finished
+
+    def take_log(self) -> np.ndarray:
+        """The commands logged since the last call; the log starts empty again (so each
+        channel may log ``command_log`` commands: the run's first ones are among them)."""
+        v = K.views(self.state)
+        rows = v["log"].copy()
+        v["glob"][K.G_LOGLEN] = 0
+        return rows
+
+
+def _in_lanes(lanes: list, work: Callable[[int], None], report: Callable[[], None]) -> None:
+    """Run ``work(i)`` for every lane, in threads when there are several (the jitted driver
+    releases the GIL). The calling thread reports progress; Ctrl-C there, or an exception
+    in a lane, stops every lane after its current call (a fraction of a second)."""
+    if len(lanes) == 1:
+        work(0)
+        return
+    errors: list[BaseException] = []
+
+    def guarded(i: int) -> None:
+        try:
+            work(i)
+        except BaseException as exc:        # re-raised in the calling thread
+            errors.append(exc)
+            lanes[0].stop.set()
+
+    threads = [threading.Thread(target=guarded, args=(i,), daemon=True)
+               for i in range(len(lanes))]
+    try:
+        for t in threads:
+            t.start()
+        while True:
+            alive = [t for t in threads if t.is_alive()]
+            if not alive:
+                break
+            alive[0].join(0.1)
+            report()
+    except BaseException:
+        lanes[0].stop.set()
+        for t in threads:
+            t.join()
+        raise
+    if errors:
+        raise errors[0]
+    report()
+
+
+_CHANNEL_REGIONS = ("slot", "q", "ch", "prio", "pend", "bank", "ready", "hist", "stats",
+                    "rank_busy", "rank_residency", "bkl")
+
+
+def _merge_channels(state, sources: list) -> None:
+    """Copy channel g's regions (queues, counters, statistics, bank state) of
+    ``sources[g]`` into ``state``: one state for the statistics of a replay whose channels
+    ran in several lanes."""
+    dst = K.views(state)
+    for g, src in enumerate(sources):
+        v = K.views(src)
+        for name in _CHANNEL_REGIONS:
+            dst[name][g] = v[name][g]
+
+
 def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | None = None,
            *, wrap: bool = False, command_log: int = 0, chunk: int = 1 << 16,
-           every_cycle: bool = False, jump_idle: bool = True) -> ReplayResult:
+           every_cycle: bool = False, jump_idle: bool = True,
+           threads: int | None = None) -> ReplayResult:
     """Replay a trace open loop and return per-request cycles and statistics.
 
     Parameters
@@ -474,6 +575,10 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         Apply the refresh periods of an idle channel in closed form
         (:func:`dram.kernel.advance_channel`); False steps each one (for checking that the
         closed form changes nothing). Ignored with ``every_cycle``.
+    threads : int, optional
+        Simulate the channels on this many threads (default: the CPUs this process may use,
+        at most one per channel). Channels share nothing, so the results are the same for
+        any number of threads (tests/test_dram_threads.py).
 
     Raises
     ------
@@ -492,6 +597,9 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
                                                               wrap)
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise UserError(f"chunk={chunk!r}: expected a positive integer")
+    if threads is not None and (isinstance(threads, bool) or
+                                not isinstance(threads, (int, np.integer)) or threads < 1):
+        raise UserError(f"threads={threads!r}: expected a positive integer or None")
     n = addr.shape[0]
     C = params.n_channels
     F = 2 * C
@@ -516,78 +624,104 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
                  fifo_ptr, chan_ptr, pos, bits, pow2)
     fifo_head = np.zeros(F, np.int64)
     fifo_adm = np.zeros(F, np.int64)
-    # each channel runs alone: its log holds at most its own first `command_log` commands,
-    # and the global first `command_log` are among them (merged by cycle below)
-    state = K.new_state(params, 1, completion_capacity=4096 + 4 * C,
-                        log_capacity=int(command_log) * C)
+    rej_stamp = np.full(F, -1, np.int64)
     accept = np.full(n, -1, np.int64)
     completion = np.full(n, -1, np.int64)
-    drv = np.zeros(8, np.int64)
-    rej_stamp = np.full(F, -1, np.int64)
-    out_ids = np.zeros(4096 + 4 * C, np.int64)
-    out_cyc = np.zeros(4096 + 4 * C, np.int64)
-
-    scratch = K.jump_scratch(params)
     jump = bool(jump_idle) and not every_cycle
+    ring = 4096 + 4 * C
+    log_cap = int(command_log)
 
-    def run(target, max_work):
-        _run(params, state.heap, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, fifo_head,
-             fifo_adm, rej_stamp, drv, accept, completion, target, out_ids, out_cyc,
-             bool(every_cycle), scratch, jump, max_work)
+    def run(w: "_Lane", g: int, target: int, max_work: int) -> None:
+        _run(params, w.state.heap, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, w.chans[g],
+             fifo_head, fifo_adm, rej_stamp, w.drv, accept, completion, target, w.out_ids,
+             w.out_cyc, bool(every_cycle), w.scratch, jump, max_work)
 
     # compile (or load from numba's cache) before the clock starts: the same calls with
     # nothing to do, on throwaway state where they would change something
     t0 = time.perf_counter()
     with vectorizing():
-        run(0, 0)
-        _finish(params, K.new_state(params, 1).heap, -1, scratch, jump, 0)
+        probe = _Lane(params, ring, 0, None, None)
+        run(probe, 0, 0, 0)
+        _finish(params, probe.state.heap, probe.chans[0], -1, probe.scratch, jump, 0)
     compile_s += time.perf_counter() - t0
 
+    # the heaviest channels first, so that the lanes finish together
+    order = sorted(range(C), key=lambda g: (-(chan_ptr[g + 1] - chan_ptr[g]), g))
+    stop, lock = threading.Event(), threading.Lock()
+    lanes = [_Lane(params, ring, log_cap, stop, lock) for _ in range(lanes_for(threads, C))]
+    owner = np.zeros(C, np.int64)
+    logs: list[np.ndarray] = []
     bar = None
     if progress is True:
         from tqdm import tqdm
         bar = tqdm(total=n, unit="req", desc="dram replay", leave=False)
-    wall = 0.0
-    cpu = 0.0
-    while drv[2] < n:
-        target = min(n, int(drv[2]) + chunk)
-        t0 = time.perf_counter()
-        c0 = time.process_time()
-        with vectorizing():
-            run(target, WORK_PER_CALL)
-        wall += time.perf_counter() - t0
-        cpu += time.process_time() - c0
-        if drv[3] == 1:
-            raise RuntimeError(f"dram replay: no further progress possible at cycle {drv[0]} "
-                               f"with {n - drv[2]} requests incomplete (model bug)")
-        if drv[3] == 2:
-            raise RuntimeError("dram replay: completion buffer overflow (model bug)")
+
+    def report() -> None:
+        done = sum(w.done for w in lanes)
         if bar is not None:
-            bar.update(int(drv[2]) - bar.n)
+            bar.update(done - bar.n)
         elif callable(progress):
-            progress(int(drv[2]), n)
-    if n:
-        # the run ends with the tick in which the last request completed; every channel is
-        # driven to that cycle (refreshes of channels that finished earlier count)
-        t0 = time.perf_counter()
-        c0 = time.process_time()
-        t_end = int(K.views(state)["ch"][:, K.C_LASTTICK].max())
-        while True:
-            with vectorizing():
-                finished = _finish(params, state.heap, t_end, scratch, jump, WORK_PER_CALL)
-            if finished:
-                break
-        wall += time.perf_counter() - t0
-        cpu += time.process_time() - c0
-    if bar is not None:
-        bar.close()
+            progress(done, n)
+
+    def lane_work(i: int) -> None:
+        """Lane i takes the next channel not yet taken until none is left."""
+        w = lanes[i]
+        while not w.stop.is_set():
+            with w.lock:
+                if not order:
+                    return
+                g = order.pop(0)
+            owner[g] = i
+            w.drv[:] = 0
+            while w.drv[5] < 1 and not w.stop.is_set():
+                target = min(n, int(w.drv[2]) + chunk)
+                with vectorizing():
+                    run(w, g, target, WORK_PER_CALL)
+                if w.drv[3] == 1:
+                    raise RuntimeError(f"dram replay: no further progress possible at cycle "
+                                       f"{w.drv[0]} on channel {g} (model bug)")
+                if w.drv[3] == 2:
+                    raise RuntimeError("dram replay: completion buffer overflow (model bug)")
+                w.done = w.base + int(w.drv[2])
+                if len(lanes) == 1:
+                    report()
+            w.base = w.done
+            w.iterations += int(w.drv[4])
+            logs.append(w.take_log())
+
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    try:
+        _in_lanes(lanes, lane_work, report)
+        if n:
+            # the run ends with the tick in which the last request completed; every channel
+            # is driven to that cycle (refreshes of channels that finished earlier count)
+            t_end = max(int(K.views(lanes[owner[g]].state)["ch"][g, K.C_LASTTICK])
+                        for g in range(C))
+            for g in range(C):
+                w = lanes[owner[g]]
+                while True:
+                    with vectorizing():
+                        finished = _finish(params, w.state.heap, w.chans[g], t_end, w.scratch,
+                                           jump, WORK_PER_CALL)
+                    if finished:
+                        break
+                logs.append(w.take_log())
+    finally:
+        if bar is not None:
+            bar.close()
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    # one controller state holding each channel's region from the lane that ran it
+    state = K.new_state(params, 1, completion_capacity=ring)
+    _merge_channels(state, [lanes[owner[g]].state for g in range(C)])
     log = None
     if command_log:
-        log = K.views(state)["log"].copy()
+        log = np.concatenate(logs) if logs else np.zeros((0, 7), np.int64)
         log = log[np.lexsort((log[:, K.LOG_CH], log[:, K.LOG_CLK]))][: int(command_log)]
     stats = summarize(config, params, state, arrival, accept, completion, is_write, timed)
-    stats["driver_iterations"] = int(drv[4])
+    stats["driver_iterations"] = int(sum(w.iterations for w in lanes))
     return ReplayResult(arrival=arrival, accept=accept, completion=completion,
                         is_write=is_write, stats=stats, config=config,
                         wall_s=wall, cpu_s=cpu, compile_s=compile_s, command_log=log,
-                        channel=ch)
+                        channel=ch, threads=len(lanes))

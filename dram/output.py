@@ -458,7 +458,9 @@ def summary_table(stats: Mapping[str, Any]) -> str:
         rows.append(("simulated time", f"{_num(total)} cycles = {_duration(total * tck * 1e-12)}"))
     if g("sim_requests_per_s") is not None:
         rows.append(("simulation speed", f"{_num(g('sim_requests_per_s'), 0)} requests/s "
-                                         f"({_num(g('sim_wall_s'), 3)} s simulating, "
+                                         f"({_num(g('sim_wall_s'), 3)} s simulating"
+                                         + (f" on {g('sim_threads')} threads"
+                                            if (g("sim_threads") or 1) > 1 else "") + ", "
                                          + (f"compile {_num(g('compile_s'), 3)} s, "
                                             if g("compile_s") is not None else "")
                                          + f"{_num(g('replay_wall_s'), 3)} s with set-up)"))

@@ -52,7 +52,9 @@ import hashlib
 import io
 import itertools
 import os
+import queue
 import sys
+import threading
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, NamedTuple
@@ -349,6 +351,43 @@ def _open_source(source: Any) -> tuple[Any, str, bool]:
     return open(path, "rb"), text, True
 
 
+class _Hasher:
+    """SHA-256 of a stream's bytes, fed piece by piece in order; the large pieces are hashed
+    in a thread of their own beside the parsing (hashlib releases the GIL on them)."""
+
+    _LARGE = 1 << 16
+
+    def __init__(self):
+        self._sha = hashlib.sha256()
+        self._queue: queue.SimpleQueue | None = None
+        self._thread: threading.Thread | None = None
+
+    def _drain(self) -> None:
+        while (data := self._queue.get()) is not None:
+            self._sha.update(data)
+
+    def update(self, data: bytes) -> None:
+        if self._queue is None and len(data) < self._LARGE:
+            self._sha.update(data)
+            return
+        if self._queue is None:
+            self._queue = queue.SimpleQueue()
+            self._thread = threading.Thread(target=self._drain, daemon=True)
+            self._thread.start()
+        self._queue.put(data)
+
+    def close(self) -> None:
+        """Wait for the pieces given so far to be hashed; stop the thread."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread, self._queue = None, None
+
+    def hexdigest(self) -> str:
+        self.close()
+        return self._sha.hexdigest()
+
+
 class _Input:
     """One pass over a trace source: its bytes as stored are read once, counted and hashed on
     the way, and decompressed when they are gzip.
@@ -361,7 +400,7 @@ class _Input:
 
     def __init__(self, source: Any):
         self._raw, self.name, self._owned = _open_source(source)
-        self._sha = hashlib.sha256()
+        self._sha = _Hasher()
         self.n_bytes = 0
         self._broken: TraceError | None = None  # the damage found in a gzip stream
         try:
@@ -437,6 +476,7 @@ class _Input:
         return self.n_bytes, self._sha.hexdigest()
 
     def close(self) -> None:
+        self._sha.close()
         if self._owned:
             self._raw.close()
 

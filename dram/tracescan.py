@@ -27,6 +27,9 @@ function, so a cold compile costs about a second and a warm start loads it in mi
 
 from __future__ import annotations
 
+import os
+import threading
+
 import numpy as np
 from numba import njit
 
@@ -110,7 +113,8 @@ def _keyword(data, s, e, w0, w1):
 def _scan(data, fmt, max_line_bytes, addr, kind, arrival, line, rw, ldst):
     """Scan ``data`` (whole lines, each ending with a newline) into the output arrays.
 
-    Returns (requests written, index in the block of the first line not accepted, or -1).
+    Returns (requests written, index in the block of the first line not accepted or -1,
+    lines read).
     """
     n = data.shape[0]
     starts = np.empty(5, np.int64)
@@ -146,30 +150,30 @@ def _scan(data, fmt, max_line_bytes, addr, kind, arrival, line, rw, ldst):
                 ends[ntok] = pos
             ntok += 1
         if pos - line_start > max_line_bytes:
-            return nreq, li
+            return nreq, li, li
         pos += 1  # past the newline
         if ntok == 0:
             li += 1
             continue
         if fmt == 0:  # dramsim3: 0x<addr> READ|WRITE <cycle>
             if ntok != 3:
-                return nreq, li
+                return nreq, li, li
             a, ok = _parse_hex(data, starts[0], ends[0])
             if not ok:
-                return nreq, li
+                return nreq, li, li
             k = _keyword(data, starts[1], ends[1], rw[0], rw[1])
             if k < 0:
-                return nreq, li
+                return nreq, li, li
             t, ok = _parse_dec(data, starts[2], ends[2])
             if not ok or t > cycle_max:
-                return nreq, li
+                return nreq, li, li
             arrival[nreq] = np.int64(t)
         elif fmt == 1:  # ramulator: LD|ST <addr>
             if ntok != 2:
-                return nreq, li
+                return nreq, li, li
             k = _keyword(data, starts[0], ends[0], ldst[0], ldst[1])
             if k < 0:
-                return nreq, li
+                return nreq, li, li
             s = starts[1]
             e = ends[1]
             if e - s >= 2 and data[s] == 48 and (data[s + 1] | 32) == 120:
@@ -177,28 +181,28 @@ def _scan(data, fmt, max_line_bytes, addr, kind, arrival, line, rw, ldst):
             else:
                 a, ok = _parse_dec(data, s, e)
             if not ok:
-                return nreq, li
+                return nreq, li, li
         else:  # dramsys: <cycle>: read|write 0x<addr> [data]
             if ntok != 3 and ntok != 4:
-                return nreq, li
+                return nreq, li, li
             if data[ends[0] - 1] != 58:  # ':'
-                return nreq, li
+                return nreq, li, li
             t, ok = _parse_dec(data, starts[0], ends[0] - 1)
             if not ok or t > cycle_max:
-                return nreq, li
+                return nreq, li, li
             k = _keyword(data, starts[1], ends[1], rw[0], rw[1])
             if k < 0:
-                return nreq, li
+                return nreq, li, li
             a, ok = _parse_hex(data, starts[2], ends[2])
             if not ok:
-                return nreq, li
+                return nreq, li, li
             arrival[nreq] = np.int64(t)
         addr[nreq] = a
         kind[nreq] = np.uint8(k)
         line[nreq] = li
         nreq += 1
         li += 1
-    return nreq, -1
+    return nreq, -1, li
 
 
 def _word(text: str) -> np.ndarray:
@@ -209,7 +213,32 @@ _RW = (_word("READ"), _word("WRITE"))
 _LDST = (_word("LD"), _word("ST"))
 
 
-def scan_block(buf: bytes, fmt: str, max_line_bytes: int):
+#: The shortest request line of any format ("LD 0\n"): a block of b bytes holds at most
+#: b // 5 + 1 requests, so the output arrays are sized without counting the lines first.
+_MIN_LINE_BYTES = 5
+#: Blocks are cut into pieces of at least this many bytes for the threads of :func:`scan_block`.
+_MIN_PIECE_BYTES = 1 << 20
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _scan_piece(data, fmt: int, max_line_bytes: int, timed: bool):
+    cap = data.shape[0] // _MIN_LINE_BYTES + 1
+    addr = np.empty(cap, np.uint64)
+    kind = np.empty(cap, np.uint8)
+    arrival = np.empty(cap if timed else 0, np.int64)
+    line = np.empty(cap, np.int64)
+    n, bad, lines = _scan(data, fmt, max_line_bytes, addr, kind, arrival, line, _RW, _LDST)
+    return addr[:n], kind[:n], arrival[:n], line[:n], bad, lines
+
+
+def scan_block(buf: bytes, fmt: str, max_line_bytes: int, threads: int | None = None,
+               min_piece_bytes: int = _MIN_PIECE_BYTES):
     """Parse one block of whole lines (each ending with ``\\n``) in one compiled pass.
 
     Parameters
@@ -219,6 +248,10 @@ def scan_block(buf: bytes, fmt: str, max_line_bytes: int):
     fmt : {"dramsim3", "ramulator", "dramsys"}
     max_line_bytes : int
         Longest accepted line, without its newline.
+    threads : int, optional
+        Cut the block at line ends into this many pieces (default: the CPUs this process may
+        use), each of at least ``min_piece_bytes``, and scan them in parallel threads (the
+        scanner releases the GIL); the result is the same for any cut.
 
     Returns
     -------
@@ -233,16 +266,40 @@ def scan_block(buf: bytes, fmt: str, max_line_bytes: int):
         the requests before it); ``None`` when every line was accepted.
     """
     data = np.frombuffer(buf, np.uint8)
-    cap = buf.count(b"\n")  # every request line ends with one
-    addr = np.empty(cap, np.uint64)
-    kind = np.empty(cap, np.uint8)
-    timed = fmt != "ramulator"
-    arrival = np.empty(cap if timed else 0, np.int64)
-    line = np.empty(cap, np.int64)
-    n, bad = _scan(data, FORMAT_CODES[fmt], int(max_line_bytes), addr, kind, arrival, line,
-                   _RW, _LDST)
-    return (addr[:n], kind[:n], arrival[:n] if timed else None, line[:n],
-            None if bad < 0 else int(bad))
+    code, timed = FORMAT_CODES[fmt], fmt != "ramulator"
+    max_line_bytes = int(max_line_bytes)
+    pieces = max(1, min(_cpus() if threads is None else int(threads),
+                        len(buf) // max(1, int(min_piece_bytes))))
+    cuts = [0]
+    for k in range(1, pieces):
+        cut = buf.find(b"\n", max(cuts[-1], k * len(buf) // pieces)) + 1
+        if 0 < cut < len(buf):
+            cuts.append(cut)
+    cuts.append(len(buf))
+    parts: list = [None] * (len(cuts) - 1)
+
+    def scan(k: int) -> None:
+        parts[k] = _scan_piece(data[cuts[k]:cuts[k + 1]], code, max_line_bytes, timed)
+
+    workers = [threading.Thread(target=scan, args=(k,)) for k in range(1, len(parts))]
+    for w in workers:
+        w.start()
+    scan(0)
+    for w in workers:
+        w.join()
+    # the pieces up to the first one with a bad line; line indices made block-relative
+    keep, bad, first = [], None, 0
+    for addr, kind, arrival, line, bad_k, lines in parts:
+        keep.append((addr, kind, arrival, line + first if first else line))
+        if bad_k >= 0:
+            bad = first + int(bad_k)
+            break
+        first += int(lines)
+    if len(keep) == 1:
+        addr, kind, arrival, line = keep[0]
+    else:
+        addr, kind, arrival, line = (np.concatenate(c) for c in zip(*keep))
+    return addr, kind, arrival if timed else None, line, bad
 
 
 # ----------------------------------------------------------------------------------------------

@@ -33,6 +33,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="only traces whose name contains this")
     ap.add_argument("--repeat", type=int, default=1, help="replays per run (best time kept)")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads per replay (default 1: the model on one core, as Ramulator "
+                         "2.1's loop runs; dram.replay's own default is every CPU)")
     a = ap.parse_args(argv)
 
     from dram import DRAMConfig, replay, synth
@@ -52,7 +55,7 @@ def main(argv=None) -> int:
         tr = synth.from_manifest(e)
         for refresh in (True, False):
             cfg = V.reference_config(e["channels"], refresh)
-            runs = [replay(tr, cfg, wrap="mapper") for _ in range(a.repeat)]
+            runs = [replay(tr, cfg, wrap="mapper", threads=a.threads) for _ in range(a.repeat)]
             best = min(r.wall_s for r in runs)
             best_cpu = min(r.cpu_s for r in runs)
             r = V.reference_row(ref, e, refresh)
@@ -67,7 +70,7 @@ def main(argv=None) -> int:
           f"{'(per CPU s)':>12s} {'Ramulator req/s':>16s} {'speedup':>8s}")
     groups = list(df.groupby("pattern", sort=False)) + [("TOTAL", df)]
     figures = {"compile_or_cache_load_s": compile_s, "peak_rss_MB": peak_MB, "only": a.only,
-               "repeat": a.repeat, "patterns": {}}
+               "repeat": a.repeat, "threads": a.threads, "patterns": {}}
     for pat, d in groups:
         n = d["n_requests"].sum()
         ours = n / d["wall_s"].sum()

@@ -171,9 +171,10 @@ def test_cutting_the_run_into_calls_changes_nothing(monkeypatch):
     whole = replay(tr, cfg)
     monkeypatch.setattr(O, "WORK_PER_CALL", 5)
     calls = []
-    cut = replay(tr, cfg, chunk=3, progress=lambda d, n: calls.append(d))
+    cut = replay(tr, cfg, chunk=3, progress=lambda d, n: calls.append(d), threads=1)
     assert len(calls) > 100
     _same(whole, cut)
+    _same(whole, replay(tr, cfg, chunk=3, threads=2))
 
 
 def test_compile_time_is_reported_apart():

@@ -406,7 +406,12 @@ def scanner_and_reference(data: bytes, fmt: str):
 
     if not data.endswith(b"\n"):
         data += b"\n"  # blocks are whole lines (dram.traces._blocks)
-    fast = scan_block(data, fmt, MAX_LINE_BYTES)
+    fast = scan_block(data, fmt, MAX_LINE_BYTES, threads=1)
+    # cut into pieces scanned by parallel threads: the same result
+    cut = scan_block(data, fmt, MAX_LINE_BYTES, threads=3, min_piece_bytes=1)
+    for a, b in zip(fast, cut):
+        assert (a is None and b is None) or np.array_equal(a, b) and \
+            getattr(a, "dtype", None) == getattr(b, "dtype", None), (data, fmt)
     ref = _parse_block(_Block(data, 1, "<block>", fmt))
     return fast, ref
 
