@@ -14,12 +14,15 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
-    from experiments.runner import ALL_EXPERIMENTS, EXPERIMENTS, ON_REQUEST, add_common_arguments
+    from experiments.runner import (ALL_EXPERIMENTS, EXPERIMENTS, FULL_ON_REQUEST, ON_REQUEST,
+                                    add_common_arguments)
 
     p = subparsers.add_parser("reproduce", help="regenerate every figure of the paper (and ours)",
                               description="Run every experiment into one new results folder: "
                               + ", ".join(EXPERIMENTS) + " (and, with --only, "
-                              + ", ".join(ON_REQUEST) + ").")
+                              + ", ".join(ON_REQUEST) + "). At --full, "
+                              + ", ".join(FULL_ON_REQUEST) + " runs only when named with "
+                              "--only (hours at 1M vectors).")
     add_common_arguments(p)
     p.add_argument("--only", metavar="NAMES",
                    help="comma-separated subset of the experiments (default: all but "
@@ -71,9 +74,13 @@ def reproduce(args) -> int:
     from cosmos_common.outdir import RunFolder, incomplete_folders
     from experiments.common import atomic_write_text, results_dir
     from experiments.runner import (ALL_EXPERIMENTS, EXPERIMENTS, context_from_args,
-                                    dataset_note, run_experiment)
+                                    dataset_note, reproduce_names, run_experiment)
 
-    names = list(EXPERIMENTS)
+    names = reproduce_names(args.scale)
+    if not args.only and len(names) < len(EXPERIMENTS):
+        left = [n for n in EXPERIMENTS if n not in names]
+        print(f"cosmos reproduce --scale {args.scale}: {', '.join(left)} not included (hours "
+              f"at this scale); run it with --only {','.join(left)}", flush=True)
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
         bad = [n for n in names if n not in ALL_EXPERIMENTS]

@@ -60,10 +60,19 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, monkeypatch, capsy
     monkeypatch.chdir(tmp_path)
     assert main(["reproduce", "--full", "--dry-run", "--cache-dir", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
+    assert "recall_qps not included (hours at this scale); run it with --only recall_qps" in out
     assert "83 asked for, 58 distinct" in out
     assert "scale_devices, scale_ranks, latency_load, rag_ttft" in out
     assert "latency_load: up to 30 open-loop runs" in out
     assert list(tmp_path.iterdir()) == []        # no results folder, no cache
+
+
+def test_full_leaves_out_what_runs_only_on_request():
+    from experiments.runner import EXPERIMENTS, FULL_ON_REQUEST, reproduce_names
+
+    assert reproduce_names("default") == list(EXPERIMENTS)
+    assert reproduce_names("full") == [n for n in EXPERIMENTS if n not in FULL_ON_REQUEST]
+    assert "recall_qps" in FULL_ON_REQUEST and "fig4a_qps" in reproduce_names("full")
 
 
 def test_makespan_is_the_pool_order():
