@@ -91,8 +91,8 @@ def _drain(H, out_ids, out_cyc, completion):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, chans, fifo_head,
-         fifo_adm, rej_stamp, drv, accept, completion, max_done, out_ids, out_cyc,
+def _run(params, H, rec, flags, bits, pow2, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, chans,
+         fifo_head, fifo_adm, rej_stamp, drv, accept, completion, max_done, out_ids, out_cyc,
          every_cycle, scratch, jump, max_work):
     """Run the open-loop driver through the channels ``chans``, one after the other, until
     ``max_done``
@@ -109,11 +109,13 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, chans, fifo_
 
     The per-request inputs are laid out in the order the driver reads them (built by
     :func:`replay`), so its loads run sequentially through memory instead of hopping through
-    the trace by file index: ``rec`` int64[N, 8], one 64-byte row per request in FIFO order
-    (FIFO f's requests at rows fifo_ptr[f]..fifo_ptr[f + 1], file order within it): file
-    index, address, is_write, rank_local, rank, bank group, flat bank, row;
-    ``adm_arrival``/``adm_fifo`` the arrival cycle and FIFO of each request in channel order
-    (channel g's at chan_ptr[g]..chan_ptr[g + 1], file order within it).
+    the trace by file index: ``rec`` int64[N, 2], one row per request in FIFO order (FIFO f's
+    requests at rows fifo_ptr[f]..fifo_ptr[f + 1], file order within it): file index and
+    address; ``flags`` uint8[N], same order: is_write | rank_local << 1; ``adm_arrival`` /
+    ``adm_fifo`` the arrival cycle and FIFO of each request in channel order (channel g's at
+    chan_ptr[g]..chan_ptr[g + 1], file order within it). The address is mapped to its rank,
+    bank group, bank and row when offered (:func:`_map` with ``bits``/``pow2``: a few shifts
+    and masks), which costs less than reading the mapped fields from a wider row.
 
     drv int64[8]: [t (next driver cycle), next index into the channel's requests, completions
     so far, error code, driver iterations, index in ``chans`` of the channel being run,
@@ -134,6 +136,8 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, chans, fifo_
     work = 0            # driver iterations + ticks of idle stretches, this call
     adv = 0             # the latter
     nrefi = params.nREFI
+    nbg = params.n_bg
+    nb = params.n_banks
     nch = chans.shape[0]
     while drv[5] < nch and done < max_done and work < max_work:
         g = chans[_u(drv[5])]
@@ -177,9 +181,16 @@ def _run(params, H, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, chans, fifo_
                 # a head rejected while the channel's offer stamp stayed the same is
                 # rejected again
                 stamp = H[_u(oc + K.C_OFFSTAMP)]
-                if rej_stamp[_u(bf)] != stamp and K._offer_mapped(
-                        params, H, g, bi, rec[_u(j), 1], rec[_u(j), 2], rec[_u(j), 3], t,
-                        rec[_u(j), 4], rec[_u(j), 5], rec[_u(j), 6], rec[_u(j), 7]):
+                if rej_stamp[_u(bf)] == stamp:
+                    accepted = False
+                else:
+                    a = rec[_u(j), 1]
+                    fl = np.int64(flags[_u(j)])
+                    _c, rank, bgi, bank, row = _map(params, a, bits, pow2)
+                    accepted = K._offer_mapped(
+                        params, H, g, bi, a, fl & 1, fl >> 1, t, rank, bgi,
+                        (rank * nbg + bgi) * nb + bank, row)
+                if accepted:
                     accept[_u(bi)] = t
                     rej_stamp[_u(bf)] = -1
                     fifo_head[_u(bf)] += 1
@@ -317,17 +328,17 @@ def _map(params, a, bits, pow2):
 
 
 @njit(cache=True, _nrt=False)
-def _prepare(params, addr, is_write, rank_local, arrival, ch, rec, adm_arrival, adm_fifo,
-             fifo_ptr, chan_ptr, pos, bits, pow2):
+def _prepare(params, addr, is_write, rank_local, arrival, ch, rec, flags, adm_arrival,
+             adm_fifo, fifo_ptr, chan_ptr, pos, bits, pow2):
     """Map every address and lay the requests out in the order :func:`_run` reads them.
 
     Fills ``ch`` (channel of each request, file order), ``fifo_ptr`` [2C + 1] and ``chan_ptr``
     [C + 1] (where each FIFO's and each channel's requests start; zeros on entry), ``rec``
-    (FIFO order; the row layout of :func:`_run`) and ``adm_arrival``/``adm_fifo`` (channel
+    and ``flags`` (FIFO order; the layout of :func:`_run`) and ``adm_arrival``/``adm_fifo`` (channel
     order); ``pos`` int64[3C] is scratch; ``bits``/``pow2`` select the mapping's arithmetic
     (:func:`_map`). Within a
     FIFO or a channel the requests keep their file order: a stable counting sort, two passes
-    over the trace (the first maps and counts, the second maps again and places).
+    over the trace (the first maps and counts, the second places).
     """
     n = addr.shape[0]
     C = params.n_channels
@@ -346,23 +357,16 @@ def _prepare(params, addr, is_write, rank_local, arrival, ch, rec, adm_arrival, 
         pos[_u(f)] = fifo_ptr[_u(f)]
     for g in range(C):
         pos[_u(F + g)] = chan_ptr[_u(g)]
-    nb = params.n_banks
-    nbg = params.n_bg
     for i in range(n):
         a = addr[_u(i)]
-        c, rank, bgi, bank, row = _map(params, a, bits, pow2)
+        c = ch[_u(i)]
         w = is_write[_u(i)]
         f = 2 * c + w
         j = pos[_u(f)]
         pos[_u(f)] = j + 1
         rec[_u(j), 0] = i
         rec[_u(j), 1] = a
-        rec[_u(j), 2] = w
-        rec[_u(j), 3] = rank_local[_u(i)]
-        rec[_u(j), 4] = rank
-        rec[_u(j), 5] = bgi
-        rec[_u(j), 6] = (rank * nbg + bgi) * nb + bank
-        rec[_u(j), 7] = row
+        flags[_u(j)] = w | (rank_local[_u(i)] << 1)
         k = pos[_u(F + c)]
         pos[_u(F + c)] = k + 1
         adm_arrival[_u(k)] = arrival[_u(i)]
@@ -605,10 +609,11 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     F = 2 * C
     fifo_ptr = np.zeros(F + 1, np.int64)
     chan_ptr = np.zeros(C + 1, np.int64)
-    ch = np.empty(n, np.int64)
-    rec = np.empty((n, 8), np.int64)
+    ch = np.empty(n, np.int16)
+    rec = np.empty((n, 2), np.int64)
+    flags = np.empty(n, np.uint8)
     adm_arrival = np.empty(n, np.int64)
-    adm_fifo = np.empty(n, np.int64)
+    adm_fifo = np.empty(n, np.int16)
     pos = np.empty(3 * C, np.int64)
     bits = _field_bits(params)
     pow2 = bits is not None
@@ -616,12 +621,12 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         bits = np.zeros(12, np.int64)
     t0 = time.perf_counter()
     with vectorizing():         # compile or load, timed apart: the same call on no requests
-        _prepare(params, addr[:0], is_write[:0], rank_local[:0], arrival[:0], ch, rec,
+        _prepare(params, addr[:0], is_write[:0], rank_local[:0], arrival[:0], ch, rec, flags,
                  adm_arrival, adm_fifo, fifo_ptr.copy(), chan_ptr.copy(), pos, bits, pow2)
     compile_s = time.perf_counter() - t0
     with vectorizing():
-        _prepare(params, addr, is_write, rank_local, arrival, ch, rec, adm_arrival, adm_fifo,
-                 fifo_ptr, chan_ptr, pos, bits, pow2)
+        _prepare(params, addr, is_write, rank_local, arrival, ch, rec, flags, adm_arrival,
+                 adm_fifo, fifo_ptr, chan_ptr, pos, bits, pow2)
     fifo_head = np.zeros(F, np.int64)
     fifo_adm = np.zeros(F, np.int64)
     rej_stamp = np.full(F, -1, np.int64)
@@ -632,7 +637,8 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     log_cap = int(command_log)
 
     def run(w: "_Lane", g: int, target: int, max_work: int) -> None:
-        _run(params, w.state.heap, rec, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, w.chans[g],
+        _run(params, w.state.heap, rec, flags, bits, pow2, adm_arrival, adm_fifo, fifo_ptr,
+             chan_ptr, w.chans[g],
              fifo_head, fifo_adm, rej_stamp, w.drv, accept, completion, target, w.out_ids,
              w.out_cyc, bool(every_cycle), w.scratch, jump, max_work)
 

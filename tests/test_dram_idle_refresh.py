@@ -302,11 +302,11 @@ def _layout_by_argsort(params, addr, is_write, rank_local, arrival):
     fifo = ch * 2 + is_write.astype(np.int64)
     order = np.argsort(fifo, kind="stable")
     chan_list = np.argsort(ch, kind="stable")
-    rec = np.stack([order, addr[order], is_write[order], rank_local[order], mapped[order, 1],
-                    mapped[order, 2], mapped[order, 4], mapped[order, 3]], axis=1)
+    rec = np.stack([order, addr[order]], axis=1)
+    flags = is_write[order] | (rank_local[order] << 1)
     fifo_ptr = np.concatenate([[0], np.cumsum(np.bincount(fifo, minlength=2 * C))])
     chan_ptr = np.concatenate([[0], np.cumsum(np.bincount(ch, minlength=C))])
-    return ch, rec, arrival[chan_list], fifo[chan_list], fifo_ptr, chan_ptr
+    return ch, rec, flags, arrival[chan_list], fifo[chan_list], fifo_ptr, chan_ptr
 
 
 @pytest.mark.parametrize("channels", [1, 3, 4])
@@ -327,11 +327,18 @@ def test_prepare_lays_requests_out_as_stable_sorts_do(channels, mapping):
     want = _layout_by_argsort(params, addr, is_write, rank_local, arrival)
     bits = O._field_bits(params)
     for pow2 in ([True, False] if bits is not None else [False]):
-        got = (np.empty(n, np.int64), np.empty((n, 8), np.int64), np.empty(n, np.int64),
-               np.empty(n, np.int64), np.zeros(2 * channels + 1, np.int64),
-               np.zeros(channels + 1, np.int64))
+        got = (np.empty(n, np.int16), np.empty((n, 2), np.int64), np.empty(n, np.uint8),
+               np.empty(n, np.int64), np.empty(n, np.int16),
+               np.zeros(2 * channels + 1, np.int64), np.zeros(channels + 1, np.int64))
+        b12 = bits if bits is not None else np.zeros(12, np.int64)
         O._prepare(params, addr, is_write, rank_local, arrival, *got,
-                   np.empty(3 * channels, np.int64),
-                   bits if bits is not None else np.zeros(12, np.int64), pow2)
+                   np.empty(3 * channels, np.int64), b12, pow2)
         for a, b in zip(got, want):
             np.testing.assert_array_equal(a, b)
+        # the driver maps each address when it offers it: the fields of map_all
+        mapped = np.zeros((n, 5), np.int64)
+        K.map_all(params, addr, mapped)
+        for i in range(0, n, 7):
+            c, rank, bg, bank, row = O._map(params, addr[i], b12, pow2)
+            assert (c, rank, bg, row) == tuple(mapped[i, [0, 1, 2, 3]])
+            assert (rank * params.n_bg + bg) * params.n_banks + bank == mapped[i, 4]
