@@ -20,8 +20,11 @@ Definitions
   ``ci_batches``, ``ci_batch_queries``; NaN with ``ci_note`` saying why when the window
   cannot support an interval (too few completions, or batch means still correlated).
 - A run stopped early (``simulate(ci_target=...)``) simulated only its first
-  ``num_queries`` queries of the trace (``stopped`` = "ci-target"; else "all queries"):
-  every figure is over those queries, which all completed.
+  ``num_queries`` queries of the trace (``stopped`` = "ci-target"; else "all queries"),
+  which all completed. Its steady-state window is the one its stop test passed on: the
+  completions up to the test (``ci_until_cycle``), with the warm-up fraction left out at both
+  ends; the queries still in flight then (admitted, never replaced: the loop drains) complete
+  after it. So the reported interval is the one that met the target.
 - Breakdown (the paper's Fig. 4b): along each query's critical path (its last task and,
   recursively, the predecessor that finished last), the time spent in steps of each category:
   graph traversal (adjacency reads + visited checks), distance calculation (vector reads +
@@ -90,11 +93,15 @@ def per_query(res) -> pd.DataFrame:
     return df
 
 
-def steady_window(done_cycles: np.ndarray, warmup: float = 0.1):
-    """(lo, hi, mask): the steady-state window in cycles and the queries completing in it."""
+def steady_window(done_cycles: np.ndarray, warmup: float = 0.1, until: int | None = None):
+    """(lo, hi, mask): the steady-state window in cycles and the queries completing in it.
+
+    ``until``: the window is that of the completions at or before this cycle (a run stopped
+    by ``ci_target``: the completions its stop test saw); ``mask`` still covers every query.
+    """
     if not 0 <= warmup < 0.5:
         raise ValueError(f"warmup must be in [0, 0.5), got {warmup}")
-    d = np.sort(done_cycles)
+    d = np.sort(done_cycles if until is None else done_cycles[done_cycles <= until])
     Q = d.shape[0]
     i_lo = int(np.floor(warmup * Q))
     i_hi = max(i_lo + 1, int(np.ceil((1 - warmup) * Q)) - 1)
@@ -333,7 +340,7 @@ def summary(res, warmup: float = 0.1) -> dict:
     st, cfg = res.state, res.config
     pq = per_query(res)
     q_done = st.q_done[:res.queries]
-    lo, hi, mask = steady_window(q_done, warmup)
+    lo, hi, mask = steady_window(q_done, warmup, getattr(res, "ci_until_cycle", None))
     win_s = (hi - lo) * TCK_PS * 1e-12
     n_win = int(mask.sum())
     qps_window = n_win / win_s if win_s > 0 else float("nan")
@@ -364,6 +371,9 @@ def summary(res, warmup: float = 0.1) -> dict:
         "trace_queries": res.program.num_queries,
         "stopped": res.stopped,
         "ci_target": res.ci_target,
+        # completions the passing stop test saw (a run stopped by ci_target; else None)
+        "ci_stop_completions": (None if getattr(res, "ci_until_cycle", None) is None else
+                                int((q_done <= res.ci_until_cycle).sum())),
         "warmup_fraction": warmup,
         "window_queries": n_win,
         "steady_state": steady,

@@ -195,6 +195,9 @@ class SimResult:
     #: why the run ended: :data:`STOP_ALL` or :data:`STOP_CI` (``ci_target`` reached)
     stopped: str = STOP_ALL
     ci_target: float | None = None
+    #: a run stopped by ``ci_target``: the last completion cycle its passing stop test saw
+    #: (the summary's steady-state window ends there; cosmos.metrics)
+    ci_until_cycle: int | None = None
 
     def __post_init__(self):
         if self.queries is None:
@@ -401,6 +404,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     # ci_target: stop tests at completion counts next_check, next_check + every, ...
     total = Q                   # queries the run will complete (fewer once stopped)
     stopped = STOP_ALL
+    until = None
     every = ci_check_every(max_inflight)
     next_check = Q + 1
     if ci_target is not None:
@@ -423,6 +427,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                     total = admitted
                     st.scal[SC_NEXTQ] = Q
                     stopped = STOP_CI
+                    until = int(st.q_done[st.q_done >= 0].max())
                     if bar is not None:
                         bar.total = total
                         bar.refresh()
@@ -458,7 +463,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                      wall_s=wall, mode=mode, rate_qps=rate_qps, max_inflight=max_inflight,
                      pool_sizes=psizes,
                      extra={"requests": int(st.scal[SC_REQS_DONE]), "specialized": specialized},
-                     queries=total, stopped=stopped, ci_target=ci_target)
+                     queries=total, stopped=stopped, ci_target=ci_target,
+                     ci_until_cycle=until)
 
 
 def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,

@@ -105,7 +105,9 @@ def _trace(num_queries):
 
 def test_ci_target_stops_and_equals_a_run_of_its_queries():
     """A run stopped by ci_target simulated exactly its first N queries: the same completions
-    as a run of num_queries=N; its summary says so; the same inputs stop at the same N."""
+    as a run of num_queries=N; its summary says so and reports the interval its stop test
+    passed on (the window of the completions the test saw: within the target); the same
+    inputs stop at the same N."""
     from cosmos.presets import get_preset
     from cosmos.simulate import simulate
 
@@ -117,14 +119,20 @@ def test_ci_target_stops_and_equals_a_run_of_its_queries():
     assert 300 <= r.queries == s["num_queries"] < 1500 and s["trace_queries"] == 1500
     assert (r.state.q_done[:r.queries] >= 0).all()
     assert s["qps_ci_low"] < s["qps"] < s["qps_ci_high"]
+    assert s["qps_ci_rel_halfwidth"] <= 0.03
+    assert 300 <= s["ci_stop_completions"] < r.queries   # the drained ones come after
     again = simulate(cfg, tr, ci_target=0.03, ci_min_queries=300, progress=False)
     assert again.queries == r.queries
     assert np.array_equal(again.state.q_done, r.state.q_done)
     ref = simulate(cfg, tr, num_queries=r.queries, progress=False)
     assert np.array_equal(ref.state.q_done, r.state.q_done[:r.queries])
     s_ref = ref.summary()
+    assert s_ref["dram_requests"] == s["dram_requests"] and s_ref["ci_stop_completions"] is None
+    # the stopped run's window is the stop test's: the N-query run's figures over that window
+    ref.ci_until_cycle = r.ci_until_cycle
+    s_win = ref.summary()
     for k in ("qps", "qps_ci_low", "latency_mean_ns", "dram_requests", "breakdown_ns"):
-        assert s_ref[k] == s[k], k
+        assert s_win[k] == s[k], k
     full = simulate(cfg, tr, progress=False).summary()
     assert full["stopped"] == "all queries" and full["num_queries"] == 1500
     # never stops before the minimum number of queries
