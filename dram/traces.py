@@ -53,6 +53,7 @@ import io
 import itertools
 import os
 import queue
+import stat
 import sys
 import threading
 import zlib
@@ -475,6 +476,14 @@ class _Input:
             pass
         return self.n_bytes, self._sha.hexdigest()
 
+    def file_size(self) -> int | None:
+        """The size of the source if it is a regular file, else None."""
+        try:
+            st = os.fstat(self._raw.fileno())
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+
     def close(self) -> None:
         self._sha.close()
         if self._owned:
@@ -513,7 +522,7 @@ def _blocks(inp: _Input, block_bytes: int) -> Iterator[tuple[bytes, int]]:
             chunk = b""
             continue
         read_bytes = block_bytes
-        parts.append(chunk[: cut + 1])
+        parts.append(memoryview(chunk)[: cut + 1])   # joined below: one copy, not two
         buf = b"".join(parts)
         parts = [chunk[cut + 1:]]
         pending = len(parts[0])
@@ -823,15 +832,16 @@ def _parse_block(b: _Block) -> _Parsed:
     return _Parsed(addr, kind.astype(np.uint8), arrival, lines, errs)
 
 
-def _parse(buf: bytes, first_line: int, name: str, fmt: str) -> _Parsed:
-    """Parse one block: the compiled scanner (:func:`dram.tracescan.scan_block`) first; a
-    block it does not accept whole goes to the vectorised :func:`_parse_block`, which finds
-    the same first bad line and builds its message."""
+def _parse(buf, first_line: int, name: str, fmt: str, room=None) -> _Parsed:
+    """Parse one block: the compiled scanner (:func:`dram.tracescan.scan_block`, into
+    ``room``'s arrays if given) first; a block it does not accept whole goes to the
+    vectorised :func:`_parse_block`, which finds the same first bad line and builds its
+    message (into arrays of its own)."""
     from dram.tracescan import scan_block
 
-    addr, kind, arrival, line, bad = scan_block(buf, fmt, MAX_LINE_BYTES)
+    addr, kind, arrival, line, bad = scan_block(buf, fmt, MAX_LINE_BYTES, room=room)
     if bad is not None:
-        return _parse_block(_Block(buf, first_line, name, fmt))
+        return _parse_block(_Block(bytes(buf), first_line, name, fmt))
     return _Parsed(addr, kind, arrival, line, _Errors(_BlockText(buf, first_line, name, fmt)))
 
 
@@ -914,6 +924,10 @@ def _capacity_message(where: str, addr: int, capacity_bytes: int, n_over: int, n
     )
 
 
+#: Requests the reader's arrays hold at first (a stream of unknown size); doubled as needed.
+_INITIAL_ROWS = 1 << 16
+
+
 class _Reader:
     """Turns the blocks of one source into a :class:`MemTrace`, checking what spans blocks.
 
@@ -927,18 +941,40 @@ class _Reader:
     def __init__(self, name: str, fmt: str, unaligned: str, capacity_bytes: int | None):
         self.name, self.fmt, self.unaligned = name, fmt, unaligned
         self.capacity_bytes = capacity_bytes
-        self.addrs: list[np.ndarray] = []
-        self.kinds: list[np.ndarray] = []
-        self.arrivals: list[np.ndarray] = []
-        self.lines: list[np.ndarray] = []
+        # the requests so far, in arrays grown by doubling (the scanner writes into them)
+        self._arrays: tuple | None = None
+        self._size_hint = _INITIAL_ROWS
         self.prev_arrival: int | None = None
         self.n_requests = 0
         self.over: tuple[int, int] | None = None  # (line, address) of the first one beyond
         self.n_over = 0
 
-    def add(self, buf: bytes, first_line: int) -> None:
+    def size_hint(self, n_bytes: int) -> None:
+        """Reserve room for a source of ``n_bytes`` bytes of text (a regular file's size):
+        lines of about 16 bytes or more, so the arrays are seldom grown. Address space only:
+        memory is used as requests are written."""
+        self._size_hint = max(self._size_hint, n_bytes // 16 + 1)
+
+    def _room(self, lines: int):
+        """(addr, is_write, arrival, line, at) with room for ``lines`` more requests."""
+        timed = _TIMED[self.fmt]
+        need = self.n_requests + lines
+        if self._arrays is None or need > self._arrays[0].shape[0]:
+            cap = max(need, self._size_hint if self._arrays is None
+                      else 2 * self._arrays[0].shape[0])
+            new = (np.empty(cap, np.uint64), np.empty(cap, np.uint8),
+                   np.empty(cap if timed else 0, np.int64), np.empty(cap, np.int64))
+            if self._arrays is not None:
+                n = self.n_requests
+                for a, b in zip(new, self._arrays):
+                    if b.shape[0]:
+                        a[:n] = b[:n]
+            self._arrays = new
+        return (*self._arrays, self.n_requests)
+
+    def add(self, buf, first_line: int) -> None:
         """Parse and check one block; raise :class:`TraceError` for its first bad line."""
-        p = _parse(buf, first_line, self.name, self.fmt)
+        p = _parse(buf, first_line, self.name, self.fmt, room=self._room)
         errs, li = p.errors, p.line
         if p.arrival is not None and li.size:
             arr = p.arrival
@@ -955,7 +991,10 @@ class _Reader:
             errs.add(li, (p.addr & np.uint64(LINE_BYTES - 1)) != 0,
                      lambda k: f"address 0x{int(p.addr[k]):x} is not a multiple of {LINE_BYTES}")
         stop = errs.line
-        addr = p.addr & ~np.uint64(LINE_BYTES - 1)
+        if stop is None:            # in place; an error's message still shows the address
+            addr = np.bitwise_and(p.addr, ~np.uint64(LINE_BYTES - 1), out=p.addr)
+        else:
+            addr = p.addr & ~np.uint64(LINE_BYTES - 1)
         if self.capacity_bytes is not None and li.size:
             valid = li.size if stop is None else int(np.searchsorted(li, stop - first_line))
             over = np.flatnonzero(addr[:valid] >= np.uint64(self.capacity_bytes))
@@ -966,11 +1005,15 @@ class _Reader:
                 self.n_requests += valid
         if stop is not None:
             raise errs.error()
-        self.addrs.append(addr)
-        self.kinds.append(p.is_write)
-        self.lines.append(li + first_line)
+        if self._arrays is None or p.addr.base is not self._arrays[0]:
+            # parsed into arrays of its own (the vectorised parser): copy them in
+            a, k, t, ln, at = self._room(li.size)
+            a[at:at + li.size], k[at:at + li.size], ln[at:at + li.size] = addr, p.is_write, li
+            if p.arrival is not None:
+                t[at:at + li.size] = p.arrival
+            li = ln[at:at + li.size]
+        li += first_line                # in place: the file's line numbers
         if p.arrival is not None and li.size:
-            self.arrivals.append(p.arrival)
             self.prev_arrival = int(p.arrival[-1])
         self.n_requests += int(li.size)
 
@@ -990,11 +1033,13 @@ class _Reader:
         if error is not None:
             raise error
         timed = _TIMED[self.fmt]
+        n = self.n_requests
+        addr, kind, arrival, line = self._arrays
         return MemTrace(
-            addr=np.concatenate(self.addrs),
-            is_write=np.concatenate(self.kinds),
-            arrival=np.concatenate(self.arrivals) if timed else None,
-            line=np.concatenate(self.lines),
+            addr=addr[:n],
+            is_write=kind[:n],
+            arrival=arrival[:n] if timed else None,
+            line=line[:n],
             source=self.name,
             format=self.fmt,
             source_bytes=n_bytes,
@@ -1074,6 +1119,9 @@ def read_trace(
         blocks = _blocks(inp, int(block_bytes))
         fmt, kept = _detect(blocks, inp.name) if format == "auto" else (format, [])
         reader = _Reader(inp.name, fmt, unaligned, None if wrap else capacity_bytes)
+        size = inp.file_size()
+        if size is not None and not inp.compressed:
+            reader.size_hint(size)
         try:
             for buf, first_line in itertools.chain(kept, blocks):
                 reader.add(buf, first_line)

@@ -213,9 +213,6 @@ _RW = (_word("READ"), _word("WRITE"))
 _LDST = (_word("LD"), _word("ST"))
 
 
-#: The shortest request line of any format ("LD 0\n"): a block of b bytes holds at most
-#: b // 5 + 1 requests, so the output arrays are sized without counting the lines first.
-_MIN_LINE_BYTES = 5
 #: Blocks are cut into pieces of at least this many bytes for the threads of :func:`scan_block`.
 _MIN_PIECE_BYTES = 1 << 20
 
@@ -227,23 +224,33 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _scan_piece(data, fmt: int, max_line_bytes: int, timed: bool):
-    cap = data.shape[0] // _MIN_LINE_BYTES + 1
-    addr = np.empty(cap, np.uint64)
-    kind = np.empty(cap, np.uint8)
-    arrival = np.empty(cap if timed else 0, np.int64)
-    line = np.empty(cap, np.int64)
-    n, bad, lines = _scan(data, fmt, max_line_bytes, addr, kind, arrival, line, _RW, _LDST)
-    return addr[:n], kind[:n], arrival[:n], line[:n], bad, lines
+@njit(cache=True, nogil=True)
+def _count_lines(data):
+    n = 0
+    for i in range(data.shape[0]):
+        if data[i] == 10:
+            n += 1
+    return n
 
 
-def scan_block(buf: bytes, fmt: str, max_line_bytes: int, threads: int | None = None,
-               min_piece_bytes: int = _MIN_PIECE_BYTES):
+def _in_threads(fn, count: int) -> None:
+    """``fn(k)`` for k in range(count): k = 0 in this thread, the others in threads of their
+    own (the compiled kernels release the GIL)."""
+    workers = [threading.Thread(target=fn, args=(k,)) for k in range(1, count)]
+    for w in workers:
+        w.start()
+    fn(0)
+    for w in workers:
+        w.join()
+
+
+def scan_block(buf, fmt: str, max_line_bytes: int, threads: int | None = None,
+               min_piece_bytes: int = _MIN_PIECE_BYTES, room=None):
     """Parse one block of whole lines (each ending with ``\\n``) in one compiled pass.
 
     Parameters
     ----------
-    buf : bytes
+    buf : bytes-like
         The block's text.
     fmt : {"dramsim3", "ramulator", "dramsys"}
     max_line_bytes : int
@@ -252,6 +259,10 @@ def scan_block(buf: bytes, fmt: str, max_line_bytes: int, threads: int | None = 
         Cut the block at line ends into this many pieces (default: the CPUs this process may
         use), each of at least ``min_piece_bytes``, and scan them in parallel threads (the
         scanner releases the GIL); the result is the same for any cut.
+    room : callable, optional
+        ``room(lines)`` returns ``(addr, is_write, arrival, line, at)``: arrays with room for
+        ``lines`` requests from index ``at`` on, into which the requests are written (the
+        caller's growing arrays: no copy per block). Default: new arrays.
 
     Returns
     -------
@@ -264,42 +275,74 @@ def scan_block(buf: bytes, fmt: str, max_line_bytes: int, threads: int | None = 
     bad_line : int or None
         Index in the block of the first line that is not a valid request line (the arrays hold
         the requests before it); ``None`` when every line was accepted.
+
+    The arrays are views of ``room``'s at ``[at, at + n)`` when it is given.
     """
     data = np.frombuffer(buf, np.uint8)
     code, timed = FORMAT_CODES[fmt], fmt != "ramulator"
     max_line_bytes = int(max_line_bytes)
+    size = data.shape[0]
     pieces = max(1, min(_cpus() if threads is None else int(threads),
-                        len(buf) // max(1, int(min_piece_bytes))))
+                        size // max(1, int(min_piece_bytes))))
     cuts = [0]
     for k in range(1, pieces):
-        cut = buf.find(b"\n", max(cuts[-1], k * len(buf) // pieces)) + 1
-        if 0 < cut < len(buf):
-            cuts.append(cut)
-    cuts.append(len(buf))
-    parts: list = [None] * (len(cuts) - 1)
+        start = max(cuts[-1], k * size // pieces)
+        step = 1 << 16
+        while start < size:         # the next line end at or after start
+            hit = np.flatnonzero(data[start:start + step] == 10)
+            if hit.size:
+                start += int(hit[0]) + 1
+                break
+            start += step
+            step *= 2
+        if 0 < start < size:
+            cuts.append(start)
+    cuts.append(size)
+    P = len(cuts) - 1
+    lines = [0] * P
+
+    def count(k: int) -> None:
+        lines[k] = _count_lines(data[cuts[k]:cuts[k + 1]])
+
+    _in_threads(count, P)
+    total = sum(lines)
+    if room is None:
+        out = (np.empty(total, np.uint64), np.empty(total, np.uint8),
+               np.empty(total if timed else 0, np.int64), np.empty(total, np.int64), 0)
+    else:
+        out = room(total)
+    addr, kind, arrival, line, at = out
+    first = [0] * P             # each piece's first line, in the block
+    for k in range(1, P):
+        first[k] = first[k - 1] + lines[k - 1]
+    got = [(0, -1)] * P
 
     def scan(k: int) -> None:
-        parts[k] = _scan_piece(data[cuts[k]:cuts[k + 1]], code, max_line_bytes, timed)
+        o = at + first[k]
+        e = o + lines[k]
+        n, bad, _ = _scan(data[cuts[k]:cuts[k + 1]], code, max_line_bytes, addr[o:e],
+                          kind[o:e], arrival[o:e] if timed else arrival, line[o:e], _RW, _LDST)
+        if first[k]:
+            line[o:o + n] += first[k]
+        got[k] = (n, bad)
 
-    workers = [threading.Thread(target=scan, args=(k,)) for k in range(1, len(parts))]
-    for w in workers:
-        w.start()
-    scan(0)
-    for w in workers:
-        w.join()
-    # the pieces up to the first one with a bad line; line indices made block-relative
-    keep, bad, first = [], None, 0
-    for addr, kind, arrival, line, bad_k, lines in parts:
-        keep.append((addr, kind, arrival, line + first if first else line))
+    _in_threads(scan, P)
+    # close the gaps left by lines that hold no request (comments, blanks), up to the first
+    # piece with a bad line
+    n, bad = 0, None
+    for k in range(P):
+        m, bad_k = got[k]
+        src, dst = at + first[k], at + n
+        if src != dst and m:
+            for a in ((addr, kind, line, arrival) if timed else (addr, kind, line)):
+                a[dst:dst + m] = a[src:src + m].copy()
+        n += m
         if bad_k >= 0:
-            bad = first + int(bad_k)
+            bad = first[k] + int(bad_k)
             break
-        first += int(lines)
-    if len(keep) == 1:
-        addr, kind, arrival, line = keep[0]
-    else:
-        addr, kind, arrival, line = (np.concatenate(c) for c in zip(*keep))
-    return addr, kind, arrival if timed else None, line, bad
+    end = at + n
+    return (addr[at:end], kind[at:end], arrival[at:end] if timed else None, line[at:end],
+            bad)
 
 
 # ----------------------------------------------------------------------------------------------

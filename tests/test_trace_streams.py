@@ -460,6 +460,29 @@ def test_scanner_long_lines():
     assert_scanner_agrees(b"0x40 READ 0\n#" + b"c" * MAX_LINE_BYTES + b"\n", "dramsim3")
 
 
+def test_the_reader_grows_its_arrays_without_changing_the_trace(monkeypatch):
+    """The requests are written into arrays that double when full: from a tiny start, over
+    many small blocks with comments and blank lines between requests, the trace is the one
+    read in one block."""
+    import dram.traces as T
+
+    rng = np.random.default_rng(3)
+    lines = []
+    for i in range(3000):
+        lines.append(f"0x{int(rng.integers(0, 1 << 30)) * 64:x} "
+                     f"{'READ' if i % 3 else 'WRITE'} {i * 2}".encode())
+        if i % 97 == 0:
+            lines.append(b"# a comment")
+        if i % 89 == 0:
+            lines.append(b"")
+    text = b"\n".join(lines) + b"\n"
+    whole = T.read_trace(io.BytesIO(text), block_bytes=1 << 24)
+    monkeypatch.setattr(T, "_INITIAL_ROWS", 8)
+    grown = T.read_trace(io.BytesIO(text), block_bytes=300)
+    same_trace(whole, grown)
+    assert len(grown) == 3000 and grown.line[-1] == len(lines)
+
+
 def test_reading_with_and_without_the_scanner_gives_the_same_outcome(monkeypatch):
     """read_trace through the scanner equals read_trace through the vectorised parser alone,
     trace for trace and message for message."""
@@ -470,7 +493,7 @@ def test_reading_with_and_without_the_scanner_gives_the_same_outcome(monkeypatch
              b"0x40 READ 281474976710657\n", b"0x10000000000 READ 1\n0x40 READ x\n"]
     options = [{}, {"unaligned": "error"}, {"capacity_bytes": 1 << 20}]
     fast = [[outcome(io.BytesIO(c), **o) for o in options] for c in cases]
-    monkeypatch.setattr(T, "_parse", lambda buf, first, name, fmt:
+    monkeypatch.setattr(T, "_parse", lambda buf, first, name, fmt, room=None:
                         T._parse_block(T._Block(buf, first, name, fmt)))
     slow = [[outcome(io.BytesIO(c), **o) for o in options] for c in cases]
     for f_row, s_row in zip(fast, slow):
