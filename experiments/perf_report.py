@@ -58,7 +58,7 @@ class Bench:
 BENCHES = [
     Bench("bench_dram", (), ("--only", "1ch_anns")),
     # whole `cosmos dram replay` processes; it makes its own untimed warm-up run
-    Bench("bench_replay", ("--runs", "3", "--variants", "npz,none"),
+    Bench("bench_replay", ("--runs", "3", "--variants", "npz,none,1thread"),
           ("--requests", "20000", "--runs", "1", "--variants", "npz")),
     Bench("bench_cosmos", ("--system", "cosmos", "--num-queries", "10000"),
           ("--system", "cosmos", "--num-queries", "300"),
@@ -165,7 +165,8 @@ def table_rows(figs: dict) -> list:
         out = {"npz": "per-request records in requests.npz",
                "csv": "per-request records in requests.csv (`--requests-format csv`)",
                "gz": "the trace gzip-compressed, requests.npz",
-               "none": "no per-request records (`--no-requests`)"}
+               "none": "no per-request records (`--no-requests`)",
+               "1thread": "requests.npz, the channels simulated on one thread (`--threads 1`)"}
         load = " ".join(f"{x:.1f}" for x in r["load_before"])
         first = True
         for v in [lead] + [v for v in m if v not in (lead, "baseline")]:
@@ -277,11 +278,14 @@ STATIC = """\
 - **A whole `cosmos dram replay`** (`bench_replay.py`; `--verbose` prints the split of one
   run): besides the simulation, a fixed start-up of about a second of CPU (interpreter, numpy,
   numba, loading the cached kernels; the command starts numba without scipy.linalg and cffi,
-  which the kernels never use), reading the trace (a compiled scanner over 16 MiB blocks,
+  which the kernels never use), reading the trace (a compiled scanner over 16 MiB blocks, each
+  cut at line ends into one piece per CPU scanned in parallel threads straight into the
+  trace's arrays, with the SHA-256 of the source computed in another thread,
   `dram/tracescan.py`), laying the requests out for the driver (one compiled pass: address
-  mapping and a counting sort by channel and FIFO), the statistics and the files. On a
-  virtual machine, first-touching fresh memory costs a few milliseconds per MB, so the
-  replay's set-up avoids copies of the trace's arrays.
+  mapping and a counting sort by channel and FIFO, 17 bytes per request), the simulation (the
+  channels on parallel threads, one channel per thread at a time), the statistics and the
+  files. On a virtual machine, first-touching fresh memory costs a few milliseconds per MB,
+  so the reader and the replay's set-up avoid copies of the trace's arrays.
 - **Graphs** (`bench_graphs.py`): the exact ground truth is BLAS matrix products; the index
   build is k-means plus hnswlib graph construction (clusters built in parallel); the traced
   search is a numba `prange` over queries.
