@@ -681,8 +681,9 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
             w.drv[:] = 0
             while w.drv[5] < 1 and not w.stop.is_set():
                 target = min(n, int(w.drv[2]) + chunk)
-                with vectorizing():
-                    run(w, g, target, WORK_PER_CALL)
+                # compiled (or loaded) above, under vectorizing(); not entered here: the
+                # lanes' threads would restore numba's setting in any order
+                run(w, g, target, WORK_PER_CALL)
                 if w.drv[3] == 1:
                     raise RuntimeError(f"dram replay: no further progress possible at cycle "
                                        f"{w.drv[0]} on channel {g} (model bug)")

@@ -51,6 +51,18 @@ def test_command_log_holds_the_first_commands_of_every_channel():
         np.testing.assert_array_equal(head, full[:100])
 
 
+def test_numba_setting_is_left_as_it_was():
+    """The lanes run the kernel compiled before them; numba's SLP setting, switched on only
+    around that compilation (dram.jitcache.vectorizing), is left as it was."""
+    from numba.core import config
+
+    before = getattr(config, "SLP_VECTORIZE", None)
+    tr = _trace("random_rw", 4, 0.8, 3000)
+    for _ in range(3):
+        replay(tr, DRAMConfig(channels=4), wrap=True, threads=4)
+    assert getattr(config, "SLP_VECTORIZE", None) == before
+
+
 def test_lanes_for():
     assert lanes_for(8, 4) == 4
     assert lanes_for(1, 4) == 1
