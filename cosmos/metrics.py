@@ -182,9 +182,15 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     :data:`CI_START_BATCHES` batches and halve their number while the lag-1 autocorrelation of
     the batch means is >= :data:`CI_MAX_LAG1` or <= :data:`CI_MIN_LAG1` or a batch holds
     fewer than ``min_batch_queries`` completions (the summary passes the queries in flight);
-    stop at :data:`CI_MIN_BATCHES` batches: if the batch means are still correlated there, or
-    the window holds fewer than ``2 x CI_MIN_BATCHES`` completions, no interval is claimed
-    (NaN, and ``ci_note`` says why). This is the method of batch means as in A. M. Law,
+    stop at :data:`CI_MIN_BATCHES` batches: if the batch means are still positively
+    correlated there (lag-1 >= :data:`CI_MAX_LAG1`), their batches are shorter than
+    ``min_batch_queries``, or the window holds fewer than ``2 x CI_MIN_BATCHES`` completions,
+    no interval is claimed (NaN, and ``ci_note`` says why). If they still alternate there
+    (lag-1 <= :data:`CI_MIN_LAG1`), the interval is claimed and ``ci_note`` says it is
+    conservative: for k batch means of variance s2 and autocorrelations r_j, the variance of
+    their mean is s2 / k x (1 + 2 sum_j (1 - j/k) r_j) while the sample variance has expectation
+    s2 x (1 - 2/(k-1) sum_j (1 - j/k) r_j) (Law, the same chapter), so a negative correlation
+    makes the half-width larger than the error, never smaller. This is the method of batch means as in A. M. Law,
     "Simulation Modeling and Analysis" (the chapter on output analysis of steady-state
     simulations, method of batch means: 10 to 30-40 batches, with a check that the batch means'
     lag-1 correlation is small, after Law & Carson 1979).
@@ -231,39 +237,52 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
                     k // 2 < CI_MIN_BATCHES:
                 break
             k //= 2
-        note = ""
-        if not CI_MIN_LAG1 < rho < CI_MAX_LAG1:
-            note = (f"the means of {k} batches of {n // k} completions are still correlated "
-                    f"(lag-1 autocorrelation {rho:.2f}, outside "
-                    f"({CI_MIN_LAG1}, {CI_MAX_LAG1}))")
-        elif n // k < min_batch_queries:
-            note = (f"{n} completions in the window make batches of {n // k}, shorter than "
-                    f"{min_batch_queries} (the queries in flight: one correlation time)")
-        return k, means, rho, note
+        note, ok = "", True
+        if n // k < min_batch_queries:
+            note, ok = (f"{n} completions in the window make batches of {n // k}, shorter "
+                        f"than {min_batch_queries} (the queries in flight: one correlation "
+                        f"time)"), False
+        elif rho >= CI_MAX_LAG1:
+            note, ok = (f"the means of {k} batches of {n // k} completions are still "
+                        f"correlated (lag-1 autocorrelation {rho:.2f}, at least "
+                        f"{CI_MAX_LAG1})"), False
+        elif rho <= CI_MIN_LAG1:
+            # negatively correlated batch means: the batch-means variance overstates the
+            # variance of their mean, so the interval is wider than the error, never narrower
+            note = (f"conservative: the means of {k} batches of {n // k} completions "
+                    f"alternate (lag-1 autocorrelation {rho:.2f}, at most {CI_MIN_LAG1}), "
+                    f"so the interval is wider than the error")
+        return k, means, rho, note, ok
 
     sec = TCK_PS * 1e-12
-    k, gap, rho, note = choose(0)
+    k, gap, rho, note, ok = choose(0)
     out["ci_batches"], out["ci_batch_queries"], out["ci_lag1"] = k, int(n // k), rho
-    notes = []
-    if note:
+    notes, caveats = [], []
+    if not ok:
         notes.append(f"no QPS interval: {note}")
     else:
+        if note:
+            caveats.append(f"QPS interval {note}")
         tq = t_quantile_975(k - 1)
         g = (hi_cycles - lo_cycles) / n              # the point estimate's cycles per query
         h = tq * gap.std(ddof=1) / np.sqrt(k)
         out["qps_ci_low"] = 1.0 / ((g + h) * sec)
         out["qps_ci_high"] = 1.0 / ((g - h) * sec) if g > h else float("inf")
         out["qps_ci_rel_halfwidth"] = float(h / g)
-    k, lat_b, rho, note = choose(1)
+    k, lat_b, rho, note, ok = choose(1)
     out["ci_latency_batches"], out["ci_latency_lag1"] = k, rho
-    if note:
+    if not ok:
         notes.append(f"no latency interval: {note}")
     else:
+        if note:
+            caveats.append(f"latency interval {note}")
         lm = float(lat.mean())
         lh = t_quantile_975(k - 1) * float(lat_b.std(ddof=1)) / np.sqrt(k)
         out["latency_mean_ci_low_ns"], out["latency_mean_ci_high_ns"] = lm - lh, lm + lh
     if notes:
         out["ci_note"] = "; ".join(notes) + "; simulate more queries"
+    if caveats:
+        out["ci_note"] = "; ".join(([out["ci_note"]] if notes else []) + caveats)
     return out
 
 

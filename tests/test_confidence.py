@@ -90,6 +90,20 @@ def test_correlated_batches_give_nan():
     assert "correlated" in ci["ci_note"]
 
 
+def test_alternating_batches_give_a_conservative_interval():
+    """Batch means that alternate (negative lag-1 at the fewest batches allowed) still give an
+    interval, flagged as conservative, and it covers the true rate."""
+    rng = np.random.default_rng(0)
+    pairs = np.repeat(np.tile([100.0, 300.0], 8), 2)[:30]   # 15 batches of 2: high, low, ...
+    gaps = pairs + rng.normal(0, 3, pairs.size)
+    done = np.cumsum(gaps).astype(np.int64)
+    ci = batch_means_ci(done, np.ones(done.size), 0, int(done[-1]))
+    assert ci["ci_batches"] == 15 and ci["ci_lag1"] < -0.5
+    assert np.isfinite(ci["qps_ci_rel_halfwidth"]) and "conservative" in ci["ci_note"]
+    true_qps = 1.0 / (200.0 * TCK_PS * 1e-12)
+    assert ci["qps_ci_low"] <= true_qps <= ci["qps_ci_high"]
+
+
 def test_t_quantile_matches_scipy():
     stats = pytest.importorskip("scipy.stats")
     for df in (4, 5, 9, 10, 19, 39, 100, 1000):
