@@ -186,8 +186,8 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     correlated there (lag-1 >= :data:`CI_MAX_LAG1`), their batches are shorter than
     ``min_batch_queries``, or the window holds fewer than ``2 x CI_MIN_BATCHES`` completions,
     no interval is claimed (NaN, and ``ci_note`` says why). If they still alternate there
-    (lag-1 <= :data:`CI_MIN_LAG1`), the interval is claimed and ``ci_note`` says it is
-    conservative: for k batch means of variance s2 and autocorrelations r_j, the variance of
+    (lag-1 <= :data:`CI_MIN_LAG1`), the interval is claimed, ``qps_ci_conservative`` (for the
+    QPS interval) is True and ``ci_note`` says it is conservative: for k batch means of variance s2 and autocorrelations r_j, the variance of
     their mean is s2 / k x (1 + 2 sum_j (1 - j/k) r_j) while the sample variance has expectation
     s2 x (1 - 2/(k-1) sum_j (1 - j/k) r_j) (Law, the same chapter), so a negative correlation
     makes the half-width larger than the error, never smaller. This is the method of batch means as in A. M. Law,
@@ -211,6 +211,7 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     out = {"qps_ci_low": nan, "qps_ci_high": nan, "qps_ci_rel_halfwidth": nan,
            "latency_mean_ci_low_ns": nan, "latency_mean_ci_high_ns": nan,
            "ci_level": level, "ci_batches": 0, "ci_batch_queries": 0, "ci_lag1": nan,
+           "qps_ci_conservative": False,
            "ci_latency_batches": 0, "ci_latency_lag1": nan, "ci_note": ""}
     if level != CI_LEVEL:
         raise ValueError(f"only {CI_LEVEL} confidence intervals are implemented, got {level}")
@@ -263,6 +264,7 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     else:
         if note:
             caveats.append(f"QPS interval {note}")
+            out["qps_ci_conservative"] = True
         tq = t_quantile_975(k - 1)
         g = (hi_cycles - lo_cycles) / n              # the point estimate's cycles per query
         h = tq * gap.std(ddof=1) / np.sqrt(k)

@@ -471,7 +471,7 @@ def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,
                 warmup: float, max_inflight: int) -> bool:
     """The stop test of ``simulate(ci_target=...)``: over the queries completed so far, with
     the steady-state window of ``warmup``, is the QPS interval's relative half-width at most
-    ``ci_target``? (False when no interval can be claimed yet.)"""
+    ``ci_target``? (False when no interval can be claimed yet, or only a conservative one.)"""
     from cosmos.metrics import batch_means_ci, steady_window
 
     done = q_done[q_done >= 0]
@@ -479,4 +479,7 @@ def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,
     lo, hi, mask = steady_window(done, warmup)
     ci = batch_means_ci(done[mask], (done[mask] - arr[mask]) * (TCK_PS / 1000.0), lo, hi,
                         min_batch_queries=max_inflight)
-    return bool(ci["qps_ci_rel_halfwidth"] <= ci_target)
+    # only an interval whose batch means passed the independence check stops a run: one
+    # claimed as conservative (alternating batch means at the fewest batches) is not
+    # evidence of precision (a noisy lag-1 of 10 batches can look alternating)
+    return bool(ci["qps_ci_rel_halfwidth"] <= ci_target and not ci["qps_ci_conservative"])

@@ -80,6 +80,20 @@ def test_too_few_completions_give_nan_with_note():
     assert "no interval" in ci["ci_note"] and "15 completions" in ci["ci_note"]
 
 
+def test_a_conservative_interval_does_not_stop_a_run():
+    """The stop test of ci_target accepts only an interval whose batch means passed the
+    independence check, not one claimed as conservative."""
+    from cosmos.simulate import _ci_reached
+
+    rng = np.random.default_rng(0)
+    pairs = np.repeat(np.tile([100.0, 300.0], 8), 2)[:30]
+    done = np.cumsum(pairs + rng.normal(0, 3, pairs.size)).astype(np.int64)
+    assert batch_means_ci(done, np.ones(done.size), 0, int(done[-1]))["qps_ci_conservative"]
+    assert not _ci_reached(done, np.zeros_like(done), 0.99, 0.0, 1)
+    steady = np.cumsum(np.full(400, 200.0) + rng.normal(0, 3, 400)).astype(np.int64)
+    assert _ci_reached(steady, np.zeros_like(steady), 0.05, 0.0, 1)
+
+
 def test_correlated_batches_give_nan():
     """A slowly drifting rate (batch means correlated at every admissible batch size): no
     interval is claimed."""
@@ -100,6 +114,7 @@ def test_alternating_batches_give_a_conservative_interval():
     ci = batch_means_ci(done, np.ones(done.size), 0, int(done[-1]))
     assert ci["ci_batches"] == 15 and ci["ci_lag1"] < -0.5
     assert np.isfinite(ci["qps_ci_rel_halfwidth"]) and "conservative" in ci["ci_note"]
+    assert ci["qps_ci_conservative"]
     true_qps = 1.0 / (200.0 * TCK_PS * 1e-12)
     assert ci["qps_ci_low"] <= true_qps <= ci["qps_ci_high"]
 
