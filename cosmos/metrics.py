@@ -409,6 +409,7 @@ def summary(res, warmup: float = 0.1) -> dict:
         "latency_mean_ci_high_ns": ci["latency_mean_ci_high_ns"],
         "ci_level": ci["ci_level"],
         "ci_batches": ci["ci_batches"],
+        "qps_ci_conservative": ci["qps_ci_conservative"],
         "ci_batch_queries": ci["ci_batch_queries"],
         "ci_lag1": ci["ci_lag1"],
         "ci_note": ci["ci_note"],
