@@ -529,6 +529,11 @@ def _in_lanes(lanes: list, work: Callable[[int], None], report: Callable[[], Non
     report()
 
 
+def _last_tick(H: np.ndarray, g: int) -> int:
+    """Channel g's last tick in controller state heap ``H`` (``C_LASTTICK``)."""
+    return int(H[int(H[K.H_O_CH]) + g * K.NCHF + K.C_LASTTICK])
+
+
 _CHANNEL_REGIONS = ("slot", "q", "ch", "prio", "pend", "bank", "ready", "hist", "stats",
                     "rank_busy", "rank_residency", "bkl")
 
@@ -694,7 +699,8 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
                     report()
             w.base = w.done
             w.iterations += int(w.drv[4])
-            logs.append(w.take_log())
+            if log_cap:
+                logs.append(w.take_log())
 
     t0 = time.perf_counter()
     c0 = time.process_time()
@@ -703,8 +709,7 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         if n:
             # the run ends with the tick in which the last request completed; every channel
             # is driven to that cycle (refreshes of channels that finished earlier count)
-            t_end = max(int(K.views(lanes[owner[g]].state)["ch"][g, K.C_LASTTICK])
-                        for g in range(C))
+            t_end = max(_last_tick(lanes[owner[g]].state.heap, g) for g in range(C))
             for g in range(C):
                 w = lanes[owner[g]]
                 while True:
@@ -713,7 +718,8 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
                                            jump, WORK_PER_CALL)
                     if finished:
                         break
-                logs.append(w.take_log())
+                if log_cap:
+                    logs.append(w.take_log())
     finally:
         if bar is not None:
             bar.close()
