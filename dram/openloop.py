@@ -22,7 +22,6 @@ refreshes): the same cycles as lockstep stepping, without visiting idle channels
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from dram.kernel import _u, map_address
 from dram.config import DRAMConfig
 from dram.stats import summarize
 from dram.jitcache import drop_stale, vectorizing
+from dram.parallel import available_cpus, run_in_threads
 import dram.config as _config
 from cosmos_common import UserError
 
@@ -459,10 +459,7 @@ def lanes_for(threads: int | None, channels: int) -> int:
     """Threads a replay of ``channels`` channels runs on: ``threads``, or (None) the CPUs this
     process may use; never more than the channels (a channel runs on one thread)."""
     if threads is None:
-        try:
-            threads = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            threads = os.cpu_count() or 1
+        threads = available_cpus()
     return max(1, min(int(threads), int(channels)))
 
 
@@ -496,37 +493,10 @@ def _in_lanes(lanes: list, work: Callable[[int], None], report: Callable[[], Non
     """Run ``work(i)`` for every lane, in threads when there are several (the jitted driver
     releases the GIL). The calling thread reports progress; Ctrl-C there, or an exception
     in a lane, stops every lane after its current call (a fraction of a second)."""
-    if len(lanes) == 1:
-        work(0)
-        return
-    errors: list[BaseException] = []
-
-    def guarded(i: int) -> None:
-        try:
-            work(i)
-        except BaseException as exc:        # re-raised in the calling thread
-            errors.append(exc)
-            lanes[0].stop.set()
-
-    threads = [threading.Thread(target=guarded, args=(i,), daemon=True)
-               for i in range(len(lanes))]
-    try:
-        for t in threads:
-            t.start()
-        while True:
-            alive = [t for t in threads if t.is_alive()]
-            if not alive:
-                break
-            alive[0].join(0.1)
-            report()
-    except BaseException:
-        lanes[0].stop.set()
-        for t in threads:
-            t.join()
-        raise
-    if errors:
-        raise errors[0]
-    report()
+    run_in_threads(work, len(lanes), poll=report if len(lanes) > 1 else None,
+                   stop=lanes[0].stop)
+    if len(lanes) > 1:
+        report()
 
 
 def _last_tick(H: np.ndarray, g: int) -> int:

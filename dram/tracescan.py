@@ -27,11 +27,10 @@ function, so a cold compile costs about a second and a warm start loads it in mi
 
 from __future__ import annotations
 
-import os
-import threading
-
 import numpy as np
 from numba import njit
+
+from dram.parallel import available_cpus, run_in_threads
 
 __all__ = ["FORMAT_CODES", "scan_block", "csv_rows"]
 
@@ -217,13 +216,6 @@ _LDST = (_word("LD"), _word("ST"))
 _MIN_PIECE_BYTES = 1 << 20
 
 
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 @njit(cache=True, nogil=True)
 def _count_lines(data):
     n = 0
@@ -231,17 +223,6 @@ def _count_lines(data):
         if data[i] == 10:
             n += 1
     return n
-
-
-def _in_threads(fn, count: int) -> None:
-    """``fn(k)`` for k in range(count): k = 0 in this thread, the others in threads of their
-    own (the compiled kernels release the GIL)."""
-    workers = [threading.Thread(target=fn, args=(k,)) for k in range(1, count)]
-    for w in workers:
-        w.start()
-    fn(0)
-    for w in workers:
-        w.join()
 
 
 def scan_block(buf, fmt: str, max_line_bytes: int, threads: int | None = None,
@@ -282,7 +263,7 @@ def scan_block(buf, fmt: str, max_line_bytes: int, threads: int | None = None,
     code, timed = FORMAT_CODES[fmt], fmt != "ramulator"
     max_line_bytes = int(max_line_bytes)
     size = data.shape[0]
-    pieces = max(1, min(_cpus() if threads is None else int(threads),
+    pieces = max(1, min(available_cpus() if threads is None else int(threads),
                         size // max(1, int(min_piece_bytes))))
     cuts = [0]
     for k in range(1, pieces):
@@ -304,7 +285,7 @@ def scan_block(buf, fmt: str, max_line_bytes: int, threads: int | None = None,
     def count(k: int) -> None:
         lines[k] = _count_lines(data[cuts[k]:cuts[k + 1]])
 
-    _in_threads(count, P)
+    run_in_threads(count, P)
     total = sum(lines)
     if room is None:
         out = (np.empty(total, np.uint64), np.empty(total, np.uint8),
@@ -326,7 +307,7 @@ def scan_block(buf, fmt: str, max_line_bytes: int, threads: int | None = None,
             line[o:o + n] += first[k]
         got[k] = (n, bad)
 
-    _in_threads(scan, P)
+    run_in_threads(scan, P)
     # close the gaps left by lines that hold no request (comments, blanks), up to the first
     # piece with a bad line
     n, bad = 0, None

@@ -63,6 +63,29 @@ def test_numba_setting_is_left_as_it_was():
     assert getattr(config, "SLP_VECTORIZE", None) == before
 
 
+def test_an_error_in_a_thread_is_raised_and_stops_the_others():
+    """dram.parallel.run_in_threads (the scanner's pieces, the replay's lanes): the first error
+    is raised in the calling thread once every thread ended; the others see ``stop``."""
+    import threading
+
+    from dram.parallel import run_in_threads
+
+    stop, seen = threading.Event(), []
+
+    def fn(k):
+        if k == 1:
+            raise ValueError("piece 1")
+        stop.wait(5)
+        seen.append(stop.is_set())
+
+    with pytest.raises(ValueError, match="piece 1"):
+        run_in_threads(fn, 3, stop=stop)
+    assert seen == [True, True]
+    done = []
+    run_in_threads(done.append, 4)
+    assert sorted(done) == [0, 1, 2, 3]
+
+
 def test_lanes_for():
     assert lanes_for(8, 4) == 4
     assert lanes_for(1, 4) == 1
