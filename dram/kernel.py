@@ -1210,26 +1210,21 @@ def _channel_tick(params, H, g, clk):
         H[_u(c + C_EPOCH)] += 1
     if clk < H[_u(c + C_WAKE)]:
         return
-    if _schedule(params, H, g, clk):
-        # A command issued: the channel is next evaluated at the first cycle the channel-level
-        # timing allows (a lower bound), not probed for its exact wake-up right away: a probe
-        # would cost a full buffer scan per command, often made useless by offers arriving in
-        # between.
-        H[_u(c + C_WAKE)] = _after_issue(params, H, g, clk)
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _schedule(params, H, g, clk):
-    """Steps 3a-3c at ``clk``: issue the chosen command and return True; or, if nothing is
-    ready, set the channel's wake-up cycle, keep the decision at that cycle as the memo
-    (``C_MCLK``) when it is known, and return False."""
+    # 3a-3c. issue the chosen command (a refresh command is issued by _decide); or, if
+    # nothing is ready, _decide has set the channel's wake-up cycle and kept the decision at
+    # that cycle as the memo (C_MCLK) when it is known
     qi, pos, cmd = _decide(params, H, g, clk)
-    if qi < 0:
-        return qi == D_REFRESHED
-    # (one call site, inlined: passing the state's array to a separate function cost a
-    # stall on its stack arguments at every command)
-    _serve(params, H, g, qi, pos, cmd, clk)
-    return True
+    if qi >= 0:
+        # (one call site, inlined: passing the state's array to a separate function cost a
+        # stall on its stack arguments at every command)
+        _serve(params, H, g, qi, pos, cmd, clk)
+    elif qi != D_REFRESHED:
+        return
+    # A command issued: the channel is next evaluated at the first cycle the channel-level
+    # timing allows (a lower bound), not probed for its exact wake-up right away: a probe
+    # would cost a full buffer scan per command, often made useless by offers arriving in
+    # between.
+    H[_u(c + C_WAKE)] = _after_issue(params, H, g, clk)
 
 
 @njit(cache=True, inline="always", _nrt=False)
