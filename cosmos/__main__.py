@@ -1,3 +1,3 @@
-from cosmos.cli import main
+from cosmos.cli import run
 
-raise SystemExit(main())
+run()

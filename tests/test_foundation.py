@@ -27,6 +27,21 @@ def test_cli_version_via_module():
     assert out.stdout.strip() == __import__("cosmos").__version__
 
 
+def test_the_console_script_runs_main_and_exits_with_its_status():
+    import re
+    from pathlib import Path
+
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    assert re.findall(r'^cosmos = "(.*)"$', pyproject, re.M) == ["cosmos.cli:run"]
+    code = "import sys; from cosmos.cli import run; sys.argv[1:] = {!r}; run()"
+    ok = subprocess.run([sys.executable, "-c", code.format(["--version"])],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.strip() == __import__("cosmos").__version__
+    bad = subprocess.run([sys.executable, "-c", code.format(["dram", "replay", "no-such-file"])],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "no-such-file" in bad.stderr
+
+
 def test_placement_import_is_light():
     # placement must stay importable without numba or hnswlib (a user may vendor it alone).
     code = (
