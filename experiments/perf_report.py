@@ -7,8 +7,8 @@ Runs each benchmark script of ``experiments/`` (bench_dram, bench_replay, bench_
 bench_graphs, bench_placement) in its own process with ``--json``, so each peak-memory figure is that of its
 own process, reads the figures from those JSON files (never from printed text) and writes
 the page atomically (a temporary file in the same folder, then a rename). The page names the
-CPU model and the git revision once, at the top, then gives one table: the command a reader can
-run, what it measures, the figure.
+CPU model once, at the top, then gives one table: the command a reader can run, what it
+measures, the figure.
 
 Numba cache: before the system-model benchmark is timed, a short run of the same configuration
 compiles (or loads) its kernels, with the same engine (generic or specialized, see
@@ -25,7 +25,6 @@ full-size speed, and the page says so in its header.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
 import platform
@@ -84,19 +83,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return f"{name or platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
-
-
-def git_revision() -> str:
-    """Short commit of the working tree, with ``+ local changes`` when it differs from it."""
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    try:
-        rev = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return rev + (" + local changes" if dirty else "")
 
 
 def run_bench(b: Bench, quick: bool, tmp: Path) -> dict:
@@ -315,7 +301,7 @@ STATIC = """\
 """
 
 
-def render(figs: dict, quick: bool, cpu: str, rev: str, today: str) -> str:
+def render(figs: dict, quick: bool, cpu: str) -> str:
     size = ("**quick mode (small sizes): these figures only show that the tooling works; they "
             "say nothing about full-size speed.** Regenerate with "
             "`python experiments/perf_report.py` on a quiet machine.") if quick else (
@@ -323,7 +309,7 @@ def render(figs: dict, quick: bool, cpu: str, rev: str, today: str) -> str:
     lines = [
         "# Performance",
         "",
-        f"Measured on {cpu}, at revision {rev}, on {today}, by "
+        f"Measured on {cpu} by "
         f"`python experiments/perf_report.py{' --quick' if quick else ''}`. {size}",
         "",
         "| benchmark command | what it measures | figure |",
@@ -349,8 +335,7 @@ def main(argv=None) -> int:
             if a.only and b.module not in a.only:
                 continue
             figs[b.module] = run_bench(b, a.quick, Path(tmp))
-    text = render(figs, a.quick, cpu_model(), git_revision(),
-                  _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d"))
+    text = render(figs, a.quick, cpu_model())
     atomic_write_text(a.out, text, overwrite=True)
     print(f"wrote {a.out}")
     return 0

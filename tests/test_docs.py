@@ -5,9 +5,8 @@ Checked here:
 - README.md has at most 300 lines, and its first code block is exactly the two commands of the
   project's contract (install + main job; install + tests), which .ci/run also runs.
 - No journal in README.md or any docs/*.md: no dates, no commit hashes, no numbered work
-  periods ("session 12"), no "tried and dropped" narratives. The one exception is the header
-  block of docs/performance.md (see ``performance_header_end``), which names the revision and
-  the day its figures were measured.
+  periods ("session 12"), no "tried and dropped" narratives (docs/performance.md included: it
+  names the CPU once, and the commands that make its figures).
 - Every relative link (``[text](path)``, images included) resolves to a file in the repository,
   and a ``#anchor`` into a markdown page names one of its headings.
 - No source file cites a "DESIGN.md" (the design notes are docs/design.md).
@@ -42,27 +41,10 @@ def doc_files() -> list[Path]:
     return [README] + sorted((ROOT / "docs").rglob("*.md"))
 
 
-def performance_header_end(lines: list[str]) -> int:
-    """Number of leading lines of docs/performance.md exempt from the journal check.
-
-    The header block runs from the first line up to, not including, the first line that starts
-    a table (``|``) or a second-level heading (``## ``): the title and the paragraph naming the
-    CPU, the revision and the day of the measurement.
-    """
-    for i, line in enumerate(lines):
-        if line.startswith("|") or line.startswith("## "):
-            return i
-    return len(lines)
-
-
 def journal_offenses(path: Path, text: str) -> list[str]:
     """Every line of ``text`` that carries a date, a hash, a session number or a tried-and-dropped."""
-    lines = text.splitlines()
-    skip = performance_header_end(lines) if path.name == "performance.md" and path.parent.name == "docs" else 0
     out = []
-    for no, line in enumerate(lines, 1):
-        if no <= skip:
-            continue
+    for no, line in enumerate(text.splitlines(), 1):
         for what, rx in JOURNAL:
             m = rx.search(line)
             if m:
@@ -187,13 +169,13 @@ def test_the_journal_check_passes(line, tmp_path):
     assert journal_offenses(tmp_path / "x.md", f"# T\n\n{line}\n") == []
 
 
-def test_performance_header_is_exempt_but_not_its_body(tmp_path):
+def test_the_performance_page_is_checked_from_its_first_line(tmp_path):
     d = tmp_path / "docs"
     d.mkdir()
     text = ("# Performance\n\nMeasured at revision 1a2b3c4d on 2026-11-25.\n\n| a | b |\n|---|---|\n"
             "| x | 2026-11-25 |\n")
     bad = journal_offenses(d / "performance.md", text)
-    assert len(bad) == 1 and ":7:" in bad[0]
+    assert len(bad) == 2 and ":3:" in bad[0] and ":7:" in bad[1]
 
 
 def test_the_link_check_catches_a_missing_file_and_anchor(tmp_path):
