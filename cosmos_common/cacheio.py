@@ -168,6 +168,7 @@ class _Bad(Exception):
 
 _JSON_TYPES = (("boolean", bool), ("integer", int), ("number", float), ("string", str),
                ("array", list), ("object", dict), ("null", type(None)))
+_JSON_TYPE_NAMES = frozenset(name for name, _ in _JSON_TYPES)
 
 
 def _json_type(v: Any) -> str:
@@ -242,6 +243,8 @@ def _check_value(doc: dict, kind: str | None, key: str | None) -> Any:
             raise _Bad(f"field 'value' is {_article(_json_type(value))}, expected an object")
         for name, want in fields.items():
             if isinstance(want, str):
+                if want not in _JSON_TYPE_NAMES:
+                    raise _Bad(f"field 'fields.{name}' is {want!r}, not the name of a JSON type")
                 _field(value, name, want, "value.")
         extra = sorted(set(value) - set(fields))
         if extra:

@@ -85,6 +85,9 @@ def _edit(p: Path, fn) -> None:
     (lambda d: d.__setitem__("key", 7), "field 'key' is an integer, expected a string"),
     (lambda d: d.__setitem__("cosmos_cache", 0), "cache format 0, expected 1"),
     (lambda d: d.__setitem__("kind", "traces"), "checksum mismatch"),
+    # found by the fuzz test below: a type name cut to nothing
+    (lambda d: d["fields"].__setitem__("qps", ""), "field 'fields.qps' is '', not the name of "
+                                                   "a JSON type"),
 ])
 def test_value_entry_damage_is_reported_once_and_missed(tmp_path, change, what):
     p = tmp_path / "e.json"
