@@ -1,0 +1,31 @@
+"""Set-up shared by every test: the tests keep their datasets, indexes, traces, simulation
+results and specialized kernels in a cache folder of their own, never in the user's
+(``$COSMOS_CACHE`` or ``~/.cache/cosmos``).
+
+The folder is made under pytest's temporary root for this run (pytest keeps the last three
+runs' roots); the worker processes of pytest-xdist share it, as they share that root. Every
+cache entry is written to a temporary name and renamed, so two workers that build the same
+entry at once both end with a whole one. A test that needs an empty or unwritable cache points
+``COSMOS_CACHE`` elsewhere itself (``monkeypatch.setenv``)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _tests_own_cache(tmp_path_factory):
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):   # each worker has its own root, in the run's
+        root = root.parent
+    folder = root / "cosmos-cache"
+    folder.mkdir(exist_ok=True)
+    saved = os.environ.get("COSMOS_CACHE")
+    os.environ["COSMOS_CACHE"] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop("COSMOS_CACHE", None)
+    else:
+        os.environ["COSMOS_CACHE"] = saved
