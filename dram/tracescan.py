@@ -45,14 +45,17 @@ def _is_ws(c):
     return c == 32 or (9 <= c <= 13)
 
 
+#: Value of each byte as a hex digit, -1 if it is none (a global array: numba compiles it in as a
+#: constant table).
+_HEX_VALUE = np.full(256, -1, np.int8)
+_HEX_VALUE[48:58] = np.arange(10)        # 0-9
+_HEX_VALUE[65:71] = np.arange(10, 16)    # A-F
+_HEX_VALUE[97:103] = np.arange(10, 16)   # a-f
+
+
 @njit(cache=True, nogil=True)
 def _hex_digit(c):
-    if 48 <= c <= 57:
-        return c - 48
-    c |= 32
-    if 97 <= c <= 102:
-        return c - 87
-    return -1
+    return _HEX_VALUE[c]
 
 
 @njit(cache=True, nogil=True)
@@ -88,23 +91,24 @@ def _parse_dec(data, s, e):
 
 
 @njit(cache=True, nogil=True)
+def _is_word(data, s, e, w):
+    """True if data[s:e] is the upper-case ASCII word ``w`` in any case (``w`` holds letters
+    only: a byte ``c`` with ``c & 0xDF == w[i]`` is that letter, upper or lower case)."""
+    if e - s != w.shape[0]:
+        return False
+    for i in range(w.shape[0]):
+        if (data[s + i] & 0xDF) != w[i]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
 def _keyword(data, s, e, w0, w1):
     """0 if data[s:e] is the upper-case ASCII word w0, 1 if w1 (case-insensitive), else -1."""
-    n = e - s
-    for code in range(2):
-        w = w0 if code == 0 else w1
-        if n != len(w):
-            continue
-        same = True
-        for i in range(n):
-            c = data[s + i]
-            if 97 <= c <= 122:
-                c -= 32
-            if c != w[i]:
-                same = False
-                break
-        if same:
-            return code
+    if _is_word(data, s, e, w0):
+        return 0
+    if _is_word(data, s, e, w1):
+        return 1
     return -1
 
 
@@ -205,6 +209,10 @@ def _scan(data, fmt, max_line_bytes, addr, kind, arrival, line, rw, ldst):
 
 
 def _word(text: str) -> np.ndarray:
+    """A keyword for :func:`_keyword`: upper-case ASCII letters only (its case folding relies
+    on it)."""
+    if not (text.isascii() and text.isalpha() and text.isupper()):
+        raise ValueError(f"a keyword is upper-case ASCII letters, got {text!r}")
     return np.frombuffer(text.encode("ascii"), np.uint8).copy()
 
 

@@ -448,6 +448,12 @@ def test_fuzz_scanner_matches_the_vectorised_parser(data, fmt):
     b"LD -1", b"5: read 0x40", b"5:\tWRITE\t40\tdata", b"5 read 0x40", b": read 0x40",
     b"5:: read 0x40", b"5: read 0x40 d e", b"9223372036854775808: read 0x40", b"\x0b\x0c",
     b"0x40 READ 1\x00", b"0x4g READ 1", b"0x40 REA\xc4 1",
+    # keywords in mixed case, and bytes one bit (0x20 or 0x80) away from a keyword's letter
+    b"0x40 rEaD 1", b"0x40 wRITe 1", b"Ld 0x40", b"sT 64", b"0x40 \xd2EAD 1", b"0x40 READ\x04 1",
+    b"0x40 RE\x01D 1", b"\xccD 0x40", b"0x40 WRIT\x05 1",
+    # hex digits next to the digit ranges
+    b"0x40/ READ 1", b"0x40: READ 1", b"0x@0 READ 1", b"0x4G READ 1", b"0x`0 READ 1",
+    b"0x4f READ 1", b"0xAF READ 1", b"LD 0x4F", b"5: read 0xaBc",
 ])
 def test_scanner_edge_cases(text, fmt):
     assert_scanner_agrees(b"# head\n" + text + b"\n0x80 READ 2\n", fmt)
