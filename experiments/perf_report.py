@@ -262,15 +262,17 @@ STATIC = """\
   is spread over the driver, the buffer scans, the constraint updates, the scheduler-cache
   refresh, serving and the offers, none above about a fifth.
 - **A whole `cosmos dram replay`** (`bench_replay.py`; `--verbose` prints the split of one
-  run): besides the simulation, a fixed start-up of about a second of CPU (interpreter, numpy,
-  numba, loading the cached kernels; the command starts numba without scipy.linalg and cffi,
-  which the kernels never use), reading the trace (a compiled scanner over 16 MiB blocks, each
-  cut at line ends into one piece per CPU scanned in parallel threads straight into the
-  trace's arrays, with the SHA-256 of the source computed in another thread,
-  `dram/tracescan.py`), laying the requests out for the driver (one compiled pass: address
+  run): besides the simulation, a fixed start-up of about half a second (interpreter, numpy and
+  numba imports, numba's first-use set-up and loading the cached kernels; the command starts
+  numba without scipy.linalg and cffi, which the kernels never use), reading the trace (a
+  compiled scanner over 16 MiB blocks, each cut at line ends into one piece per CPU scanned in
+  parallel threads straight into the trace's arrays, hex digits from a lookup table and
+  keywords matched with one case fold per byte, with the SHA-256 of the source computed in
+  another thread, `dram/tracescan.py`), laying the requests out for the driver (one compiled pass: address
   mapping and a counting sort by channel and FIFO, 17 bytes per request), the simulation (the
   channels on parallel threads, one channel per thread at a time), the statistics and the
-  files. On a virtual machine, first-touching fresh memory costs a few milliseconds per MB,
+  files; the process then exits without the interpreter's final garbage collections, which
+  would walk numba's object graph for about 0.15 s (`cosmos.cli.run`). On a virtual machine, first-touching fresh memory costs a few milliseconds per MB,
   so the reader and the replay's set-up avoid copies of the trace's arrays.
 - **Graphs** (`bench_graphs.py`): the exact ground truth is BLAS matrix products; the index
   build is k-means plus hnswlib graph construction (clusters built in parallel); the traced
