@@ -1,6 +1,13 @@
-"""Set-up shared by every test: the tests keep their datasets, indexes, traces, simulation
-results and specialized kernels in a cache folder of their own, never in the user's
-(``$COSMOS_CACHE`` or ``~/.cache/cosmos``).
+"""Set-up shared by every test.
+
+Property-based tests (hypothesis) are repeatable: every run tries the same examples (seeded
+from each test's source), so a run fails only for a change of the code, never by drawing a
+new example. ``COSMOS_HYPOTHESIS=explore`` draws fresh random examples instead, to look for
+new failures (a failure found that way prints the example to pin as a plain test).
+
+Caches: the tests keep their datasets, indexes, traces, simulation results and specialized
+kernels in a cache folder of their own, never in the user's (``$COSMOS_CACHE`` or
+``~/.cache/cosmos``).
 
 The folder is made under pytest's temporary root for this run (pytest keeps the last three
 runs' roots); the worker processes of pytest-xdist share it, as they share that root. Every
@@ -13,6 +20,18 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+
+
+def pytest_configure(config):
+    profile = os.environ.get("COSMOS_HYPOTHESIS", "repeatable")
+    if profile not in ("repeatable", "explore"):
+        raise pytest.UsageError(f"COSMOS_HYPOTHESIS={profile!r}: expected 'repeatable' or "
+                                f"'explore'")
+    settings.load_profile(profile)
 
 
 @pytest.fixture(scope="session", autouse=True)
