@@ -41,10 +41,6 @@ def _tests_own_cache(tmp_path_factory):
         root = root.parent
     folder = root / "cosmos-cache"
     folder.mkdir(exist_ok=True)
-    saved = os.environ.get("COSMOS_CACHE")
-    os.environ["COSMOS_CACHE"] = str(folder)
-    yield folder
-    if saved is None:
-        os.environ.pop("COSMOS_CACHE", None)
-    else:
-        os.environ["COSMOS_CACHE"] = saved
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COSMOS_CACHE", str(folder))
+        yield folder
