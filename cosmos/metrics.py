@@ -187,11 +187,12 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     ``min_batch_queries``, or the window holds fewer than ``2 x CI_MIN_BATCHES`` completions,
     no interval is claimed (NaN, and ``ci_note`` says why). If they still alternate there
     (lag-1 <= :data:`CI_MIN_LAG1`), the interval is claimed, ``qps_ci_conservative`` (for the
-    QPS interval) is True and ``ci_note`` says it is conservative: for k batch means of variance s2 and autocorrelations r_j, the variance of
-    their mean is s2 / k x (1 + 2 sum_j (1 - j/k) r_j) while the sample variance has expectation
+    QPS interval) is True and ``ci_note`` says it is conservative: for k batch means of
+    variance s2 and autocorrelations r_j, the variance of their mean is
+    s2 / k x (1 + 2 sum_j (1 - j/k) r_j) while the sample variance has expectation
     s2 x (1 - 2/(k-1) sum_j (1 - j/k) r_j) (Law, the same chapter), so a negative correlation
-    makes the half-width larger than the error, never smaller. This is the method of batch means as in A. M. Law,
-    "Simulation Modeling and Analysis" (the chapter on output analysis of steady-state
+    makes the half-width larger than the error, never smaller. This is the method of batch
+    means as in A. M. Law, "Simulation Modeling and Analysis" (the chapter on output analysis of steady-state
     simulations, method of batch means: 10 to 30-40 batches, with a check that the batch means'
     lag-1 correlation is small, after Law & Carson 1979).
 

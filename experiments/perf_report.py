@@ -268,12 +268,13 @@ STATIC = """\
   compiled scanner over 16 MiB blocks, each cut at line ends into one piece per CPU scanned in
   parallel threads straight into the trace's arrays, hex digits from a lookup table and
   keywords matched with one case fold per byte, with the SHA-256 of the source computed in
-  another thread, `dram/tracescan.py`), laying the requests out for the driver (one compiled pass: address
-  mapping and a counting sort by channel and FIFO, 17 bytes per request), the simulation (the
-  channels on parallel threads, one channel per thread at a time), the statistics and the
-  files; the process then exits without the interpreter's final garbage collections, which
-  would walk numba's object graph for about 0.15 s (`cosmos.cli.run`). On a virtual machine, first-touching fresh memory costs a few milliseconds per MB,
-  so the reader and the replay's set-up avoid copies of the trace's arrays.
+  another thread, `dram/tracescan.py`), laying the requests out for the driver (one compiled
+  pass: address mapping and a counting sort by channel and FIFO, 17 bytes per request), the
+  simulation (the channels on parallel threads, one channel per thread at a time), the
+  statistics and the files; the process then exits without the interpreter's final garbage
+  collections, which would walk numba's object graph for about 0.15 s (`cosmos.cli.run`). On a
+  virtual machine, first-touching fresh memory costs a few milliseconds per MB, so the reader
+  and the replay's set-up avoid copies of the trace's arrays.
 - **Graphs** (`bench_graphs.py`): the exact ground truth is BLAS matrix products; the index
   build is k-means plus hnswlib graph construction (clusters built in parallel); the traced
   search is a numba `prange` over queries.
