@@ -40,11 +40,6 @@ FORMAT_CODES = {"dramsim3": 0, "ramulator": 1, "dramsys": 2}
 _INT63_MAX = (1 << 63) - 1
 
 
-@njit(cache=True, nogil=True)
-def _is_ws(c):
-    return c == 32 or (9 <= c <= 13)
-
-
 #: Value of each byte as a hex digit, -1 if it is none (a global array: numba compiles it in as a
 #: constant table).
 _HEX_VALUE = np.full(256, -1, np.int8)
