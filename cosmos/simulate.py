@@ -238,7 +238,9 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     ci_target : float, optional
         Stop once the 95 % confidence interval of the steady-state QPS is this tight (its
         half-width over the estimate, e.g. 0.01; :func:`cosmos.metrics.batch_means_ci` on
-        the completions so far, with the steady-state window of ``warmup``). Tested every
+        the completions so far, with the steady-state window of ``warmup`` and, in closed
+        loop, the control variate of the summary: the trace's load per memory instance, so
+        the interval is for the throughput on the whole trace's queries). Tested every
         :func:`ci_check_every` completions, never before ``ci_min_queries`` completions
         (default: the larger of :data:`CI_MIN_QUERIES` and 10 x ``max_inflight``). When it
         holds, no further query of the trace is admitted; the queries already admitted run to
@@ -407,7 +409,12 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     until = None
     every = ci_check_every(max_inflight)
     next_check = Q + 1
+    load_trace = None
     if ci_target is not None:
+        if mode == "closed":        # the control variate of the QPS interval (cosmos.metrics)
+            from cosmos.metrics import query_instance_requests
+
+            load_trace = query_instance_requests(pg, n_inst)
         next_check = max(CI_MIN_QUERIES, 10 * max_inflight) if ci_min_queries is None \
             else int(ci_min_queries)
     while True:
@@ -420,7 +427,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                                   min(done_stop, total))
         done = int(st.scal[SC_DONE])
         if stopped == STOP_ALL and done >= next_check and not finished:
-            if _ci_reached(st.q_done, st.q_arrival, ci_target, warmup, max_inflight):
+            if _ci_reached(st.q_done, st.q_arrival, ci_target, warmup, max_inflight,
+                           load_trace):
                 admitted = int(st.scal[SC_NEXTQ])
                 if admitted < Q:
                     # admit no more queries: those in flight run to completion
@@ -468,17 +476,21 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
 
 
 def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,
-                warmup: float, max_inflight: int) -> bool:
+                warmup: float, max_inflight: int, load_trace: np.ndarray | None = None) -> bool:
     """The stop test of ``simulate(ci_target=...)``: over the queries completed so far, with
     the steady-state window of ``warmup``, is the QPS interval's relative half-width at most
-    ``ci_target``? (False when no interval can be claimed yet, or only a conservative one.)"""
+    ``ci_target``? (False when no interval can be claimed yet, or only a conservative one.)
+    ``load_trace``: the control variate of a closed-loop run, as the summary uses it."""
     from cosmos.metrics import batch_means_ci, steady_window
 
-    done = q_done[q_done >= 0]
-    arr = q_arrival[q_done >= 0]
+    ran = q_done >= 0
+    done = q_done[ran]
+    arr = q_arrival[ran]
     lo, hi, mask = steady_window(done, warmup)
+    control = {} if load_trace is None else \
+        {"load": load_trace[ran][mask], "load_trace": load_trace}
     ci = batch_means_ci(done[mask], (done[mask] - arr[mask]) * (TCK_PS / 1000.0), lo, hi,
-                        min_batch_queries=max_inflight)
+                        min_batch_queries=max_inflight, **control)
     # only an interval whose batch means passed the independence check stops a run: one
     # claimed as conservative (alternating batch means at the fewest batches) is not
     # evidence of precision (a noisy lag-1 of 10 batches can look alternating)

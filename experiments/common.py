@@ -238,8 +238,9 @@ def add_ratio_ci(df, ratio: str, reference: str, key: str = "dataset") -> None:
     """Add ``<ratio>_ci_low`` / ``<ratio>_ci_high`` to ``df`` (in place): the 95 % interval of
     ``ratio`` = a row's qps / the qps of system ``reference`` in the same ``key`` group, from
     the two runs' own intervals (``qps_ci_low`` / ``qps_ci_high``, cosmos.metrics). The runs
-    are independent simulations, so to first order (delta method) the ratio's relative
-    half-width is the root sum of squares of theirs; the reference's own row gets [1, 1] only
+    are separate simulations, so to first order (delta method) the ratio's relative
+    half-width is the root sum of squares of theirs (they replay the same trace queries: if
+    their errors are correlated at all, it is positively, which the sum overstates); the reference's own row gets [1, 1] only
     if its interval is known (it is a ratio of a run with itself). NaN where either run has no
     interval."""
     import numpy as np

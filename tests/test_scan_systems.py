@@ -11,7 +11,7 @@ import pytest
 
 from cosmos.config import TCK_PS, ns_to_cycles
 from cosmos.layout import LINE_BYTES, lines_for
-from cosmos.metrics import per_query
+from cosmos.metrics import per_query, query_instance_requests
 from cosmos.presets import get_preset
 from cosmos.program import OBJ_RANGE, OBJ_READS, STEP_MEM
 from cosmos.simulate import simulate
@@ -174,6 +174,10 @@ def test_requests_per_query_are_the_probed_lists_codes_and_the_rerank_reads(name
     assert np.all(pad >= 0) and np.all(pad < LINE_BYTES * np.diff(d["query_ptr"]))
     assert res.extra["requests"] == int(expect.sum())        # the engine issued them all
     assert res.queries == Q
+    # the control variate's per-instance loads are the requests each instance served
+    load = query_instance_requests(pg, res.num_instances)
+    assert np.array_equal(load.sum(axis=1), expect)
+    assert np.array_equal(load.sum(axis=0), res.state.inst_reqs)
 
 
 def test_scan_reads_follow_the_placement_and_the_list_layout():
