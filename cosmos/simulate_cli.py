@@ -243,7 +243,9 @@ def run(args) -> int:
         return "95% CI: none, see the note" if lo != lo or hi != hi else \
             f"95% CI {lo:.0f}-{hi:.0f}"
 
-    print(f"{cfg.name}: {summ['qps']:.0f} QPS ({ci(summ['qps_ci_low'], summ['qps_ci_high'])}), "
+    control = f", control variate: {summ['qps_ci_control']}" if summ["qps_ci_control"] else ""
+    print(f"{cfg.name}: {summ['qps']:.0f} QPS ({ci(summ['qps_ci_low'], summ['qps_ci_high'])}"
+          f"{control}), "
           f"latency mean {summ['latency_mean_ns']:.0f} ns "
           f"({ci(summ['latency_mean_ci_low_ns'], summ['latency_mean_ci_high_ns'])}), "
           f"p99 {summ['latency_p99_ns']:.0f} ns; breakdown (ns) "
