@@ -268,19 +268,22 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     residual standard deviation (``k - 2`` degrees of freedom); the batch count is the one the
     rule above chose. The variance shrinks by the factor ``1 - r**2`` (``r``: the correlation
     of time per query and ``x_j``, ``ci_control_corr``), less a small price for estimating
-    ``b``. The control is used only where it belongs: when ``b > 0`` (a batch that loads its
-    busiest instance more runs slower, as it must if that load limits the run) and the
-    controlled interval is the narrower (``qps_ci_control`` names the control then, and is
-    empty otherwise). Where something else limits the run (a saturated link, the host's
-    threads) ``r`` is near 0, a fitted slope is noise, and the plain interval stands. The method and its interval under joint normality of the batch pairs are those of
-    S. S. Lavenberg and P. D. Welch, "A perspective on the use of control variables to
-    increase the efficiency of Monte Carlo simulations", Management Science 27(3), 1981
-    (one control). Why this control: searches that run near the data queue at the device
-    holding their clusters, so a batch whose queries pile onto one device runs slowly; on
-    1M-vector traces (64 queries in flight on four devices) ``r`` measured 0.76 (SIFT-like) and
-    0.91 (DEEP-like) over 10,000 queries, which halves the half-width; for the host-thread
-    base system it is near 0. With the control the interval is for the throughput on
-    the trace's queries (``mu`` is their mean), which is what a comparison of systems on the
+    ``b``. The method and its interval, under joint normality of the batch pairs, are those
+    of S. S. Lavenberg and P. D. Welch, "A perspective on the use of control variables to
+    increase the efficiency of Monte Carlo simulations", Management Science 27(3), 1981 (one
+    control).
+
+    The control is used only where it belongs: when ``b > 0`` (a batch that loads its busiest
+    instance more runs slower, as it must if that load limits the run) and the controlled
+    interval is the narrower; ``qps_ci_control`` names the control then, and is empty
+    otherwise. Where something else limits the run (a saturated link, the host's threads)
+    ``r`` is near 0, a fitted slope is noise, and the plain interval stands. Why this
+    control: searches that run near the data queue at the device holding their clusters, so
+    a batch whose queries pile onto one device runs slowly. On the 1M-vector traces (64
+    queries in flight on four devices) ``r`` measured 0.76 (SIFT-like) and 0.91 (DEEP-like)
+    over 10,000 Cosmos queries, and the half-width fell by a third and by more than half;
+    for Base it is near 0. With the control the interval is for the throughput on the
+    trace's queries (``mu`` is their mean), which is what a comparison of systems on the
     same trace needs; without it, for the distribution the queries are drawn from.
 
     Why it is valid here: after warm-up the closed loop (a fixed number of queries in flight,

@@ -240,9 +240,9 @@ def add_ratio_ci(df, ratio: str, reference: str, key: str = "dataset") -> None:
     the two runs' own intervals (``qps_ci_low`` / ``qps_ci_high``, cosmos.metrics). The runs
     are separate simulations, so to first order (delta method) the ratio's relative
     half-width is the root sum of squares of theirs (they replay the same trace queries: if
-    their errors are correlated at all, it is positively, which the sum overstates); the reference's own row gets [1, 1] only
-    if its interval is known (it is a ratio of a run with itself). NaN where either run has no
-    interval."""
+    their errors are correlated at all, it is positively, which the sum overstates); the
+    reference's own row gets [1, 1] only if its interval is known (it is a ratio of a run
+    with itself). NaN where either run has no interval."""
     import numpy as np
 
     import pandas as pd
