@@ -22,7 +22,8 @@ scale's clusters, probes and stopping rule (``ci_target`` 0.01, never before 2,0
 a quick check of the machinery, weaker than the full one, since with fewer queries the
 preset's runs share more of their queries with the reference's. ``--json PATH`` writes the
 table as JSON. Simulations go through the simulation cache under ``--cache-dir`` (default
-``$COSMOS_CACHE``), so a second run is read back.
+``$COSMOS_CACHE``), so a second run is read back; the trace files the sweep workers read (1-2 GB
+at the full scale) go to ``--out``, by default ``check_full_ci`` in that cache folder.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def check(ctx, ci_target: float) -> list[dict]:
 
 
 def main(argv=None) -> int:
+    from cosmos_common.cacheio import default_cache_dir
     from experiments.runner import Context
     from experiments.workloads import get_scale, with_scale
 
@@ -107,8 +109,8 @@ def main(argv=None) -> int:
     p.add_argument("--cache-dir", default=None, help="workload and simulation cache "
                    "(default: $COSMOS_CACHE or ~/.cache/cosmos)")
     p.add_argument("--workers", type=int, default=None, help="local worker processes")
-    p.add_argument("--out", default="check_full_ci", help="folder for the sweep's trace files "
-                   "(default: ./check_full_ci)")
+    p.add_argument("--out", default=None, help="folder for the sweep's trace files, 1-2 GB at "
+                   "the full scale (default: check_full_ci in the cache folder)")
     p.add_argument("--json", default=None, help="also write the table to this JSON file")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
@@ -125,7 +127,9 @@ def main(argv=None) -> int:
     if a.json and Path(a.json).exists():
         p.error(f"--json {a.json}: exists; give a new file (nothing is written over)")
     # one folder of traces per workload size: a trace file is reused only for its own workload
-    out = Path(a.out) / f"n{scale.n}-q{scale.num_queries}"
+    folder = Path(a.out) if a.out else \
+        Path(a.cache_dir or default_cache_dir()) / "check_full_ci"
+    out = folder / f"n{scale.n}-q{scale.num_queries}"
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(out=out, scale=scale, cache_dir=Path(a.cache_dir) if a.cache_dir else None,
                   workers=a.workers, progress=not a.no_progress)
