@@ -49,11 +49,12 @@ REQUESTS_PER_QUERY = {
     "tiny": {"sift": 2_000, "deep": 5_300},
 }
 
-#: Simulated DRAM requests per CPU second of one worker, averaged over the systems: an
-#: estimate from the measured ``cosmos reproduce --full`` of docs/experiments.md (6.2 billion
-#: requests of fig4a's 12 simulations in 27 minutes on two cores: 1.9 M per core-second,
-#: specialized engine, quiet machine; bench_cosmos measures 2.9 M/s for cosmos alone).
-REQUESTS_PER_CPU_S = 1.9e6
+#: Simulated DRAM requests per CPU second of one worker, averaged over the systems: measured
+#: in the ``cosmos reproduce --full`` of docs/experiments.md (fresh clone, empty caches, two
+#: cores): the shared pool's 58 closed-loop simulations made 4.9 billion requests in 1,575
+#: seconds of their workers' time, numba compilation included (3.1 M per core-second;
+#: bench_cosmos measures 2.9-3.2 M/s for cosmos alone).
+REQUESTS_PER_CPU_S = 3.1e6
 
 #: CPU seconds to build one workload of n = 1,000,000 vectors and 10,000 queries
 #: (docs/performance.md, bench_graphs, quiet machine): exact ground truth (scales with
@@ -312,8 +313,8 @@ def format_plan(p: dict) -> str:
                                           for o in p["other"]]
     e = p["estimate"]
     lines += ["", f"estimate from an empty cache on {p['workers']} worker(s) (at "
-                  f"{REQUESTS_PER_CPU_S / 1e6:.1f} M DRAM requests per CPU second; quiet "
-                  f"machine; numba compilation not counted, a few minutes cold): workloads "
+                  f"{REQUESTS_PER_CPU_S / 1e6:.1f} M DRAM requests per CPU second, measured "
+                  f"cold, compilation included; quiet machine): workloads "
                   f"{mins(e['workloads_s'])}, simulations {mins(e['simulations_min_s'])}-"
                   f"{mins(e['simulations_max_s'])}, dependent runs up to "
                   f"{mins(e['dependent_s'])}; total {mins(e['total_min_s'])}-"
