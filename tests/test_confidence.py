@@ -298,3 +298,33 @@ def test_cli_reports_the_control_variate(tmp_path, capsys):
     assert s["qps"] != s["qps_window"] and abs(s["qps"] / s["qps_window"] - 1) < 0.05
     assert s["qps_ci_low"] < s["qps"] < s["qps_ci_high"]
     assert "control variate: busiest memory instance" in text
+
+
+def test_a_permuted_trace_holds_the_same_queries_in_the_new_order():
+    """experiments.check_ci_coverage.permuted_trace: query q of the permuted trace is query
+    perm[q] of the original, searches, hops and reads alike; the result is a valid trace."""
+    from cosmos.simulate import simulate
+    from cosmos.presets import get_preset
+    from cosmos_helpers import make_trace
+    from experiments.check_ci_coverage import permuted_trace
+
+    tr = {k: np.asarray(v) for k, v in make_trace(num_queries=30, hops=3, reads_per_hop=4,
+                                                  seed=2).items()}
+    perm = np.random.default_rng(0).permutation(30)
+    pt = permuted_trace(tr, perm)
+    a = simulate(get_preset("cosmos"), tr, progress=False)
+    b = simulate(get_preset("cosmos"), pt, progress=False)
+    assert np.array_equal(b.program.requests_per_query(), a.program.requests_per_query()[perm])
+    for q in (0, 7, 29):
+        s0, s1 = tr["query_ptr"][perm[q]], tr["query_ptr"][perm[q] + 1]
+        t0, t1 = pt["query_ptr"][q], pt["query_ptr"][q + 1]
+        assert np.array_equal(pt["search_cluster"][t0:t1], tr["search_cluster"][s0:s1])
+        hs = tr["search_hop_ptr"][s0], tr["search_hop_ptr"][s1]
+        ht = pt["search_hop_ptr"][t0], pt["search_hop_ptr"][t1]
+        assert np.array_equal(pt["hop_node"][ht[0]:ht[1]], tr["hop_node"][hs[0]:hs[1]])
+        rs = tr["hop_read_ptr"][hs[0]], tr["hop_read_ptr"][hs[1]]
+        rt = pt["hop_read_ptr"][ht[0]], pt["hop_read_ptr"][ht[1]]
+        assert np.array_equal(pt["read_node"][rt[0]:rt[1]], tr["read_node"][rs[0]:rs[1]])
+    ident = permuted_trace(tr, np.arange(30))
+    for k in ("query_ptr", "search_hop_ptr", "hop_read_ptr", "read_node", "hop_node"):
+        assert np.array_equal(ident[k], tr[k]), k
