@@ -189,7 +189,7 @@ def t_quantile_975(df: float) -> float:
     """Two-sided 95 % Student-t quantile (the 0.975 quantile) for ``df`` >= 1 degrees of
     freedom: the Cornish-Fisher expansion of t about the normal quantile (Abramowitz & Stegun
     26.7.5) to the 1/df**4 term; within 1e-3 of the exact value from df = 5 on (the intervals use
-    df >= 9), checked against scipy in the tests."""
+    df >= 8: 10 batches, less one for the control variate), checked against scipy in the tests."""
     if not df >= 1:
         raise ValueError(f"degrees of freedom must be >= 1, got {df}")
     z = 1.959963984540054
@@ -253,9 +253,9 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     s2 / k x (1 + 2 sum_j (1 - j/k) r_j) while the sample variance has expectation
     s2 x (1 - 2/(k-1) sum_j (1 - j/k) r_j) (Law, the same chapter), so a negative correlation
     makes the half-width larger than the error, never smaller. This is the method of batch
-    means as in A. M. Law, "Simulation Modeling and Analysis" (the chapter on output analysis of steady-state
-    simulations, method of batch means: 10 to 30-40 batches, with a check that the batch means'
-    lag-1 correlation is small, after Law & Carson 1979).
+    means as in A. M. Law, "Simulation Modeling and Analysis" (the chapter on output analysis
+    of steady-state simulations, method of batch means: 10 to 30-40 batches, with a check
+    that the batch means' lag-1 correlation is small, after Law & Carson 1979).
 
     Control variate (with ``load``): the same batches also give ``x_j``, the requests of the
     batch's queries on its busiest memory instance, per query. Its expectation ``mu`` is
