@@ -487,15 +487,15 @@ def summary(res, warmup: float = 0.1) -> dict:
     in_flight = min(int(res.max_inflight), Q)
     steady = bool(win_s > 0 and n_win >= in_flight)
     lat = pq["latency_ns"].to_numpy()[mask]
-    control = {}
-    if res.mode == "closed":         # open loop: the rate is the arrivals', nothing to control
-        load_trace = query_instance_requests(res.program, res.num_instances)
-        control = {"load": load_trace[:Q][mask], "load_trace": load_trace}
-    ci = batch_means_ci(q_done[mask], lat, lo, hi, min_batch_queries=in_flight, **control)
-    qps = qps_window if steady else Q / seconds
-    if steady and np.isfinite(ci["qps_controlled"]):
-        qps = ci["qps_controlled"]
-    if not steady:
+    if steady:
+        control = {}
+        if res.mode == "closed":     # open loop: the rate is the arrivals', nothing to control
+            load_trace = query_instance_requests(res.program, res.num_instances)
+            control = {"load": load_trace[:Q][mask], "load_trace": load_trace}
+        ci = batch_means_ci(q_done[mask], lat, lo, hi, min_batch_queries=in_flight, **control)
+        qps = ci["qps_controlled"] if np.isfinite(ci["qps_controlled"]) else qps_window
+    else:
+        qps = Q / seconds
         ci = batch_means_ci(q_done[:0], lat[:0], lo, hi)
         ci["ci_note"] = ("no interval: no steady state (fewer completions in the window than "
                          "queries in flight)")
