@@ -33,11 +33,26 @@ MAX_ARRIVAL_CYCLES = 2**55
 #: Stop reasons of a run (``SimResult.stopped``, ``summary()["stopped"]``).
 STOP_ALL, STOP_CI = "all queries", "ci-target"
 
-#: ``ci_target``: the stop test never runs before this many completions (and 10 x the
-#: queries in flight): an estimate, chosen so that the steady-state window holds at least
-#: 10 batches several correlation times (one latency, ~``max_inflight`` completions) long
-#: and the warm-up transient (the first 10 % of completions) is left far behind.
-CI_MIN_QUERIES = 2_000
+#: ``ci_target``: the stop test never runs before :func:`ci_min_completions` completions, the
+#: larger of these two counts. The window must hold at least 10 batches
+#: (cosmos.metrics.CI_MIN_BATCHES), each :data:`CI_MIN_TURNOVERS` correlation times long: a
+#: closed loop forgets its past in about one latency, which is ``max_inflight`` completions
+#: (Little's law). And where few queries are in flight, the batches still need about 100
+#: completions each for their means to be close to normal: 10 x 100 = :data:`CI_MIN_QUERIES`.
+#: Both are estimates. The lag-1 check of the batch means still rejects a window too short
+#: for the process, and the coverage checks (docs/experiments.md) were run at this minimum.
+CI_MIN_QUERIES = 1_000
+#: ... and correlation times per batch (see :data:`CI_MIN_QUERIES`).
+CI_MIN_TURNOVERS = 3
+
+
+def ci_min_completions(max_inflight: int) -> int:
+    """Completions before the first stop test of ``ci_target`` (:data:`CI_MIN_QUERIES`):
+    ``max(1000, 30 x max_inflight)``: 1,000 for the host's 32 threads, 1,920 for Cosmos's 64
+    contexts on four devices."""
+    from cosmos.metrics import CI_MIN_BATCHES
+
+    return max(CI_MIN_QUERIES, CI_MIN_BATCHES * CI_MIN_TURNOVERS * int(max_inflight))
 
 
 def ci_check_every(max_inflight: int) -> int:
@@ -242,7 +257,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         loop, the control variate of the summary: the trace's load per memory instance, so
         the interval is for the throughput on the whole trace's queries). Tested every
         :func:`ci_check_every` completions, never before ``ci_min_queries`` completions
-        (default: the larger of :data:`CI_MIN_QUERIES` and 10 x ``max_inflight``). When it
+        (default: :func:`ci_min_completions`, ``max(1000, 30 x max_inflight)``). When it
         holds, no further query of the trace is admitted; the queries already admitted run to
         completion (the drain, which the steady-state window leaves out as it does at the
         end of a whole trace), so the result is the first ``SimResult.queries`` queries of
@@ -415,7 +430,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
             from cosmos.metrics import query_instance_requests
 
             load_trace = query_instance_requests(pg, n_inst)
-        next_check = max(CI_MIN_QUERIES, 10 * max_inflight) if ci_min_queries is None \
+        next_check = ci_min_completions(max_inflight) if ci_min_queries is None \
             else int(ci_min_queries)
     while True:
         t_stop = int(st.scal[0]) + chunk_cycles

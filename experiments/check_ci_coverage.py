@@ -69,8 +69,37 @@ def permuted_trace(trace: dict, perm: np.ndarray) -> dict:
     return t
 
 
-def replicate(trace_path: str, system: str, seed: int, stop: int) -> dict:
-    """One order of the trace's queries: the every-query and the stopped-run figures."""
+def _stopped_at(res, completions: int) -> dict:
+    """The summary of ``res`` as a run stopped after ``completions`` completions computes it."""
+    from cosmos.metrics import summary
+
+    res.ci_until_cycle = int(np.sort(res.state.q_done)[completions - 1])
+    return summary(res)
+
+
+def sequential_stop(res, ci_target: float) -> dict:
+    """The summary of ``res`` as ``simulate(ci_target=...)`` would have stopped it: at the
+    first stop test (cosmos.simulate.ci_min_completions completions, then every
+    ci_check_every) whose interval is within ``ci_target`` and not only conservative; the
+    run's every-query summary if no test passes."""
+    from cosmos.metrics import summary
+    from cosmos.simulate import ci_check_every, ci_min_completions
+
+    n = int(res.queries)
+    c, every = ci_min_completions(res.max_inflight), ci_check_every(res.max_inflight)
+    while c < n:
+        part = _stopped_at(res, c)
+        if part["qps_ci_rel_halfwidth"] <= ci_target and not part["qps_ci_conservative"]:
+            return part
+        c += every
+    res.ci_until_cycle = None
+    return summary(res)
+
+
+def replicate(trace_path: str, system: str, seed: int, stop: int,
+              ci_target: float | None = None) -> dict:
+    """One order of the trace's queries: the every-query and the stopped-run figures (stopped
+    after ``stop`` completions, or by the stop rule of ``ci_target`` if given)."""
     from cosmos.metrics import summary
     from cosmos.presets import get_preset
     from cosmos.simulate import simulate
@@ -80,10 +109,9 @@ def replicate(trace_path: str, system: str, seed: int, stop: int) -> dict:
     perm = np.random.default_rng(seed).permutation(len(trace["query_ptr"]) - 1)
     res = simulate(get_preset(system), permuted_trace(trace, perm), progress=False)
     full = summary(res)
-    res.ci_until_cycle = int(np.sort(res.state.q_done)[stop - 1])
-    part = summary(res)
+    part = _stopped_at(res, stop) if ci_target is None else sequential_stop(res, ci_target)
     keys = ("qps", "qps_window", "qps_ci_low", "qps_ci_high", "qps_ci_rel_halfwidth",
-            "qps_ci_control", "ci_control_corr", "ci_stop_completions")
+            "qps_ci_control", "ci_control_corr", "ci_stop_completions", "window_queries")
     return {"seed": seed, "full_qps_window": full["qps_window"], "full_qps": full["qps"],
             **{f"stopped_{k}": part[k] for k in keys}}
 
@@ -100,6 +128,9 @@ def main(argv=None) -> int:
                    "(default 4,000)")
     p.add_argument("--stop", type=int, default=2_000, help="completions of the stopped runs "
                    "(default 2,000)")
+    p.add_argument("--ci-target", type=float, default=None, metavar="REL",
+                   help="instead of --stop, stop each run as ci_target does: at the first "
+                        "stop test whose interval is within REL (e.g. 0.01)")
     p.add_argument("--cache-dir", default=None, help="workload cache (default: $COSMOS_CACHE "
                    "or ~/.cache/cosmos)")
     p.add_argument("--workers", type=int, default=None, help="local worker processes")
@@ -108,8 +139,10 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.replicates < 2:
         p.error(f"--replicates must be at least 2, got {a.replicates}")
-    if not 0 < a.stop < a.queries:
+    if a.ci_target is None and not 0 < a.stop < a.queries:
         p.error(f"--stop must be in (0, --queries = {a.queries}), got {a.stop}")
+    if a.ci_target is not None and not 0 < a.ci_target < 1:
+        p.error(f"--ci-target must be in (0, 1), got {a.ci_target}")
     if a.json and Path(a.json).exists():
         p.error(f"--json {a.json}: exists; give a new file (nothing is written over)")
     from cosmos.presets import get_preset
@@ -125,8 +158,8 @@ def main(argv=None) -> int:
     path = trace_path(tr, out, f"sift-n{scale.n}-q{a.queries}")
     ctx = Context(out=out, scale=scale, cache_dir=cache, workers=a.workers,
                   progress=not a.no_progress)
-    tasks = [{"trace_path": str(path), "system": a.system, "seed": s, "stop": a.stop}
-             for s in range(a.replicates)]
+    tasks = [{"trace_path": str(path), "system": a.system, "seed": s, "stop": a.stop,
+              "ci_target": a.ci_target} for s in range(a.replicates)]
     rows = ctx.sweep(replicate, tasks, desc="orders")
     full = np.array([r["full_qps_window"] for r in rows])
     ref, ref_se = float(full.mean()), float(full.std(ddof=1) / np.sqrt(len(full)))
@@ -137,12 +170,21 @@ def main(argv=None) -> int:
         else float("nan")
     sd_plain = float(np.std([r["stopped_qps_window"] / ref - 1 for r in rows], ddof=1))
     sd_qps = float(np.std([r["stopped_qps"] / ref - 1 for r in rows], ddof=1))
+    stops = np.array([r["stopped_ci_stop_completions"] or a.queries for r in rows])
     result = {"system": a.system, "replicates": a.replicates, "queries": a.queries,
-              "stop": a.stop, "reference_qps": ref, "reference_se": ref_se,
+              "stop": a.stop, "ci_target": a.ci_target,
+              "stop_completions_min": int(stops.min()),
+              "stop_completions_median": float(np.median(stops)),
+              "stop_completions_max": int(stops.max()),
+              "reference_qps": ref, "reference_se": ref_se,
               "intervals": len(claimed), "covered": int(cover), "control_used": int(used),
               "mean_rel_halfwidth": hw, "sd_rel_plain": sd_plain, "sd_rel_qps": sd_qps}
+    how = f"stopped after {a.stop:,} completions" if a.ci_target is None else \
+        (f"stopped at +-{a.ci_target:.1%} after {result['stop_completions_min']:,} to "
+         f"{result['stop_completions_max']:,} completions (median "
+         f"{result['stop_completions_median']:,.0f})")
     print(f"{a.system}, {a.replicates} orders of {a.queries:,} SIFT-like queries "
-          f"({scale.n:,} vectors), stopped after {a.stop:,} completions:")
+          f"({scale.n:,} vectors), {how}:")
     print(f"  reference (mean every-query window rate): {ref:,.0f} QPS, standard error "
           f"{ref_se / ref:.2%}")
     print(f"  95 % intervals covering it: {cover} of {len(claimed)} "

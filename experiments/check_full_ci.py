@@ -18,7 +18,7 @@ if every ratio does, 1 if not::
     python experiments/check_full_ci.py --n 20000 --queries 4000   # a smaller workload
 
 ``--n`` / ``--queries`` shrink the workload (base vectors, queries) while keeping the full
-scale's clusters, probes and stopping rule (``ci_target`` 0.01, never before 2,000 queries):
+scale's clusters, probes and stopping rule (``ci_target`` 0.01, cosmos.simulate's minimum):
 a quick check of the machinery, weaker than the full one, since with fewer queries the
 preset's runs share more of their queries with the reference's. ``--json PATH`` writes the
 table as JSON. Simulations go through the simulation cache under ``--cache-dir`` (default

@@ -134,7 +134,7 @@ def _family_of(task: dict) -> str:
 def _queries_range(task: dict, scale) -> tuple[int, int]:
     """(fewest, most) queries the simulation runs: all of its ``num_queries`` (or the trace's),
     or, with ``ci_target``, from the stop test's minimum (cosmos.simulate) on."""
-    from cosmos.simulate import CI_MIN_QUERIES, default_max_inflight
+    from cosmos.simulate import ci_min_completions, default_max_inflight
     from experiments.sim import _system_config
 
     most = scale.num_queries if task.get("num_queries") is None else \
@@ -143,7 +143,7 @@ def _queries_range(task: dict, scale) -> tuple[int, int]:
         return most, most
     cfg = _system_config(task["system"], task.get("overrides"), task.get("placement"))
     inflight = task.get("max_inflight") or default_max_inflight(cfg)
-    return min(most, max(CI_MIN_QUERIES, 10 * int(inflight))), most
+    return min(most, ci_min_completions(inflight)), most
 
 
 def _per_query(scale, family: str) -> float:
