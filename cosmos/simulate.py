@@ -248,8 +248,9 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         Run the engine compiled with this DRAM configuration's parameters as constants
         (:mod:`cosmos.specialize`: same results, ~13 % less time, a compilation of about a
         minute the first time a configuration is seen). Default: ``COSMOS_SPECIALIZE`` (0 or
-        1) if set, else only for runs of at least :data:`cosmos.specialize.MIN_REQUESTS`
-        DRAM requests.
+        1) if set, else for runs of at least :data:`cosmos.specialize.MIN_REQUESTS` DRAM
+        requests, and for shorter ones once the configuration's build has run on this
+        machine (:func:`cosmos.specialize.is_compiled`: loading it then compiles nothing).
     ci_target : float, optional
         Stop once the 95 % confidence interval of the steady-state QPS is this tight (its
         half-width over the estimate, e.g. 0.01; :func:`cosmos.metrics.batch_means_ci` on
@@ -277,7 +278,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     from dram import kernel as dk
     from dram.jitcache import vectorizing
 
-    from cosmos.specialize import specialized_engine, use_specialized
+    from cosmos.specialize import (is_compiled, mark_compiled, specialized_engine,
+                                   use_specialized)
 
     from cosmos.engine import (CF_DATA_WIRE, CF_DEV_BPC, CF_REQ_WIRE, CF_UP_BPC, CI_LINK_LAT,
                                CI_MAP, CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SHIFTS,
@@ -341,7 +343,6 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         layout = with_graph_cache(layout, nodes)
         n_inst = D + 1
     pg = build_program(cfg, tr, layout, layout_dev)
-    specialized = use_specialized(specialize, int(pg.step_nreq.sum()))
     psizes = pool_sizes(cfg, agent_contexts=1)
     if max_inflight is None:
         max_inflight = default_max_inflight(cfg)
@@ -367,6 +368,9 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     check_memory(cfg, G, heap0.nbytes, eng_bytes, n_req)   # before the big allocations
     st = new_engine_state(pg, psizes, n_inst, params.n_channels, D)
     run_chunk, admit_initial = _run_chunk, _admit_initial
+    specialized = use_specialized(specialize, int(pg.step_nreq.sum()),
+                                  compiled=lambda: is_compiled(params1, heap0))
+    eng = None
     if specialized:
         try:
             eng = specialized_engine(params1, heap0)
@@ -475,6 +479,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     if any(int(dk.views(d)["overflow"]) != 0 for d in dstate):
         raise RuntimeError("DRAM completion buffer overflowed; results are invalid")
     wall = time.perf_counter() - t0
+    if eng is not None:
+        mark_compiled(eng)          # later short runs of this configuration load it too
     # Simulated time ends when the last query completes: every request, link transfer and
     # task belongs to a query, so nothing is busy after that. (The engine's own clock has by
     # then jumped to the next DRAM event, usually a refresh, which would inflate whole-run

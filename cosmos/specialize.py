@@ -18,7 +18,10 @@ compiles them (about a minute), later ones load them. The code is the same sourc
 results are identical to the generic engine's (tests/test_specialize.py compares them).
 
 :func:`cosmos.simulate.simulate` uses it when a run is long enough to repay the compilation
-(:data:`MIN_REQUESTS`), or as told by its ``specialize`` argument or ``COSMOS_SPECIALIZE``.
+(:data:`MIN_REQUESTS`), for a shorter run once the build has run on this machine (a marker in
+the build's ``__pycache__``, :func:`mark_compiled`: then the short run loads code that exists
+instead of compiling the generic engine), or as told by its ``specialize`` argument or
+``COSMOS_SPECIALIZE``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MIN_REQUESTS", "kernel_constants", "specialized_engine", "use_specialized"]
+__all__ = ["MIN_REQUESTS", "is_compiled", "kernel_constants", "mark_compiled",
+           "specialized_engine", "use_specialized"]
 
 #: Runs of at least this many DRAM requests use the specialized engine by default: about 20 s
 #: of simulation at the generic engine's 1.5 M requests/s, which gains ~3 s per run against
@@ -51,10 +55,12 @@ _HEADER = re.compile(r"\bH\[_u\((H_[A-Z_]+)\)\]")
 _ENGINE_IMPORT = "from dram import kernel as dk\n"
 
 
-def use_specialized(requested: bool | None, requests: int) -> bool:
+def use_specialized(requested: bool | None, requests: int, compiled=False) -> bool:
     """Whether a run of ``requests`` DRAM requests uses the specialized engine: as
     ``requested`` if not None, else as ``COSMOS_SPECIALIZE`` (``0`` or ``1``) if set, else
-    when ``requests >= MIN_REQUESTS``."""
+    when ``requests >= MIN_REQUESTS`` or its build is already compiled (``compiled``: a bool,
+    or a callable asked only then; :func:`is_compiled`), since then it costs nothing to
+    load and a short run would otherwise compile the generic engine."""
     if requested is not None:
         return bool(requested)
     env = os.environ.get("COSMOS_SPECIALIZE", "").strip()
@@ -62,7 +68,9 @@ def use_specialized(requested: bool | None, requests: int) -> bool:
         if env not in ("0", "1"):
             raise ValueError(f"COSMOS_SPECIALIZE={env!r}: expected 0 or 1")
         return env == "1"
-    return requests >= MIN_REQUESTS
+    if requests >= MIN_REQUESTS:
+        return True
+    return bool(compiled() if callable(compiled) else compiled)
 
 
 def kernel_constants(params, heap0: np.ndarray, src: str | None = None) -> dict[str, int]:
@@ -157,10 +165,9 @@ def _load(name: str, path: Path):
     return mod
 
 
-def specialized_engine(params, heap0: np.ndarray):
-    """The :mod:`cosmos.engine` module compiled for one-channel controller states like
-    ``heap0`` of the DRAM configuration ``params`` (a module object with the same functions;
-    use only with such states). Written to and loaded from the cache directory."""
+def _sources(params, heap0: np.ndarray) -> tuple[str, str, str]:
+    """(tag, specialized kernel source, engine source) of the build for ``params`` and
+    states like ``heap0``: the tag is a digest of everything compiled in."""
     from cosmos import engine
 
     src = _kernel_source()
@@ -172,7 +179,42 @@ def specialized_engine(params, heap0: np.ndarray):
     digest = hashlib.sha256()
     for part in (ksrc, esrc, *_dependency_sources()):
         digest.update(part.encode())
-    tag = digest.hexdigest()[:16]
+    return digest.hexdigest()[:16], ksrc, esrc
+
+
+def _compiled_marker(folder: Path) -> Path:
+    """The file that says the build in ``folder`` was compiled into numba's cache as it is
+    now located (``NUMBA_CACHE_DIR``, or ``__pycache__`` beside the sources): in the build's
+    ``__pycache__``, which belongs to the build (``cosmos cache``)."""
+    where = os.environ.get("NUMBA_CACHE_DIR", "")
+    return folder / "__pycache__" / f"cosmos-compiled-{hashlib.sha256(where.encode()).hexdigest()[:12]}"
+
+
+def is_compiled(params, heap0: np.ndarray) -> bool:
+    """Whether the build for ``params`` and states like ``heap0`` has run on this machine
+    with the current numba cache (:func:`mark_compiled`), so loading it compiles nothing."""
+    tag = _sources(params, heap0)[0]
+    return _compiled_marker(_cache_root() / tag).is_file()
+
+
+def mark_compiled(module) -> None:
+    """Record that the specialized engine ``module`` (from :func:`specialized_engine`) has
+    run, so its code is in numba's cache; silently nothing if the folder is not writable."""
+    marker = _compiled_marker(Path(module.__file__).parent)
+    if marker.is_file():
+        return
+    try:
+        marker.parent.mkdir(exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
+
+
+def specialized_engine(params, heap0: np.ndarray):
+    """The :mod:`cosmos.engine` module compiled for one-channel controller states like
+    ``heap0`` of the DRAM configuration ``params`` (a module object with the same functions;
+    use only with such states). Written to and loaded from the cache directory."""
+    tag, ksrc, esrc = _sources(params, heap0)
     kname, ename = f"_cosmos_kernel_{tag}", f"_cosmos_engine_{tag}"
     esrc = esrc.replace(_ENGINE_IMPORT, f"import {kname} as dk\n")
     esrc = "# Generated by cosmos.specialize from cosmos/engine.py: do not edit.\n" + esrc

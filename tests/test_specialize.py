@@ -46,6 +46,23 @@ def test_specialized_engine_gives_the_generic_results(name, mode, kernel_cache, 
     assert figures(generic)["energy_per_query_mJ"] > 0      # energy per query is compared too
     assert _outcome(generic)[3].sum() > 0
     assert list(kernel_cache.joinpath("kernels").glob("*/_cosmos_kernel_*.py"))
+    # the build has run: a short run of this configuration now loads it by default, and
+    # only with the numba cache it was compiled into
+    monkeypatch.delenv("COSMOS_SPECIALIZE", raising=False)
+    assert list(kernel_cache.joinpath("kernels").glob("*/__pycache__/cosmos-compiled-*"))
+    again = simulate(get_preset(name), tr, **kw)
+    assert again.extra["specialized"] is True
+    assert all(np.array_equal(a, b) for a, b in zip(_outcome(again), _outcome(generic)))
+    import dataclasses
+
+    from cosmos.simulate import dram_config_for
+    from dram import kernel as dk
+
+    params1 = dataclasses.replace(dram_config_for(get_preset(name)), channels=1).resolve()
+    heap0 = dk.new_state(params1, instances=1, completion_capacity=64, direct_reads=True).heap
+    assert specialize.is_compiled(params1, heap0)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(kernel_cache / "elsewhere"))
+    assert not specialize.is_compiled(params1, heap0)
 
 
 def test_the_generated_kernel_reads_no_parameter_or_header_slot_below_its_mark():
@@ -77,6 +94,11 @@ def test_which_runs_use_it(monkeypatch):
     assert not specialize.use_specialized(None, specialize.MIN_REQUESTS - 1)
     assert specialize.use_specialized(True, 0)
     assert not specialize.use_specialized(False, 10**12)
+    # a short run uses a build that is already compiled; the check is made only then
+    assert specialize.use_specialized(None, 0, compiled=True)
+    assert not specialize.use_specialized(None, 0, compiled=lambda: False)
+    assert specialize.use_specialized(None, specialize.MIN_REQUESTS, compiled=lambda: 1 / 0)
+    assert not specialize.use_specialized(False, 0, compiled=True)
     monkeypatch.setenv("COSMOS_SPECIALIZE", "0")
     assert not specialize.use_specialized(None, 10**12)
     monkeypatch.setenv("COSMOS_SPECIALIZE", "1")
