@@ -229,13 +229,15 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
              seed: int = 0, progress: bool = True, cluster_device: np.ndarray | None = None,
              chunk_cycles: int = 2_000_000, specialize: bool | None = None,
              ci_target: float | None = None, ci_min_queries: int | None = None,
-             warmup: float = 0.1) -> SimResult:
+             warmup: float = 0.1, trace_name: str | None = None) -> SimResult:
     """Simulate ``cfg`` on the logical ``trace``.
 
     Parameters
     ----------
     cfg : SystemConfig
     trace : path | dict | LogicalTrace | TraceArrays
+    trace_name : str, optional
+        The trace's name in error messages (default: its path, or "trace" for arrays).
     num_queries : int, optional
         Use only the first queries of the trace.
     mode : "closed" | "open"
@@ -293,7 +295,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     tr = as_trace(trace)
     # a scan trace only for a scan system, a graph trace only for a graph system
-    label = str(trace) if isinstance(trace, (str, os.PathLike)) else "trace"
+    label = trace_name or (str(trace) if isinstance(trace, (str, os.PathLike)) else "trace")
     check_trace_for(model_for(cfg), tr, label)
     if num_queries is not None:
         if num_queries < 1:

@@ -129,3 +129,44 @@ def test_saved_figures_are_the_same_bytes_each_time(tmp_path):
         assert pa.read_bytes() == pb.read_bytes(), pa.name
     # (two saves within one second would also agree with a date: check it is left out)
     assert b"/CreationDate" not in files["a"][1].read_bytes()
+
+
+def test_a_worker_reads_a_trace_once_and_no_run_can_change_it(tmp_path):
+    """experiments.sim keeps the trace a process read last: the next task on the same file
+    takes it without reading it again, a changed file is read again, the arrays are
+    read-only, and the rows are those of a simulation of the file itself."""
+    import os
+
+    from cosmos.presets import get_preset
+    from cosmos.simulate import simulate
+    from cosmos_common import UserError
+    from experiments import sim
+    from experiments.sim import flatten_summary, simulate_task
+    from graphs import make_workload, save_trace
+
+    tr = make_workload("sift", n=2000, num_queries=30, num_clusters=8, num_probes=2,
+                       cache_dir=tmp_path / "cache", progress=False)
+    path = save_trace(tmp_path / "sift.npz", tr)
+    first = sim._read_trace(str(path))
+    assert sim._read_trace(str(path)) is first
+    assert not first.read_node.flags.writeable and not first.query_ptr.flags.writeable
+    row = simulate_task("cosmos", str(path), num_queries=12)
+    direct = flatten_summary(simulate(get_preset("cosmos"), str(path), num_queries=12,
+                                      progress=False).summary())
+    def same(r):        # NaN (an interval not claimed) as "nan", so equal rows compare equal
+        return {k: ("nan" if isinstance(v, float) and v != v else v) for k, v in r.items()
+                if "wall" not in k}
+
+    assert same(row) == same(direct)
+    # the file changes: read again
+    save_trace(path, make_workload("sift", n=2000, num_queries=20, num_clusters=8,
+                                   num_probes=2, cache_dir=tmp_path / "cache", progress=False),
+               overwrite=True)
+    os.utime(path, ns=(1, 1))
+    again = sim._read_trace(str(path))
+    assert again is not first and again.num_queries == 20
+    # errors still name the file
+    with pytest.raises(UserError, match=str(path)):
+        simulate_task("ivfpq-pnm", str(path), num_queries=5)
+    with pytest.raises(FileNotFoundError, match="trace file not found"):
+        simulate_task("cosmos", str(tmp_path / "missing.npz"))
