@@ -101,7 +101,7 @@ def summary_fields(res, ecfg: EnergyConfig | None = None) -> dict:
     e = energy_J(res, ecfg)
     if not e:
         return {}
-    Q = res.program.num_queries
+    Q = res.queries     # the queries simulated (a run stopped by ci_target: its first Q)
     seconds = max(int(res.cycles), 1) * TCK_PS * 1e-12
     total = sum(e.values())
     power = total / seconds
