@@ -51,10 +51,10 @@ REQUESTS_PER_QUERY = {
 
 #: Simulated DRAM requests per CPU second of one worker, averaged over the systems: measured
 #: in the ``cosmos reproduce --full`` of docs/experiments.md (fresh clone, empty caches, two
-#: cores): the shared pool's 58 closed-loop simulations made 4.30 billion requests in 1,242
-#: seconds of their workers' time, numba compilation included (3.46 M per core-second;
+#: cores): the shared pool's 58 closed-loop simulations made 4.88 billion requests in 1,515
+#: seconds of their workers' time, numba compilation included (3.22 M per core-second;
 #: bench_cosmos measures 2.9-3.2 M/s for cosmos alone).
-REQUESTS_PER_CPU_S = 3.46e6
+REQUESTS_PER_CPU_S = 3.22e6
 
 #: CPU seconds to build one workload of n = 1,000,000 vectors and 10,000 queries
 #: (docs/performance.md, bench_graphs, quiet machine): exact ground truth (scales with
