@@ -9,7 +9,10 @@ system (``--system``, Cosmos by default) over all of them. Each run's summary is
 - over every query (the run's own window), and
 - as a run stopped after ``--stop`` completions (2,000) computes it: the completions up to then,
   with the control variate's mean taken over the whole trace, exactly as ``ci_target`` does
-  (cosmos.simulate: a stopped run's completions are those of the run that went on).
+  (cosmos.simulate: a stopped run's completions are those of the run that went on); with
+  ``--ci-target REL``, stopped instead where ``ci_target`` would stop it: at the first stop
+  test (cosmos.simulate's minimum, then every ci_check_every completions) whose interval is
+  within REL.
 
 Every order holds the same queries, so every run estimates the same throughput: the reference
 is the mean of the every-query window rates over the orders (its standard error is printed).
@@ -19,6 +22,7 @@ the reference (the plain window rate and the reported QPS)::
 
     python experiments/check_ci_coverage.py                  # 40 orders, about 6 minutes on 2 cores
     python experiments/check_ci_coverage.py --replicates 10 --system cosmos-noalgo
+    python experiments/check_ci_coverage.py --system base --ci-target 0.01   # the stop rule
 
 Exit status 0 if the coverage is at least 90 % of the replicates, else 1. The workload is built
 once and cached under ``--cache-dir`` (default ``$COSMOS_CACHE``); the trace the workers read
