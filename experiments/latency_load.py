@@ -29,10 +29,9 @@ def simulation_tasks(ctx, systems=SYSTEMS) -> list:
     """The closed-loop saturation runs (the open-loop ones depend on their results;
     experiments.plan). They are the scale's sweep runs, ``ci_target`` included, so that they
     are the same simulations as the devices sweep's four-device points and the ranks sweep's
-    two-rank points (run once, served to each from the simulation cache; at the full scale
-    ``ci_target`` ends a run of the host's systems before the sweep's 2,000 queries once its
-    interval is tight, cosmos.simulate.ci_min_completions). rag_ttft's saturation runs are
-    these too."""
+    two-rank points (run once, served to each from the simulation cache; ``ci_target`` does
+    not end a run of the scale's sweep_queries early, that being at most the minimum before a
+    stop test, cosmos.simulate.ci_min_completions). rag_ttft's saturation runs are these too."""
     path = ctx.trace_file(ctx.families[0])
     return [dict(system=s, trace_path=str(path), num_queries=ctx.scale.sweep_queries,
                  seed=ctx.seed, ci_target=ctx.scale.ci_target, tags={"system": s})
