@@ -186,15 +186,18 @@ def _compiled_marker(folder: Path) -> Path:
     """The file that says the build in ``folder`` was compiled into numba's cache as it is
     now located (``NUMBA_CACHE_DIR``, or ``__pycache__`` beside the sources): in the build's
     ``__pycache__``, which belongs to the build (``cosmos cache``)."""
-    where = os.environ.get("NUMBA_CACHE_DIR", "")
-    return folder / "__pycache__" / f"cosmos-compiled-{hashlib.sha256(where.encode()).hexdigest()[:12]}"
+    where = hashlib.sha256(os.environ.get("NUMBA_CACHE_DIR", "").encode()).hexdigest()[:12]
+    return folder / "__pycache__" / f"cosmos-compiled-{where}"
 
 
 def is_compiled(params, heap0: np.ndarray) -> bool:
     """Whether the build for ``params`` and states like ``heap0`` has run on this machine
     with the current numba cache (:func:`mark_compiled`), so loading it compiles nothing."""
-    tag = _sources(params, heap0)[0]
-    return _compiled_marker(_cache_root() / tag).is_file()
+    try:
+        tag = _sources(params, heap0)[0]
+        return _compiled_marker(_cache_root() / tag).is_file()
+    except (OSError, RuntimeError):     # no build can be made: the generic engine decides
+        return False
 
 
 def mark_compiled(module) -> None:
