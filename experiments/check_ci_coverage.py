@@ -81,20 +81,24 @@ def _stopped_at(res, completions: int) -> dict:
     return summary(res)
 
 
-def sequential_stop(res, ci_target: float) -> dict:
+def sequential_stop(res, ci_target: float, warmup: float = 0.1) -> dict:
     """The summary of ``res`` as ``simulate(ci_target=...)`` would have stopped it: at the
     first stop test (cosmos.simulate.ci_min_completions completions, then every
-    ci_check_every) whose interval is within ``ci_target`` and not only conservative; the
-    run's every-query summary if no test passes."""
-    from cosmos.metrics import summary
-    from cosmos.simulate import ci_check_every, ci_min_completions
+    ci_check_every) that passes, the test being simulate's own on the completions up to
+    then; the run's every-query summary if no test passes."""
+    from cosmos.metrics import query_instance_requests, summary
+    from cosmos.simulate import _ci_reached, ci_check_every, ci_min_completions
 
     n = int(res.queries)
+    done = res.state.q_done
+    order = np.sort(done[done >= 0])
+    load = query_instance_requests(res.program, res.num_instances) \
+        if res.mode == "closed" else None
     c, every = ci_min_completions(res.max_inflight), ci_check_every(res.max_inflight)
     while c < n:
-        part = _stopped_at(res, c)
-        if part["qps_ci_rel_halfwidth"] <= ci_target and not part["qps_ci_conservative"]:
-            return part
+        seen = np.where(done <= order[c - 1], done, -1)     # the completions a test at c sees
+        if _ci_reached(seen, res.state.q_arrival, ci_target, warmup, res.max_inflight, load):
+            return _stopped_at(res, c)
         c += every
     res.ci_until_cycle = None
     return summary(res)
