@@ -138,6 +138,7 @@ def run_sweep(
     desc: str | None = None,
     on_result: Callable[[int, Any], None] | None = None,
     cost: Callable[[dict], float] | None = None,
+    follow: Callable[[int, Any], Iterable[dict]] | None = None,
 ) -> list[Any]:
     """Run ``fn(**task)`` for every task; return the results in task order.
 
@@ -160,78 +161,115 @@ def run_sweep(
         ``cost(task)``, an estimate of a task's run time: tasks start in decreasing cost (ties
         in task order), so the workers do not wait at the end for one long task started last.
         Only the order of work changes; the results are the same and in task order.
+    follow : callable, optional
+        ``follow(i, result)``, called in this process after ``on_result``: tasks that can
+        start now that task ``i`` has finished (e.g. runs at rates set by its result). They
+        join the waiting tasks (in cost order on local workers) and their results follow the
+        given tasks' in the returned list, in the order they were added.
     """
     from tqdm.auto import tqdm
 
     tasks = list(tasks)
-    order = list(range(len(tasks)))
-    if cost is not None:
-        costs = [float(cost(t)) for t in tasks]
-        order.sort(key=lambda i: -costs[i])
     bar = tqdm(total=len(tasks), desc=desc or getattr(fn, "__name__", "sweep"),
                disable=not progress)
     results: list[Any] = [None] * len(tasks)
+
+    def finished(i: int, result: Any) -> list[int]:
+        """Record task ``i``'s result; the indices of the tasks it makes ready."""
+        results[i] = result
+        if on_result is not None:
+            on_result(i, result)
+        bar.update(1)
+        added = []
+        for t in (follow(i, result) if follow is not None else ()):
+            tasks.append(t)
+            results.append(None)
+            added.append(len(tasks) - 1)
+        if added:
+            bar.total += len(added)
+            bar.refresh()
+        return added
+
     try:
         if scheduler is not None:
-            try:
-                from dask.distributed import Client, LocalCluster, as_completed
-            except ImportError as exc:  # pragma: no cover - depends on the environment
-                raise ValueError(
-                    "--scheduler needs dask.distributed: pip install -e '.[dask]'"
-                ) from exc
-            if scheduler == "local":
-                cluster = LocalCluster(
-                    n_workers=workers or os.cpu_count() or 1,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=None,
-                )
-                client = Client(cluster)
-            else:
-                cluster = None
-                client = Client(scheduler)
-            try:
-                futures = [client.submit(fn, pure=False, **tasks[i]) for i in order]
-                index = {f.key: i for i, f in zip(order, futures)}
-                for fut in as_completed(futures):
-                    i = index[fut.key]
-                    results[i] = fut.result()
-                    if on_result is not None:
-                        on_result(i, results[i])
-                    bar.update(1)
-            finally:
-                client.close()
-                if cluster is not None:
-                    cluster.close()
-            return results
-        n_workers = workers if workers is not None else (os.cpu_count() or 1)
-        if n_workers <= 1 or len(tasks) <= 1:
-            for i in order:
-                results[i] = fn(**tasks[i])
-                if on_result is not None:
-                    on_result(i, results[i])
-                bar.update(1)
-            return results
-        with ProcessPoolExecutor(max_workers=min(n_workers, len(tasks))) as pool:
-            futures = {pool.submit(fn, **tasks[i]): i for i in order}
-            from concurrent.futures import as_completed as local_as_completed
-
-            try:
-                for fut in local_as_completed(futures):
-                    i = futures[fut]
-                    results[i] = fut.result()
-                    if on_result is not None:
-                        on_result(i, results[i])
-                    bar.update(1)
-            except BaseException:
-                # interrupted or failed: start no more tasks (the pool's exit then waits
-                # only for the ones running)
-                for fut in futures:
-                    fut.cancel()
-                raise
+            _run_dask(fn, tasks, scheduler, workers, finished)
+        else:
+            n_workers = workers if workers is not None else (os.cpu_count() or 1)
+            if follow is None:
+                n_workers = min(n_workers, len(tasks))
+            _run_local(fn, tasks, n_workers, cost, finished)
         return results
     finally:
         bar.close()
+
+
+def _run_local(fn, tasks: list, n_workers: int, cost, finished) -> None:
+    """Local part of :func:`run_sweep`: in this process (``n_workers <= 1``) or on worker
+    processes, the costliest waiting task first whenever a worker is free."""
+    import heapq
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    waiting: list = []
+
+    def add(i: int) -> None:
+        heapq.heappush(waiting, (-float(cost(tasks[i])) if cost is not None else 0.0, i))
+
+    for i in range(len(tasks)):
+        add(i)
+    if n_workers <= 1:
+        while waiting:
+            _, i = heapq.heappop(waiting)
+            for j in finished(i, fn(**tasks[i])):
+                add(j)
+        return
+    with ProcessPoolExecutor(max_workers=n_workers) as pool:
+        running: dict = {}
+        try:
+            while waiting or running:
+                while waiting and len(running) < n_workers:
+                    _, i = heapq.heappop(waiting)
+                    running[pool.submit(fn, **tasks[i])] = i
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in sorted(done, key=running.get):
+                    for j in finished(running.pop(fut), fut.result()):
+                        add(j)
+        except BaseException:
+            # interrupted or failed: start no more tasks (the pool's exit then waits only
+            # for the ones running)
+            for fut in running:
+                fut.cancel()
+            raise
+
+
+def _run_dask(fn, tasks: list, scheduler: str, workers: int | None, finished) -> None:
+    """Dask part of :func:`run_sweep`: every task submitted at once (Dask orders them)."""
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ValueError("--scheduler needs dask.distributed: pip install -e '.[dask]'") from exc
+    if scheduler == "local":
+        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                               processes=True, dashboard_address=None)
+        client = Client(cluster)
+    else:
+        cluster = None
+        client = Client(scheduler)
+    try:
+        index = {}
+
+        def submit(i):
+            fut = client.submit(fn, pure=False, **tasks[i])
+            index[fut.key] = i
+            return fut
+
+        ac = as_completed([submit(i) for i in range(len(tasks))])
+        for fut in ac:
+            for j in finished(index[fut.key], fut.result()):
+                ac.add(submit(j))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def add_ratio_ci(df, ratio: str, reference: str, key: str = "dataset") -> None:

@@ -53,6 +53,31 @@ def test_sweep_starts_the_costliest_tasks_first_and_returns_task_order():
                                cost=lambda t: -t["x"])
 
 
+def test_sweep_follow_adds_tasks_that_run_in_cost_order_everywhere():
+    """Tasks added by ``follow`` run on the same workers, in cost order with those waiting,
+    and their results follow the given ones, in the order they were added: the same list
+    in this process, on local workers and on Dask."""
+    tasks = [{"x": i, "seed": 10 + i} for i in range(3)]
+
+    def follow(i, result):            # task 1 makes two more ready, task 3 one more
+        return {1: [{"x": 10, "seed": 1}, {"x": 11, "seed": 2}],
+                3: [{"x": 12, "seed": 3}]}.get(i, [])
+
+    order = []
+    serial = run_sweep(_square_plus_seed, tasks, workers=1, progress=False, follow=follow,
+                       cost=lambda t: [1, 9, 0][t["x"]] if t["x"] < 3 else t["x"],
+                       on_result=lambda i, r: order.append(i))
+    # 1 first (cost 9); then 4 (cost 11) and 3 (cost 10) before 0 and 2; 3 adds 5 (cost 12)
+    assert order == [1, 4, 3, 5, 0, 2]
+    assert len(serial) == 6
+    assert serial[3:] == [_square_plus_seed(10, 1), _square_plus_seed(11, 2),
+                          _square_plus_seed(12, 3)]
+    assert run_sweep(_square_plus_seed, tasks, workers=2, progress=False, follow=follow) \
+        == serial
+    assert run_sweep(_square_plus_seed, tasks, workers=1, scheduler="local", progress=False,
+                     follow=follow) == serial
+
+
 def _without_wall_clock(rows):
     """Simulation rows minus the host's wall-clock timings (the only fields allowed to differ);
     NaN (an interval not claimed) as the string "nan", so that equal rows compare equal."""
