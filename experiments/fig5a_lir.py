@@ -40,13 +40,20 @@ def placement_of(trace, policy: str, num_devices: int, seed: int = 0) -> np.ndar
                                       adjacency=np.asarray(trace.cluster_adjacency)))
 
 
+def trace_probes(ctx) -> list[int]:
+    """The probe counts of the traces :func:`run` asks ``ctx`` for: each of :data:`PROBES`
+    clipped to the scale's number of clusters, in the order of :data:`PROBES` (``run``
+    reports each row under the unclipped count)."""
+    return [min(p, ctx.scale.num_clusters) for p in PROBES]
+
+
 def run(ctx) -> dict:
     import placement
 
     rows = []
     for fam in ctx.families:
-        for p in PROBES:
-            tr = ctx.trace(fam, num_probes=min(p, ctx.scale.num_clusters))
+        for p, traced in zip(PROBES, trace_probes(ctx)):
+            tr = ctx.trace(fam, num_probes=traced)
             qp, sc = np.asarray(tr.query_ptr), np.asarray(tr.search_cluster)
             for policy in POLICIES:
                 dev = placement_of(tr, policy, DEVICES, ctx.seed)

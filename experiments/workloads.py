@@ -4,9 +4,11 @@ A workload is a logical trace (contract 1 in docs/contracts.md) made by
 :func:`graphs.make_workload` from a dataset: a synthetic SIFT-like or DEEP-like set made by the
 project (the default; nothing is downloaded), or the user's own files (``--dataset PATH``).
 Index and trace are cached under the cache folder (``$COSMOS_CACHE`` or ``~/.cache/cosmos``)
-under a key of dataset and parameters, so a second run reuses them. The user's base is cut to
-the scale's size (:func:`user_dataset_plan`); its ground truth is computed only when no trace is
-cached, once, and cached too.
+under a key of dataset and parameters, so a second run reuses them. :func:`workloads` gives the
+traces at several probe counts, those not cached from one search at the largest
+(:func:`graphs.make_workloads`), each stored where :func:`workload` reads it. The user's base is
+cut to the scale's size (:func:`user_dataset_plan`); its ground truth is computed only when no
+trace is cached, once, and cached too.
 
 Scales (sizes are ours, chosen for run time; the paper's are SIFT1B / DEEP1B):
 
@@ -40,7 +42,7 @@ import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-__all__ = ["Scale", "SCALES", "FAMILIES", "get_scale", "workload", "trace_path",
+__all__ = ["Scale", "SCALES", "FAMILIES", "get_scale", "workload", "workloads", "trace_path",
            "user_dataset_plan", "user_dataset_note", "user_dataset"]
 
 #: synthetic families of the paper's Table I used by the figures, with the paper's dataset
@@ -263,6 +265,8 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
              cand_list_len: int | None = None):
     """The logical trace of ``family`` at ``scale`` (built once, then read from the cache).
 
+    :func:`workloads` with the one probe count ``num_probes``.
+
     Parameters
     ----------
     family : str
@@ -281,28 +285,70 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
         Candidate list length of the search (default: graphs.workload's, 64; recall_qps
         sweeps it).
     """
-    from graphs import cached_trace, make_workload
+    probes = get_scale(scale).num_probes if num_probes is None else int(num_probes)
+    return workloads(family, scale, (probes,), cache_dir=cache_dir, dataset=dataset,
+                     queries=queries, groundtruth=groundtruth, metric=metric, seed=seed,
+                     progress=progress, graph=graph, cand_list_len=cand_list_len)[probes]
+
+
+def workloads(family: str, scale: str | Scale = "default", probes=None, *, keep=None,
+              cache_dir: str | os.PathLike | None = None, dataset: str | None = None,
+              queries: str | None = None, groundtruth: str | None = None, metric: str = "l2",
+              seed: int = 0, progress: bool = True, graph: str | None = None,
+              cand_list_len: int | None = None) -> dict:
+    """The logical traces of ``family`` at ``scale`` at several probe counts, those not cached
+    yet traced by one search at the largest of them (:func:`graphs.make_workloads`); each is
+    the trace :func:`workload` gives at that count, stored where :func:`workload` reads it.
+
+    Parameters
+    ----------
+    probes : sequence of int, optional
+        Probe counts (default: the scale's). With the user's ``dataset`` each is clipped to its
+        number of clusters (:func:`user_dataset_plan`), as :func:`workload` clips it.
+    keep : sequence of int, optional
+        The counts whose traces are returned (default: all of ``probes``); the others are only
+        made sure to be in the cache (:func:`graphs.make_workloads`), so memory stays bounded.
+    Other parameters :
+        As for :func:`workload`.
+
+    Returns
+    -------
+    dict
+        ``{p: LogicalTrace}`` for the distinct counts of ``keep`` as asked for (before
+        clipping), in increasing order.
+    """
+    from graphs import cached_traces, make_workloads
     from graphs.index import default_cache_dir
+    from graphs.search import probe_counts
 
     sc = get_scale(scale)
-    probes = sc.num_probes if num_probes is None else int(num_probes)
+    counts = probe_counts([sc.num_probes] if probes is None else probes)
+    kept = counts if keep is None else probe_counts(keep, "keep", allow_empty=True)
+    if set(kept) - set(counts):
+        from cosmos_common import UserError
+
+        raise UserError(f"keep: probe counts {sorted(set(kept) - set(counts))} are not among "
+                        f"probes={counts}")
     graph = GRAPH if graph is None else graph
     search = {} if cand_list_len is None else {"cand_list_len": int(cand_list_len)}
     if dataset is not None:
         plan = user_dataset_plan(dataset, sc, queries, groundtruth, metric)
         ds = _user_dataset(plan)
         clusters = plan["num_clusters"]
-        probes = min(probes, clusters)
+        clip = {p: min(p, clusters) for p in counts}
+        traced = sorted(set(clip.values()))
+        kept_clipped = sorted({clip[p] for p in kept})
         cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        tr = cached_trace(ds, num_clusters=clusters, num_probes=probes, seed=seed,
-                          cache_dir=cache, graph=graph, **search)
-        if tr is not None:
-            return tr
-        return make_workload(user_dataset(plan, cache, progress), num_clusters=clusters, num_probes=probes, seed=seed,
-                             cache_dir=cache, progress=progress, graph=graph, **search)
-    return make_workload(family, n=sc.n, num_queries=sc.num_queries, num_clusters=sc.num_clusters,
-                         num_probes=probes, seed=seed, cache_dir=cache_dir, progress=progress,
-                         graph=graph, **search)
+        trs = cached_traces(ds, num_clusters=clusters, probes=traced, seed=seed, cache_dir=cache,
+                            graph=graph, keep=kept_clipped, **search)
+        if trs is None:     # something to trace: only now the ground truth is needed
+            trs = make_workloads(user_dataset(plan, cache, progress), num_clusters=clusters,
+                                 probes=traced, seed=seed, cache_dir=cache, progress=progress,
+                                 graph=graph, keep=kept_clipped, **search)
+        return {p: trs[clip[p]] for p in kept}
+    return make_workloads(family, n=sc.n, num_queries=sc.num_queries, num_clusters=sc.num_clusters,
+                          probes=counts, seed=seed, cache_dir=cache_dir, progress=progress,
+                          graph=graph, keep=kept, **search)
 
 
 def trace_path(trace, folder: str | os.PathLike, name: str) -> Path:

@@ -3,20 +3,26 @@
 Main entry points (imported lazily, so ``import graphs`` stays light):
 
 - :func:`graphs.make_workload` -- dataset -> cached clustered index -> cached :class:`LogicalTrace`;
-  :func:`graphs.cached_trace` -- the trace it has cached for the same arguments, or None
+  :func:`graphs.cached_trace` -- the trace it has cached for the same arguments, or None;
+  :func:`graphs.make_workloads` / :func:`graphs.cached_traces` -- the same at several probe
+  counts, traced by one search at the largest
 - :func:`graphs.get_dataset`, :class:`graphs.Dataset`, :func:`graphs.load_dataset`
 - :func:`graphs.get_index` / :func:`graphs.build_index`, :class:`graphs.IndexParams`
 - :func:`graphs.build_vamana` / :func:`graphs.robust_prune` -- DiskANN's Vamana graph of one set of
   points (``IndexParams(graph="vamana")`` builds one per cluster)
-- :func:`graphs.search.search` (module function), :func:`graphs.trace_index`
+- :func:`graphs.search.search`, :func:`graphs.search.search_prefixes` (module functions),
+  :func:`graphs.trace_index`, :func:`graphs.trace_indexes`
 - :func:`graphs.save_trace` / :func:`graphs.load_trace`, :func:`graphs.export_clusters`
 """
 
 _EXPORTS = {
     "make_workload": "workload",
+    "make_workloads": "workload",
     "cached_trace": "workload",
+    "cached_traces": "workload",
     "get_dataset": "workload",
     "trace_index": "workload",
+    "trace_indexes": "workload",
     "export_clusters": "workload",
     "DEFAULTS": "workload",
     "Dataset": "dataset",

@@ -23,10 +23,18 @@ Entry modes:
 Python drives the outer loop over query chunks (tqdm); within a chunk the searches run in a
 numba ``prange``; each search writes only its own rows of preallocated buffers, so results do
 not depend on the thread count.
+
+Probe prefixes: the searches of one query are independent, and routing is a stable sort, so the
+first ``p`` clusters of a ``P``-probe route are the ``p``-probe route. :func:`search_prefixes`
+therefore derives the output of every ``p <= P`` from one search at ``P`` probes (each query's
+first ``p`` searches, and the merge of their own top-k lists), identical to :func:`search` at
+``p`` probes.
 """
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -37,10 +45,13 @@ from cosmos_common import UserError
 
 from .index import ClusteredIndex
 
-__all__ = ["SearchParams", "search", "route", "SearchOutput"]
+__all__ = ["SearchParams", "search", "search_prefixes", "iter_search_prefixes", "probe_counts",
+           "route", "SearchOutput"]
 
 METRIC_CODES = {"l2": 0, "ip": 1}
 ENTRY_MODES = ("medoid", "hnsw")
+#: id of an empty result slot while merging (sorts after every real id at equal distance)
+_NO_ID = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
@@ -263,6 +274,25 @@ def validate_search(index: ClusteredIndex, queries: np.ndarray, num_probes, cand
                         entry)
 
 
+def probe_counts(probes: Iterable[int], name: str = "probes", allow_empty: bool = False) -> list[int]:
+    """``probes`` as a sorted list of distinct ints (UserError naming ``name`` if it is empty,
+    unless ``allow_empty``, or holds anything but integers). The range 1..num_clusters is
+    checked by :func:`check_search_params`."""
+    if isinstance(probes, (str, bytes)) or not isinstance(probes, Iterable):
+        raise UserError(f"{name}={probes!r}: expected a sequence of probe counts (integers)")
+    out = set()
+    for p in probes:
+        if isinstance(p, (bool, np.bool_)):
+            raise UserError(f"{name}: {p!r} is not a probe count (an integer)")
+        try:
+            out.add(operator.index(p))
+        except TypeError:
+            raise UserError(f"{name}: {p!r} is not a probe count (an integer)") from None
+    if not out and not allow_empty:
+        raise UserError(f"{name}: no probe count given (at least one needed)")
+    return sorted(out)
+
+
 def search(
     index: ClusteredIndex,
     vectors: np.ndarray,
@@ -289,6 +319,140 @@ def search(
     -------
     SearchOutput
     """
+    return _search(index, vectors, queries, num_probes, cand_list_len, k, entry, chunk, progress,
+                   keep_topk=False)[0]
+
+
+def search_prefixes(
+    index: ClusteredIndex,
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    probes: Iterable[int] = (4, 8, 16),
+    cand_list_len: int = 64,
+    k: int = 10,
+    entry: str = "medoid",
+    chunk: int = 512,
+    progress: bool = True,
+) -> dict[int, SearchOutput]:
+    """The :func:`search` output at every probe count of ``probes``, from one search at the
+    largest.
+
+    Each output is identical (every array, its dtype) to ``search(..., num_probes=p)``.
+    All outputs are held at once; :func:`iter_search_prefixes` hands them out one at a time.
+
+    Returns
+    -------
+    dict
+        ``{p: SearchOutput}`` for the distinct counts of ``probes``, in increasing order.
+    """
+    return dict(iter_search_prefixes(index, vectors, queries, probes, cand_list_len, k, entry,
+                                     chunk, progress))
+
+
+def iter_search_prefixes(
+    index: ClusteredIndex,
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    probes: Iterable[int] = (4, 8, 16),
+    cand_list_len: int = 64,
+    k: int = 10,
+    entry: str = "medoid",
+    chunk: int = 512,
+    progress: bool = True,
+) -> Iterator[tuple[int, SearchOutput]]:
+    """``(p, SearchOutput)`` for every distinct count ``p`` of ``probes``, in increasing order,
+    from one traced search at ``P = max(probes)`` probes; identical to :func:`search` at ``p``.
+
+    The ``P``-probe output is computed first (its search runs before the first item) and held
+    until it is handed out, last; each smaller output is derived from it when asked for (query
+    ``q``'s searches ``0..p-1``; hops and reads selected by boolean masks built with
+    ``np.repeat``; the global top-k merged from those searches' own top-k lists), so a caller
+    that drops each output after use holds at most two at a time.
+
+    Every count is checked (:func:`validate_search`) before the search: UserError naming the
+    first one out of 1..num_clusters, or ``probes`` if it is empty or not integers.
+    """
+    counts = probe_counts(probes)
+    queries = np.asarray(queries)
+    for p in counts:
+        validate_search(index, queries, p, cand_list_len, k, entry)
+    out, topk_ids, topk_dists = _search(index, vectors, queries, counts[-1], cand_list_len, k,
+                                        entry, chunk, progress, keep_topk=len(counts) > 1)
+    return _prefixes(out, topk_ids, topk_dists, counts, k)
+
+
+def _prefixes(out: SearchOutput, topk_ids, topk_dists, counts: list[int], k: int):
+    P = counts[-1]
+    for p in counts[:-1]:
+        yield p, _prefix_output(out, topk_ids, topk_dists, P, p, k)
+    del topk_ids, topk_dists
+    yield P, out
+
+
+def _prefix_output(out: SearchOutput, topk_ids: np.ndarray, topk_dists: np.ndarray, P: int,
+                   p: int, k: int) -> SearchOutput:
+    """The output of the first ``p`` of the ``P`` searches of every query of ``out``.
+
+    ``topk_ids`` (S, k) int64 (global ids, :data:`_NO_ID` = empty slot) and ``topk_dists``
+    (S, k) float32 are each search's own top-k, search ``s`` = query ``s // P``, probe ``s % P``.
+    """
+    Q = len(out.query_ptr) - 1
+    hops = np.diff(out.search_hop_ptr)                       # (S,) hops per search
+    kept = np.zeros((Q, P), dtype=np.bool_)
+    kept[:, :p] = True
+    hop_kept = np.repeat(kept.ravel(), hops)                 # (H,) hops of the kept searches
+    del kept
+    reads = np.diff(out.hop_read_ptr)                        # (H,) reads per hop
+    read_kept = np.repeat(hop_kept, reads)                   # (R,) reads of the kept hops
+    read_node = out.read_node[read_kept]
+    del read_kept
+    reads = reads[hop_kept]
+    hop_read_ptr = np.zeros(len(reads) + 1, dtype=np.int64)
+    np.cumsum(reads, out=hop_read_ptr[1:])
+    del reads
+    search_hop_ptr = np.zeros(Q * p + 1, dtype=np.int64)
+    np.cumsum(hops.reshape(Q, P)[:, :p].ravel(), out=search_hop_ptr[1:])
+    ids, dists = _merge_topk(topk_ids.reshape(Q, P * k)[:, : p * k],
+                             topk_dists.reshape(Q, P * k)[:, : p * k], k)
+    return SearchOutput(
+        result_ids=ids,
+        result_dists=dists,
+        query_ptr=np.arange(0, Q * p + 1, p, dtype=np.int64),
+        search_cluster=out.search_cluster.reshape(Q, P)[:, :p].ravel(),
+        search_entry=out.search_entry.reshape(Q, P)[:, :p].ravel(),
+        search_hop_ptr=search_hop_ptr,
+        hop_node=out.hop_node[hop_kept],
+        hop_degree=out.hop_degree[hop_kept],
+        hop_read_ptr=hop_read_ptr,
+        read_node=read_node,
+        hop_cand_inserts=out.hop_cand_inserts[hop_kept],
+    )
+
+
+def _merge_topk(ids: np.ndarray, dists: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The global top-``k`` of each row of the cluster searches' top-k lists, by (distance, id).
+
+    Parameters
+    ----------
+    ids : (q, m) int64, global ids (:data:`_NO_ID` = empty slot; ids are unique across clusters)
+    dists : (q, m) float32
+
+    Returns
+    -------
+    ids : (q, k) int64 (-1 = no result) ; dists : (q, k) float32 (inf = no result)
+    """
+    order = np.lexsort((ids, dists), axis=-1)[:, :k]
+    top = np.take_along_axis(ids, order, axis=1)
+    return np.where(top == _NO_ID, -1, top), np.take_along_axis(dists, order, axis=1)
+
+
+def _search(index, vectors, queries, num_probes, cand_list_len, k, entry, chunk, progress,
+            keep_topk):
+    """(SearchOutput, per-search top-k ids, their distances) of :func:`search`.
+
+    With ``keep_topk`` the top-k of every search is returned too: (S, k) int64 global ids
+    (:data:`_NO_ID` = empty slot) and (S, k) float32 distances, search ``s`` = query
+    ``s // num_probes``, probe ``s % num_probes``; else both are None."""
     queries = np.asarray(queries)
     validate_search(index, queries, num_probes, cand_list_len, k, entry)
     if vectors.shape != (index.n, index.dim):
@@ -311,6 +475,8 @@ def search(
 
     out_ids = np.full((Q, k), -1, dtype=np.int64)
     out_d = np.full((Q, k), np.inf, dtype=np.float32)
+    topk_ids = np.empty((Q * P, k), dtype=np.int64) if keep_topk else None
+    topk_dists = np.empty((Q * P, k), dtype=np.float32) if keep_topk else None
     parts = {name: [] for name in ("hop_node", "hop_degree", "hop_ins", "hop_nread", "read_node")}
     nh_all = np.zeros(Q * P, dtype=np.int64)
     s_cluster_all = np.zeros(Q * P, dtype=np.int32)
@@ -338,17 +504,17 @@ def search(
         nh_all[q0 * P : q0 * P + S] = nhops
         s_cluster_all[q0 * P : q0 * P + S] = s_cluster
         # merge: global ids, sort by (distance, id); ids are unique across clusters
-        rp = res_pos.reshape(nq, P * k)
-        rd = res_dist.reshape(nq, P * k)
-        gid = np.where(rp >= 0, nodes[np.maximum(rp, 0)], np.iinfo(np.int64).max)
-        order = np.lexsort((gid, rd), axis=-1)[:, :k]
-        ids = np.take_along_axis(gid, order, axis=1)
-        out_d[q0 : q0 + nq] = np.take_along_axis(rd, order, axis=1)
-        out_ids[q0 : q0 + nq] = np.where(ids == np.iinfo(np.int64).max, -1, ids)
+        gid = np.where(res_pos >= 0, nodes[np.maximum(res_pos, 0)], _NO_ID)
+        if keep_topk:
+            topk_ids[q0 * P : q0 * P + S] = gid
+            topk_dists[q0 * P : q0 * P + S] = res_dist
+        out_ids[q0 : q0 + nq], out_d[q0 : q0 + nq] = _merge_topk(
+            gid.reshape(nq, P * k), res_dist.reshape(nq, P * k), k)
         if bar is not None:
             bar.update(nq)
     if bar is not None:
         bar.close()
+
     def cat(name, dtype):
         a = np.concatenate(parts.pop(name)) if parts[name] else np.zeros(0, dtype)
         return a.astype(dtype, copy=False)  # the chunk pieces are freed as soon as joined
@@ -359,7 +525,7 @@ def search(
     del hop_nread
     search_hop_ptr = np.zeros(Q * P + 1, dtype=np.int64)
     np.cumsum(nh_all, out=search_hop_ptr[1:])
-    return SearchOutput(
+    out = SearchOutput(
         result_ids=out_ids,
         result_dists=out_d,
         query_ptr=np.arange(0, Q * P + 1, P, dtype=np.int64),
@@ -372,6 +538,7 @@ def search(
         read_node=cat("read_node", np.int32),
         hop_cand_inserts=cat("hop_ins", np.int32),
     )
+    return out, topk_ids, topk_dists
 
 
 def _alloc(S, hcap, rcap, k):

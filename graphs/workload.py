@@ -30,16 +30,18 @@ from pathlib import Path
 import numpy as np
 
 from cosmos_common import UserError, cacheio
+from cosmos_common.npz import npz_array
 
 from .dataset import Dataset, real_dataset
 from .groundtruth import exact_knn, recall_at_k
 from .index import ClusteredIndex, IndexParams, default_cache_dir, get_index, index_key
 from .io import atomic_write_bytes
-from .search import check_search_params, search, validate_search
+from .search import check_search_params, iter_search_prefixes, probe_counts, validate_search
 from .synthetic import SPECS, generate
 from .trace import TRACE_FORMAT_VERSION, LogicalTrace, load_trace, save_clusters, save_trace
 
-__all__ = ["make_workload", "get_dataset", "trace_index", "export_clusters", "check_groundtruth_k", "DEFAULTS"]
+__all__ = ["make_workload", "make_workloads", "get_dataset", "trace_index", "trace_indexes",
+           "cached_trace", "cached_traces", "export_clusters", "check_groundtruth_k", "DEFAULTS"]
 
 DEFAULTS = dict(
     num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef_construction=100, seed=0, entry="medoid",
@@ -185,68 +187,110 @@ def trace_index(
     """Search every query of ``dataset`` on ``index`` and return the logical trace.
 
     Refuses (UserError) a dataset without queries and the parameters
-    :func:`graphs.search.check_search_params` rejects, before any search."""
+    :func:`graphs.search.check_search_params` rejects, before any search.
+    :func:`trace_indexes` with the one probe count ``num_probes``."""
+    return trace_indexes(index, dataset, (num_probes,), cand_list_len, k, entry,
+                         progress)[int(num_probes)]
+
+
+def trace_indexes(
+    index: ClusteredIndex,
+    dataset: Dataset,
+    probes=(DEFAULTS["num_probes"],),
+    cand_list_len: int = 64,
+    k: int = 10,
+    entry: str = "medoid",
+    progress: bool = True,
+) -> dict[int, LogicalTrace]:
+    """The logical trace of every query of ``dataset`` on ``index`` at every probe count of
+    ``probes``, from one traced search at the largest (:func:`graphs.search.search_prefixes`).
+
+    ``{p: trace}`` for the distinct counts, in increasing order; each trace is identical to
+    :func:`trace_index` at ``p`` probes (meta ``num_probes`` = ``p``, recall from the
+    dataset's ground truth). Refuses (UserError) a dataset without queries, ``probes`` empty or
+    not integers and the parameters :func:`graphs.search.check_search_params` rejects, before
+    any search."""
+    return dict(_iter_traces(index, dataset, probes, cand_list_len, k, entry, progress))
+
+
+def _iter_traces(index: ClusteredIndex, dataset: Dataset, probes, cand_list_len: int, k: int,
+                 entry: str, progress: bool):
+    """Check the request, then return an iterator of ``(p, LogicalTrace)`` of
+    :func:`trace_indexes`, smallest ``p`` first (:func:`graphs.search.iter_search_prefixes`:
+    one search; a caller that drops each trace after use holds at most two at a time)."""
     if dataset.queries is None or len(dataset.queries) == 0:
         raise UserError(f"dataset {dataset.name}: no queries to trace (at least 1 needed)")
-    check_search_params(dataset.n, len(dataset.queries), index.num_clusters, num_probes,
-                        cand_list_len, k, entry)
+    counts = probe_counts(probes)
+    for p in counts:
+        check_search_params(dataset.n, len(dataset.queries), index.num_clusters, p,
+                            cand_list_len, k, entry)
     check_groundtruth_k(dataset, k)
     check_entry(index.params.graph, entry)
-    out = search(index, dataset.base, dataset.queries, num_probes, cand_list_len, k, entry, progress=progress)
-    if dataset.groundtruth is not None:
-        qr64 = recall_at_k(out.result_ids, dataset.groundtruth[: len(dataset.queries)], k)
-        recall = float(np.mean(qr64)) if len(qr64) else None
-        qr = qr64.astype(np.float32)
-    else:
-        qr = np.full(len(dataset.queries), np.nan, dtype=np.float32)
-        recall = None
+    outs = iter_search_prefixes(index, dataset.base, dataset.queries, counts, cand_list_len, k,
+                                entry, progress=progress)
+    return _traces_of(index, dataset, outs, cand_list_len, k, entry)
+
+
+def _traces_of(index: ClusteredIndex, dataset: Dataset, outs, cand_list_len: int, k: int,
+               entry: str):
+    adjacency = index.cluster_adjacency()
+    degrees = index.degrees()
     p = index.params
-    meta = {
-        "dataset": dataset.name,
-        "n": dataset.n,
-        "dim": dataset.dim,
-        "dtype": dataset.dtype,
-        "metric": dataset.metric,
-        "vector_bytes": dataset.vector_bytes,
-        "max_degree": p.max_degree,
-        "cand_list_len": int(cand_list_len),
-        "num_clusters": index.num_clusters,
-        "num_probes": int(num_probes),
-        "k": int(k),
-        "recall": recall,
-        "seed": p.seed,
-        "num_queries": len(dataset.queries),
-        "format_version": TRACE_FORMAT_VERSION,
-        # added keys
-        "M": p.M,
-        "ef_construction": p.ef_construction,
-        "graph": p.graph,
-        "R": p.R,
-        "L": p.L,
-        "alpha": p.alpha,
-        "entry": entry,
-        "max_degree_observed": int(index.degrees().max(initial=0)),
-        "mean_degree": float(index.degrees().mean()),
-        "dataset_fingerprint": dataset.fingerprint(),
-    }
-    return LogicalTrace(
-        meta=meta,
-        cluster_ptr=index.cluster_ptr,
-        cluster_nodes=index.cluster_nodes,
-        centroids=index.centroids,
-        cluster_adjacency=index.cluster_adjacency(),
-        query_ptr=out.query_ptr,
-        search_cluster=out.search_cluster,
-        search_entry=out.search_entry,
-        search_hop_ptr=out.search_hop_ptr,
-        hop_node=out.hop_node,
-        hop_degree=out.hop_degree,
-        hop_read_ptr=out.hop_read_ptr,
-        read_node=out.read_node,
-        hop_cand_inserts=out.hop_cand_inserts,
-        result_ids=out.result_ids,
-        query_recall=qr,
-    )
+    for num_probes, out in outs:
+        if dataset.groundtruth is not None:
+            qr64 = recall_at_k(out.result_ids, dataset.groundtruth[: len(dataset.queries)], k)
+            recall = float(np.mean(qr64)) if len(qr64) else None
+            qr = qr64.astype(np.float32)
+        else:
+            qr = np.full(len(dataset.queries), np.nan, dtype=np.float32)
+            recall = None
+        meta = {
+            "dataset": dataset.name,
+            "n": dataset.n,
+            "dim": dataset.dim,
+            "dtype": dataset.dtype,
+            "metric": dataset.metric,
+            "vector_bytes": dataset.vector_bytes,
+            "max_degree": p.max_degree,
+            "cand_list_len": int(cand_list_len),
+            "num_clusters": index.num_clusters,
+            "num_probes": int(num_probes),
+            "k": int(k),
+            "recall": recall,
+            "seed": p.seed,
+            "num_queries": len(dataset.queries),
+            "format_version": TRACE_FORMAT_VERSION,
+            # added keys
+            "M": p.M,
+            "ef_construction": p.ef_construction,
+            "graph": p.graph,
+            "R": p.R,
+            "L": p.L,
+            "alpha": p.alpha,
+            "entry": entry,
+            "max_degree_observed": int(degrees.max(initial=0)),
+            "mean_degree": float(degrees.mean()),
+            "dataset_fingerprint": dataset.fingerprint(),
+        }
+        yield num_probes, LogicalTrace(
+            meta=meta,
+            cluster_ptr=index.cluster_ptr,
+            cluster_nodes=index.cluster_nodes,
+            centroids=index.centroids,
+            cluster_adjacency=adjacency,
+            query_ptr=out.query_ptr,
+            search_cluster=out.search_cluster,
+            search_entry=out.search_entry,
+            search_hop_ptr=out.search_hop_ptr,
+            hop_node=out.hop_node,
+            hop_degree=out.hop_degree,
+            hop_read_ptr=out.hop_read_ptr,
+            read_node=out.read_node,
+            hop_cand_inserts=out.hop_cand_inserts,
+            result_ids=out.result_ids,
+            query_recall=qr,
+        )
+        del out
 
 
 def check_groundtruth_k(dataset: Dataset, k: int, source: str | None = None) -> None:
@@ -298,12 +342,15 @@ def _store_trace(path: Path, record: Path, key: str, tr: LogicalTrace) -> None:
     cacheio.store_files(record, "traces", key, {path: lambda p: save_trace(p, tr, overwrite=True)})
 
 
-def _cached_trace(ds: Dataset, params: IndexParams, spar: dict, cache: Path, warn: bool):
+def _cached_trace(ds: Dataset, params: IndexParams, spar: dict, cache: Path, warn: bool,
+                  arrays: bool = True):
     """(the cached trace of ``ds`` with index ``params`` and search ``spar``, or None; its path).
 
     The entry (kind ``traces`` of :mod:`cosmos_common.cacheio`) is verified by its record's
     SHA-256, then its meta is compared with the request. With ``warn`` False nothing is
-    reported (a caller that only peeks; :func:`make_workload` reads it again and reports)."""
+    reported (a caller that only peeks; :func:`make_workload` reads it again and reports).
+    With ``arrays`` False only the file's meta is read and returned in place of the trace
+    (the entry is verified all the same)."""
     path, record, key = _trace_entry(ds, params, spar, cache)
     expect = {
         **spar, "dataset_fingerprint": ds.fingerprint(), "M": params.M,
@@ -316,17 +363,43 @@ def _cached_trace(ds: Dataset, params: IndexParams, spar: dict, cache: Path, war
         if cacheio.read_files(record, "traces", key, [path]) is None:
             return None, path
         try:
-            tr = load_trace(path, verify=False)     # the whole file was verified just now
+            if arrays:
+                tr = load_trace(path, verify=False)     # the whole file was verified just now
+                meta = tr.meta
+            else:
+                tr = meta = _trace_meta(path)
         except ValueError as exc:
             cacheio.report(path, f"does not load ({exc})", stacklevel=4)
             return None, path
-        bad = {a: tr.meta.get(a) for a, b in expect.items() if tr.meta.get(a) != b}
-        if tr.meta.get("graph", "hnsw") != params.graph:  # traces without the key are hnsw traces
-            bad["graph"] = tr.meta.get("graph", "hnsw")
+        bad = {a: meta.get(a) for a, b in expect.items() if meta.get(a) != b}
+        if meta.get("graph", "hnsw") != params.graph:  # traces without the key are hnsw traces
+            bad["graph"] = meta.get("graph", "hnsw")
         if bad:
             cacheio.report(path, f"stale trace ({bad} differ)", stacklevel=4)
             return None, path
     return tr, path
+
+
+def _trace_meta(path: Path) -> dict:
+    """The meta of the trace file ``path`` without reading its arrays (ValueError naming the
+    file if it has none or another format version)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(npz_array(z, "meta", path)))
+    except ValueError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"{path}: not a readable trace file ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(meta, dict) or meta.get("format_version") != TRACE_FORMAT_VERSION:
+        version = meta.get("format_version") if isinstance(meta, dict) else None
+        raise ValueError(f"{path}: trace format_version {version}, expected {TRACE_FORMAT_VERSION}")
+    meta.pop("checksums", None)
+    return meta
+
+
+def _search_params(num_probes: int, cand_list_len: int, k: int, entry: str) -> dict:
+    """The search part of a trace's cache key (:func:`_trace_entry`)."""
+    return {"num_probes": num_probes, "cand_list_len": cand_list_len, "k": k, "entry": entry}
 
 
 def cached_trace(
@@ -348,13 +421,63 @@ def cached_trace(
     """The trace :func:`make_workload` has cached for these arguments, or None; computes
     nothing (e.g. to skip a ground truth that only a new trace would need). A cached trace
     without recall (made without ground truth) is not returned: :func:`make_workload` with the
-    ground truth fills it in."""
+    ground truth fills it in. :func:`cached_traces` with the one probe count ``num_probes``."""
+    got = cached_traces(dataset, num_clusters, (num_probes,), cand_list_len, k, seed, cache_dir,
+                        M, ef_construction, entry, graph, R, L, alpha)
+    return None if got is None else got[int(num_probes)]
+
+
+def cached_traces(
+    dataset: Dataset,
+    num_clusters: int = DEFAULTS["num_clusters"],
+    probes=(DEFAULTS["num_probes"],),
+    cand_list_len: int = DEFAULTS["cand_list_len"],
+    k: int = DEFAULTS["k"],
+    seed: int = DEFAULTS["seed"],
+    cache_dir: str | os.PathLike | None = None,
+    M: int = DEFAULTS["M"],
+    ef_construction: int = DEFAULTS["ef_construction"],
+    entry: str = DEFAULTS["entry"],
+    graph: str = DEFAULTS["graph"],
+    R: int = DEFAULTS["R"],
+    L: int = DEFAULTS["L"],
+    alpha: float = DEFAULTS["alpha"],
+    keep=None,
+) -> dict[int, LogicalTrace] | None:
+    """The traces :func:`make_workloads` has cached for these arguments at every probe count of
+    ``probes``, or None if any of them is missing; computes nothing.
+
+    Returns ``{p: trace}`` for the counts of ``keep`` (default: all of ``probes``); the entries
+    of the other counts are verified (record, checksum, meta) without reading their arrays. A
+    cached trace without recall (made without ground truth) counts as missing, as for
+    :func:`cached_trace`. UserError if ``probes`` or ``keep`` is empty or not integers, or
+    ``keep`` names a count not in ``probes``."""
+    counts = probe_counts(probes)
+    kept = _kept_counts(counts, keep)
     params = IndexParams(num_clusters=num_clusters, M=M, ef_construction=ef_construction, seed=seed,
                          graph=graph, R=R, L=L, alpha=alpha)
-    spar = {"num_probes": num_probes, "cand_list_len": cand_list_len, "k": k, "entry": entry}
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    tr = _cached_trace(dataset, params, spar, cache, warn=False)[0]
-    return None if tr is None or tr.meta.get("recall") is None else tr
+    out = {}
+    for p in counts:
+        spar = _search_params(p, cand_list_len, k, entry)
+        got = _cached_trace(dataset, params, spar, cache, warn=False, arrays=p in kept)[0]
+        meta = None if got is None else got if isinstance(got, dict) else got.meta
+        if meta is None or meta.get("recall") is None:
+            return None
+        if p in kept:
+            out[p] = got
+    return out
+
+
+def _kept_counts(counts: list[int], keep) -> list[int]:
+    """``keep`` checked against ``counts`` (sorted distinct ints; None = all of them)."""
+    if keep is None:
+        return counts
+    kept = probe_counts(keep, "keep", allow_empty=True)
+    extra = sorted(set(kept) - set(counts))
+    if extra:
+        raise UserError(f"keep: probe counts {extra} are not among probes={counts}")
+    return kept
 
 
 def make_workload(
@@ -379,6 +502,8 @@ def make_workload(
 ) -> LogicalTrace:
     """Dataset -> clustered index -> logical trace, each cached under ``cache_dir``.
 
+    :func:`make_workloads` with the one probe count ``num_probes``.
+
     Parameters
     ----------
     dataset : str or Dataset
@@ -399,29 +524,94 @@ def make_workload(
     LogicalTrace
         Identical (bit for bit) for identical arguments.
     """
+    return make_workloads(dataset, n, num_queries, num_clusters, (num_probes,), cand_list_len, k,
+                          seed, cache_dir, M, ef_construction, entry, threads, progress, graph, R,
+                          L, alpha)[int(num_probes)]
+
+
+def make_workloads(
+    dataset: str | Dataset,
+    n: int | None = None,
+    num_queries: int | None = None,
+    num_clusters: int = DEFAULTS["num_clusters"],
+    probes=(DEFAULTS["num_probes"],),
+    cand_list_len: int = DEFAULTS["cand_list_len"],
+    k: int = DEFAULTS["k"],
+    seed: int = DEFAULTS["seed"],
+    cache_dir: str | os.PathLike | None = None,
+    M: int = DEFAULTS["M"],
+    ef_construction: int = DEFAULTS["ef_construction"],
+    entry: str = DEFAULTS["entry"],
+    threads: int | None = None,
+    progress: bool = True,
+    graph: str = DEFAULTS["graph"],
+    R: int = DEFAULTS["R"],
+    L: int = DEFAULTS["L"],
+    alpha: float = DEFAULTS["alpha"],
+    keep=None,
+) -> dict[int, LogicalTrace]:
+    """:func:`make_workload` at every probe count of ``probes``, with at most one search.
+
+    The trace of each count is read from the cache entry :func:`make_workload` with
+    ``num_probes=p`` reads and writes; the counts not cached are traced by one search at the
+    largest of them (:func:`trace_indexes`) and each stored under its own entry, so a later
+    :func:`make_workload` at ``p`` reads it without searching.
+
+    Parameters
+    ----------
+    probes : sequence of int
+        Probe counts (each in 1..num_clusters); duplicates are ignored.
+    keep : sequence of int, optional
+        The counts whose traces are returned (default: all of ``probes``). The others are only
+        made sure to be in the cache: a cached one is verified without reading its arrays, a
+        new one is dropped once stored, so memory holds the kept traces and at most two others.
+    Other parameters :
+        As for :func:`make_workload`.
+
+    Returns
+    -------
+    dict
+        ``{p: LogicalTrace}`` for the counts of ``keep``, in increasing order; each identical
+        (bit for bit) to ``make_workload(..., num_probes=p)``.
+    """
     ds = get_dataset(dataset, n, num_queries, seed, cache_dir, progress=progress)
     params = IndexParams(num_clusters=num_clusters, M=M, ef_construction=ef_construction, seed=seed,
                          graph=graph, R=R, L=L, alpha=alpha)
     params.validate(ds.n)
     if ds.queries is None or len(ds.queries) == 0:
         raise UserError(f"dataset {ds.name}: no queries (a trace needs at least 1)")
+    counts = probe_counts(probes)
+    kept = _kept_counts(counts, keep)
     # validate the search parameters before any expensive build
-    check_search_params(ds.n, len(ds.queries), num_clusters, num_probes, cand_list_len, k, entry)
+    for p in counts:
+        check_search_params(ds.n, len(ds.queries), num_clusters, p, cand_list_len, k, entry)
     check_groundtruth_k(ds, k)
     check_entry(graph, entry)
     if threads is not None and threads < 1:
         raise ValueError(f"threads={threads} must be >= 1 (None: the CPU count)")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    spar = {"num_probes": num_probes, "cand_list_len": cand_list_len, "k": k, "entry": entry}
-    tr, path = _cached_trace(ds, params, spar, cache, warn=True)
-    if tr is not None:
-        if tr.meta.get("recall") is None and ds.groundtruth is not None and len(ds.queries):
-            # cached before the ground truth was known: add the recall, keep the search
-            tr = _fill_recall(tr, ds, k)
-            _store_trace(path, *_trace_entry(ds, params, spar, cache)[1:], tr)
-        return tr
-    index, _ = get_index(ds, params, cache, threads=threads, progress=progress)
-    validate_search(index, ds.queries, num_probes, cand_list_len, k, entry)
-    tr = trace_index(index, ds, num_probes, cand_list_len, k, entry, progress=progress)
-    _store_trace(path, *_trace_entry(ds, params, spar, cache)[1:], tr)
-    return tr
+    out, missing = {}, []
+    for p in counts:
+        spar = _search_params(p, cand_list_len, k, entry)
+        tr, path = _cached_trace(ds, params, spar, cache, warn=True, arrays=p in kept)
+        if tr is None:
+            missing.append(p)
+        elif p in kept:
+            if tr.meta.get("recall") is None and ds.groundtruth is not None:
+                # cached before the ground truth was known: add the recall, keep the search
+                tr = _fill_recall(tr, ds, k)
+                _store_trace(path, *_trace_entry(ds, params, spar, cache)[1:], tr)
+            out[p] = tr
+        # a count not kept whose trace lacks its recall gets it when make_workload reads it
+        del tr
+    if missing:
+        index, _ = get_index(ds, params, cache, threads=threads, progress=progress)
+        for p in missing:
+            validate_search(index, ds.queries, p, cand_list_len, k, entry)
+        for p, tr in _iter_traces(index, ds, missing, cand_list_len, k, entry, progress):
+            _store_trace(*_trace_entry(ds, params, _search_params(p, cand_list_len, k, entry),
+                                       cache), tr)
+            if p in kept:
+                out[p] = tr
+            del tr
+    return {p: out[p] for p in kept}

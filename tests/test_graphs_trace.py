@@ -262,7 +262,7 @@ def test_cached_trace_without_recall_gets_it_from_the_ground_truth(tmp_path, mon
     def no_search(*a, **kw):
         raise AssertionError("searched again although the trace is cached")
 
-    monkeypatch.setattr(gw, "search", no_search)
+    monkeypatch.setattr(gw, "iter_search_prefixes", no_search)
     t1 = graphs.make_workload(with_gt, cache_dir=tmp_path, **SMALL)
     expect = recall_at_k(t0.result_ids, gt, 10)
     assert t1.meta["recall"] == pytest.approx(float(expect.mean()))
