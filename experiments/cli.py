@@ -110,9 +110,11 @@ def reproduce(args) -> int:
             print("[workloads and the simulations of every experiment] ...", flush=True)
             s = run_shared(names, ctx)
             if s["tasks"]:
+                dep = (f", and {s['dependent']} runs that depend on their results"
+                       if s["dependent"] else "")
                 print(f"[simulations of every experiment] {s['distinct']} distinct "
                       f"simulations for {s['tasks']} asked by the experiments "
-                      f"({s['from_cache']} read from the simulation cache) in "
+                      f"({s['from_cache']} read from the simulation cache){dep}, in "
                       f"{s['wall_s']:.0f} s", flush=True)
             for name in names:
                 folder = root / name

@@ -42,18 +42,45 @@ PAPER_VS_CXLANNS = {("sift", "cosmos"): PAPER_COSMOS_VS_CXLANNS,
                     ("deep", "cosmos"): PAPER_COSMOS_VS_CXLANNS}
 
 
+def system_task(ctx, family: str, system: str, tags: dict | None = None) -> dict:
+    """fig4a's simulation of preset ``system`` on ``family``'s trace: every query of the
+    trace, closed loop, or until the scale's ``ci_target`` (with ``tags``; default: dataset
+    and system)."""
+    return dict(system=system, trace_path=str(ctx.trace_file(family)), seed=ctx.seed,
+                per_device=True, ci_target=ctx.scale.ci_target,
+                tags={"dataset": family, "system": system} if tags is None else tags)
+
+
 def system_tasks(ctx, systems) -> list:
     """fig4a's simulations: every query of each dataset's trace, closed loop, on each system.
     An experiment that needs the same runs (energy_per_query) builds its tasks here, so that
     the simulation cache serves both at every scale."""
-    tasks = []
-    for fam in ctx.families:
-        path = ctx.trace_file(fam)
-        for system in systems:
-            tasks.append(dict(system=system, trace_path=str(path), seed=ctx.seed,
-                              per_device=True, ci_target=ctx.scale.ci_target,
-                              tags={"dataset": fam, "system": system}))
-    return tasks
+    return [system_task(ctx, fam, s) for fam in ctx.families for s in systems]
+
+
+def is_preset(system: str, overrides: dict | None) -> bool:
+    """Whether ``overrides`` leave preset ``system`` as it is (e.g. ``device.count`` 4 on a
+    four-device preset)."""
+    from cosmos.presets import get_preset
+    from experiments.sim import _system_config
+
+    return _system_config(system, overrides, None).to_dict() == get_preset(system).to_dict()
+
+
+def sweep_task(ctx, family: str, system: str, overrides: dict | None, tags: dict,
+               **options) -> dict:
+    """A sweep's simulation of ``system`` with ``overrides`` on ``family``'s trace.
+
+    At the preset's own configuration it is fig4a's run (:func:`system_task`: every query of
+    the trace, or until the scale's ``ci_target``), so the sweeps' points at the paper's
+    configuration, the load sweep's and rag_ttft's saturation runs and fig4a's bars are one
+    simulation (``cosmos reproduce`` runs it once) and agree. Elsewhere it is
+    ``simulate_task(system, trace, overrides=overrides, **options)``: the sweep's own
+    queries (``num_queries``) and options."""
+    if is_preset(system, overrides):
+        return system_task(ctx, family, system, tags)
+    return dict(system=system, trace_path=str(ctx.trace_file(family)), overrides=overrides,
+                seed=ctx.seed, tags=tags, **options)
 
 
 def simulation_tasks(ctx) -> list:

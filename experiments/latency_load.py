@@ -27,29 +27,40 @@ LOAD_FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9)
 
 def simulation_tasks(ctx, systems=SYSTEMS) -> list:
     """The closed-loop saturation runs (the open-loop ones depend on their results;
-    experiments.plan). They are the scale's sweep runs, ``ci_target`` included, so that they
-    are the same simulations as the devices sweep's four-device points and the ranks sweep's
-    two-rank points (run once, served to each from the simulation cache; ``ci_target`` does
-    not end a run of the scale's sweep_queries early, that being at most the minimum before a
-    stop test, cosmos.simulate.ci_min_completions). rag_ttft's saturation runs are these too."""
-    path = ctx.trace_file(ctx.families[0])
+    experiments.plan): fig4a's runs of each system on the first workload (every query of the
+    trace, or until the scale's ``ci_target``), so the saturation throughput is fig4a's and
+    one simulation serves fig4a, this sweep, rag_ttft and the other sweeps' points at the
+    preset's configuration (experiments.fig4a_qps.sweep_task)."""
+    from experiments.fig4a_qps import system_task
+
+    fam = ctx.families[0]
+    return [system_task(ctx, fam, s, {"system": s}) for s in systems]
+
+
+def open_loop_tasks(ctx, closed: list[dict]) -> list[dict]:
+    """The open-loop runs, from the rows of :func:`simulation_tasks`: Poisson arrivals at
+    each of :data:`LOAD_FRACTIONS` of each system's saturation QPS, the scale's sweep
+    queries."""
+    fam = ctx.families[0]
+    path = ctx.trace_file(fam)
+    sat = {r["system"]: r["qps"] for r in closed}
     return [dict(system=s, trace_path=str(path), num_queries=ctx.scale.sweep_queries,
-                 seed=ctx.seed, ci_target=ctx.scale.ci_target, tags={"system": s})
-            for s in systems]
+                 mode="open", rate_qps=f * sat[s], seed=ctx.seed,
+                 tags={"dataset": fam, "system": s, "load_fraction": f,
+                       "saturation_qps": sat[s]})
+            for s in SYSTEMS for f in LOAD_FRACTIONS]
+
+
+def dependent_tasks(ctx, closed: list[dict]) -> list:
+    """``(fn, task)`` of the runs that wait for :func:`simulation_tasks`'s rows
+    (experiments.plan.run_shared starts them as soon as those are in)."""
+    return [(simulate_task, t) for t in open_loop_tasks(ctx, closed)]
 
 
 def run(ctx) -> dict:
-    fam = ctx.families[0]
-    path = ctx.trace_file(fam)
-    nq = ctx.scale.sweep_queries
     closed = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="saturation")
     sat = {r["system"]: r["qps"] for r in closed}
-    tasks = [dict(system=s, trace_path=str(path), num_queries=nq, mode="open",
-                  rate_qps=f * sat[s], seed=ctx.seed,
-                  tags={"dataset": fam, "system": s, "load_fraction": f,
-                        "saturation_qps": sat[s]})
-             for s in SYSTEMS for f in LOAD_FRACTIONS]
-    df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="open loop"))
+    df = pd.DataFrame(ctx.sweep(simulate_task, open_loop_tasks(ctx, closed), desc="open loop"))
     df = df.rename(columns={"rate_qps": "offered_qps"})
     cols = ["dataset", "system", "load_fraction", "offered_qps", "saturation_qps", "qps",
             "qps_ci_low", "qps_ci_high", "latency_mean_ns", "latency_mean_ci_low_ns",

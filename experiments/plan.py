@@ -7,10 +7,11 @@ An experiment whose simulations do not depend on other results declares them wit
 :func:`experiments.sim.simulate_task`; its ``run`` sweeps exactly these). ``cosmos reproduce``
 first runs the simulations of every experiment it will run as one sweep (:func:`run_shared`):
 
-- a simulation asked for by several experiments (fig4a's and energy_per_query's; the devices
-  sweep's four-device points, the ranks sweep's two-rank points and the load sweep's
-  saturation points) runs once: the tasks are keyed by what decides their result
-  (:class:`experiments.resultcache.ResultCache`);
+- a simulation asked for by several experiments runs once: the tasks are keyed by what
+  decides their result (:class:`experiments.resultcache.ResultCache`). fig4a's runs are
+  energy_per_query's, the devices and ranks sweeps' points at the preset's configuration and
+  the saturation runs of the load sweep and rag_ttft
+  (:func:`experiments.fig4a_qps.sweep_task`);
 - the two workers stay busy to the end of all of them, costliest first, instead of waiting at
   the end of each experiment's sweep for its last, longest run;
 - the rows are kept in memory for the experiments (and stored in the simulation cache as each
@@ -18,7 +19,9 @@ first runs the simulations of every experiment it will run as one sweep (:func:`
   rows it would have simulated itself, since a simulation is deterministic in its arguments.
 
 Runs that depend on others' results (the load sweep's and rag_ttft's open-loop runs, at rates
-set by the saturation runs) are run by their experiments afterwards.
+set by the saturation runs) join the same pool as soon as those results are in, and the DRAM
+validation's replays run there as one batch on one worker (:func:`run_shared`); the
+experiments afterwards only read their rows and write their tables and plots.
 
 Plan
 ----
@@ -59,7 +62,8 @@ REQUESTS_PER_CPU_S = 3.22e6
 #: CPU seconds to build one workload of n = 1,000,000 vectors and 10,000 queries
 #: (docs/performance.md, bench_graphs, quiet machine): exact ground truth (scales with
 #: n x queries), index (k-means and the clusters' graphs, scales with n) and the traced search
-#: of 8 probes (13.6 s on 2 threads; scales with queries x probes); dataset generation is not
+#: of 8 probes (13.6 s on 2 threads; scales with queries x probes; one search at the largest
+#: probe count asked for gives the traces of the smaller ones); dataset generation is not
 #: counted (seconds).
 BUILD_CPU_S = {"groundtruth": 65.4, "index": 118.5, "trace_8_probes": 27.2}
 
@@ -90,26 +94,136 @@ def simulation_tasks(names, ctx) -> list[tuple[str, dict]]:
 
 
 def run_shared(names, ctx) -> dict:
-    """Run the simulations of every experiment in ``names`` as one sweep (see the module
-    docstring); their rows go into ``ctx.shared`` (which must be a dict shared with the
-    experiments' contexts). Returns what was done: tasks asked for, distinct simulations,
-    how many of them were read from the simulation cache, wall seconds."""
+    """Run, as one pool, the work of the experiments ``names`` that waits for no
+    experiment's output (see the module docstring):
+
+    - the workloads' traces, one search per family for every probe count an experiment asks
+      for (``trace_probes(ctx)``, e.g. fig5a's; :meth:`experiments.runner.Context.prepare_traces`);
+    - the declared simulations (``simulation_tasks(ctx)``), each distinct one once;
+    - each experiment's ``pool_batches(ctx) -> [(fn, tasks, est_cpu_s)]``: tasks run one
+      after another on one worker (the DRAM validation's replays, which then compile their
+      kernels once, not once per worker);
+    - each experiment's ``dependent_tasks(ctx, rows) -> [(fn, task)]`` (runs at rates set by
+      its declared simulations' rows), started as soon as those rows are in.
+
+    Every result goes into ``ctx.shared`` (a dict shared with the experiments' contexts;
+    simulations also into the simulation cache unless ``--no-sim-cache``), keyed by what
+    decides it (:class:`experiments.resultcache.ResultCache`), so the experiments' own sweeps
+    then find their rows there. Returns: simulations asked for, distinct ones, how many of
+    those were read from the simulation cache, dependent runs, wall seconds."""
+    from experiments.common import run_sweep
+    from experiments.runner import load
     from experiments.sim import simulate_task
 
     if ctx.shared is None:
         raise ValueError("run_shared needs a context with a shared memo (ctx.shared = {})")
-    tasks = [t for _, t in simulation_tasks(names, ctx)]
-    if not tasks:
-        return {"tasks": 0, "distinct": 0, "from_cache": 0, "wall_s": 0.0}
-    before = set(ctx.shared)
+    mods = {name: load(name) for name in names}
+    probes = sorted({int(p) for m in mods.values() if hasattr(m, "trace_probes")
+                     for p in m.trace_probes(ctx)})
+    if probes:
+        for fam in ctx.families:
+            ctx.prepare_traces(fam, probes)
+    declared = {name: list(m.simulation_tasks(ctx)) for name, m in mods.items()
+                if hasattr(m, "simulation_tasks")}
     t0 = time.perf_counter()
-    hits0 = ctx.sims[0]
-    ctx.sweep(simulate_task, tasks, desc="simulations of every experiment")
-    new = [k for k in ctx.shared if k not in before]
-    return {"tasks": len(tasks), "distinct": len(new),
-            "from_cache": sum(1 for k in new if ctx.shared[k][1]),
-            "from_cache_tasks": ctx.sims[0] - hits0,
-            "wall_s": round(time.perf_counter() - t0, 1)}
+    pool = _SharedPool(ctx)
+    for tasks in declared.values():
+        pool.add(simulate_task, tasks)
+    for m in mods.values():
+        for fn, tasks, cpu_s in (m.pool_batches(ctx) if hasattr(m, "pool_batches") else ()):
+            pool.add(fn, tasks, batch_cpu_s=cpu_s)
+    waiting = {name: [pool.key(simulate_task, t) for t in declared.get(name, [])]
+               for name, m in mods.items() if hasattr(m, "dependent_tasks")}
+    dependent = 0
+
+    def ready() -> list[dict]:
+        """Jobs of the dependent runs of experiments whose declared rows are all in."""
+        nonlocal dependent
+        out = []
+        for name, keys in list(waiting.items()):
+            if all(k in ctx.shared for k in keys):
+                del waiting[name]
+                rows = [{**(t.get("tags") or {}), **ctx.shared[k][0]}
+                        for t, k in zip(declared.get(name, []), keys)]
+                for fn, task in mods[name].dependent_tasks(ctx, rows):
+                    new = pool.add(fn, [task])
+                    dependent += len(new)
+                    out += new
+        return out
+
+    ready()
+    if pool.jobs:
+        run_sweep(_run_job, list(pool.jobs), workers=ctx.workers, scheduler=ctx.scheduler,
+                  progress=ctx.progress, desc="simulations of every experiment",
+                  cost=_job_cost, follow=lambda i, rows: pool.done(i, rows) or ready())
+    keys = {pool.key(simulate_task, t) for tasks in declared.values() for t in tasks}
+    return {"tasks": sum(len(t) for t in declared.values()), "distinct": len(keys),
+            "from_cache": sum(1 for k in keys if ctx.shared[k][1]),
+            "dependent": dependent, "wall_s": round(time.perf_counter() - t0, 1)}
+
+
+class _SharedPool:
+    """The jobs of :func:`run_shared` (one per distinct task, or one per batch), in the order
+    given to the sweep, and where their results go."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.jobs: list[dict] = []
+        self._planned: set = set()
+
+    def key(self, fn, task: dict) -> str:
+        return self.ctx.result_cache(fn).key(fn, task)
+
+    def add(self, fn, tasks, batch_cpu_s: float | None = None) -> list[dict]:
+        """New jobs for ``tasks`` whose results are neither in ``ctx.shared`` nor planned
+        (a result in the simulation cache is read into ``ctx.shared`` instead), one per
+        distinct task, or one for all of them with ``batch_cpu_s`` (its estimated CPU time);
+        they are appended to :attr:`jobs` and returned."""
+        cache = self.ctx.result_cache(fn)
+        todo = []
+        for t in tasks:
+            k = cache.key(fn, t)
+            if k in self.ctx.shared or k in self._planned:
+                continue
+            row = cache.get(k)
+            if row is not None:
+                self.ctx.shared[k] = (row, True)
+                continue
+            self._planned.add(k)
+            todo.append((k, {a: v for a, v in t.items() if a != "tags"}))
+        if not todo:
+            return []
+        groups = [todo] if batch_cpu_s is not None else [[x] for x in todo]
+        new = [{"fn": fn, "tasks": [t for _, t in g], "keys": [k for k, _ in g],
+                "cost": None if batch_cpu_s is None else batch_cpu_s * REQUESTS_PER_CPU_S}
+               for g in groups]
+        self.jobs += new
+        return new
+
+    def done(self, i: int, rows: list) -> None:
+        """Job ``i`` returned ``rows``: store each (simulation cache) and keep it."""
+        from experiments.resultcache import normalize
+
+        job = self.jobs[i]
+        cache = self.ctx.result_cache(job["fn"])
+        for k, row in zip(job["keys"], rows):
+            cache.put(k, row)
+            self.ctx.shared[k] = (normalize(row), False)
+
+
+def _run_job(fn, tasks: list, keys: list, cost: float | None = None) -> list:
+    """A job of the shared pool, in a worker: ``fn(**task)`` for each of its tasks."""
+    return [fn(**t) for t in tasks]
+
+
+def _job_cost(job: dict) -> float:
+    """A job's place in the pool's order (experiments.sim.simulation_cost, in memory lines;
+    a batch: its estimated CPU seconds at :data:`REQUESTS_PER_CPU_S`)."""
+    from experiments.sim import simulation_cost
+
+    if job["cost"] is not None:
+        return job["cost"]
+    return sum(simulation_cost(t) for t in job["tasks"])
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -170,7 +284,7 @@ def plan(names, ctx) -> dict:
     for fam in ctx.families:
         probes = sorted({p or sc.num_probes for f, p in traces if f == fam})
         cpu = (BUILD_CPU_S["groundtruth"] * frac_n * frac_q + BUILD_CPU_S["index"] * frac_n
-               + sum(BUILD_CPU_S["trace_8_probes"] * frac_q * p / 8 for p in probes))
+               + BUILD_CPU_S["trace_8_probes"] * frac_q * max(probes) / 8)
         workloads.append({"family": fam, "n": sc.n, "queries": sc.num_queries,
                           "clusters": sc.num_clusters, "trace_probes": probes,
                           "est_cpu_s": cpu})
@@ -207,6 +321,8 @@ def plan(names, ctx) -> dict:
                           "queries": sc.sweep_queries, "dataset": ctx.families[0],
                           "est_requests_max": n * sc.sweep_queries * per_q})
     other = []
+    batches = [cpu for n in names if hasattr(load(n), "pool_batches")
+               for _, _, cpu in load(n).pool_batches(ctx)]
     silent = [n for n in names if getattr(load(n), "simulation_tasks", None) is None
               and n not in ("validate_dram", "fig5a_lir", "fig5b_heatmap")]
     if silent:
@@ -218,10 +334,10 @@ def plan(names, ctx) -> dict:
 
         other.append({"experiment": "validate_dram",
                       "what": f"{2 * len(select_runs(sc.name, ''))} DRAM replays (refresh on "
-                              "and off) of the Ramulator 2.1 reference traces (about a "
-                              "minute)"})
+                              "and off) of the Ramulator 2.1 reference traces, one batch on "
+                              "one worker of the pool (about a minute)"})
     workers = ctx.workers or _cpu_count()
-    est = _estimate(workloads, rows, dependent, workers)
+    est = _estimate(workloads, rows, dependent, batches, workers)
     return {"scale": sc.name, "experiments": list(names), "workers": workers,
             "workloads": workloads, "simulations": rows, "asked": asked,
             "dependent": dependent, "other": other, "estimate": est}
@@ -245,20 +361,22 @@ def makespan(costs, workers: int) -> float:
     return max(free)
 
 
-def _estimate(workloads, sims, dependent, workers: int) -> dict:
+def _estimate(workloads, sims, dependent, batches_cpu_s, workers: int) -> dict:
     """Wall-time estimate in seconds (low: every ci_target run stops at its minimum; high:
-    none stops early), workloads using every core, simulations spread over ``workers``
-    costliest first; each dependent experiment is its own sweep."""
+    none stops early): workloads using every core, then one pool of ``workers`` taking the
+    simulations, the dependent runs (at most) and the batches (``batches_cpu_s``, CPU
+    seconds each) costliest first (the dependent runs wait for their saturation runs, which
+    run early, costliest first, so this is a small underestimate)."""
     build = sum(w["est_cpu_s"] for w in workloads) / workers
-    dep = 0.0
+    dep = []
     for d in dependent:
-        one = d["est_requests_max"] / d["runs_at_most"] / REQUESTS_PER_CPU_S
-        dep += makespan([one] * d["runs_at_most"], workers)
-    out = {"workloads_s": build, "dependent_s": dep}
+        dep += [d["est_requests_max"] / d["runs_at_most"] / REQUESTS_PER_CPU_S] \
+            * d["runs_at_most"]
+    out = {"workloads_s": build, "dependent_cpu_s": sum(dep)}
     for end in ("min", "max"):
         cpu = [s[f"est_requests_{end}"] / REQUESTS_PER_CPU_S for s in sims]
-        out[f"simulations_{end}_s"] = makespan(cpu, workers)
-        out[f"total_{end}_s"] = build + out[f"simulations_{end}_s"] + dep
+        out[f"pool_{end}_s"] = makespan(cpu + dep + list(batches_cpu_s), workers)
+        out[f"total_{end}_s"] = build + out[f"pool_{end}_s"]
     return out
 
 
@@ -302,8 +420,8 @@ def format_plan(p: dict) -> str:
     lines.append(f"   total {lo / 1e9:.2f}-{hi / 1e9:.2f} G DRAM requests (a range where runs "
                  f"stop at their confidence-interval target)")
     if p["dependent"]:
-        lines += ["", "3. runs that depend on the saturation runs above (each experiment's own "
-                      "sweep):"]
+        lines += ["", "3. runs that depend on the saturation runs above (in the same pool, "
+                      "started as soon as those are in):"]
         for d in p["dependent"]:
             lines.append(f"   {d['experiment']}: up to {d['runs_at_most']} {d['what']}, "
                          f"{d['queries']:,} queries of {d['dataset']} each, up to "
@@ -315,10 +433,9 @@ def format_plan(p: dict) -> str:
     lines += ["", f"estimate from an empty cache on {p['workers']} worker(s) (at "
                   f"{REQUESTS_PER_CPU_S / 1e6:.1f} M DRAM requests per CPU second, measured "
                   f"cold, compilation included; quiet machine): workloads "
-                  f"{mins(e['workloads_s'])}, simulations {mins(e['simulations_min_s'])}-"
-                  f"{mins(e['simulations_max_s'])}, dependent runs up to "
-                  f"{mins(e['dependent_s'])}; total {mins(e['total_min_s'])}-"
-                  f"{mins(e['total_max_s'])}"]
+                  f"{mins(e['workloads_s'])}, the pool (simulations, dependent runs, "
+                  f"batches) {mins(e['pool_min_s'])}-{mins(e['pool_max_s'])}; total "
+                  f"{mins(e['total_min_s'])}-{mins(e['total_max_s'])}"]
     return "\n".join(lines)
 
 

@@ -399,8 +399,9 @@ def _task_identity(task: dict) -> dict:
 
 def sweep_retrieval(ctx, tasks: list[dict], desc: str) -> list[dict]:
     """:func:`retrieval_task` for each task through the simulation cache of ``ctx``
-    (:mod:`experiments.resultcache`): a point already simulated with the same system, trace,
-    rate, seed and code is read back; only the new ones run."""
+    (:mod:`experiments.resultcache`) and the rows ``cosmos reproduce``'s shared pool ran: a
+    point already simulated with the same system, trace, rate, seed and code is read back;
+    only the new ones run."""
     from functools import partial
 
     from experiments.common import run_sweep
@@ -408,16 +409,16 @@ def sweep_retrieval(ctx, tasks: list[dict], desc: str) -> list[dict]:
 
     run = partial(run_sweep, workers=ctx.workers, scheduler=ctx.scheduler,
                   progress=ctx.progress, desc=desc, cost=simulation_cost)
-    root = ctx.sim_cache_dir()
     if not tasks:
         return []
-    if root is None:
+    root, memo = ctx.sim_cache_dir(), getattr(ctx, "shared", None)
+    if root is None and memo is None:
         return [dict(t.get("tags") or {}, **r)
                 for t, r in zip(tasks, run(retrieval_task, [{k: v for k, v in t.items()
                                                              if k != "tags"} for t in tasks]))]
     from experiments.resultcache import ResultCache
 
-    rows, hits = ResultCache(root, _task_identity).sweep(retrieval_task, tasks, run)
+    rows, hits = ResultCache(root, _task_identity, memo).sweep(retrieval_task, tasks, run)
     ctx.sims[0] += hits
     ctx.sims[1] += len(tasks)
     return rows

@@ -29,7 +29,8 @@ import pandas as pd
 from experiments.common import pyplot, save_figure, write_csv, write_json
 from experiments.rag import (PipelineConfig, get_accelerator, get_model, llm_only_ttft_s,
                              prefill_replicas, qps_per_chip, retrieval_profile,
-                             retrievals_per_request, simulate_pipeline, sweep_retrieval,
+                             retrieval_task, retrievals_per_request, simulate_pipeline,
+                             sweep_retrieval,
                              tensor_parallel)
 from experiments.sim import simulate_task
 
@@ -67,19 +68,31 @@ def simulation_tasks(ctx) -> list:
     return saturation_tasks(ctx, SYSTEMS)
 
 
-def run(ctx) -> dict:
-    cfg = PipelineConfig().validate()
-    fam = ctx.families[0]
-    path = ctx.trace_file(fam)
-    nq = ctx.scale.sweep_queries
-    closed = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="retrieval saturation")
+def _open_loop(ctx, closed: list[dict]):
+    """(capacities, rates, [(system, rate)], tasks) of the open-loop retrieval runs from the
+    rows of :func:`simulation_tasks`: each rate below a system's own capacity."""
+    path = ctx.trace_file(ctx.families[0])
     cap = {r["system"]: r["qps"] for r in closed}
     rates = [f * cap["cosmos"] for f in RETRIEVAL_FRACTIONS]
     todo = [(s, q) for s in SYSTEMS for q in rates if q < cap[s]]
-    rows = sweep_retrieval(ctx, [dict(system=s, trace_path=str(path), num_queries=nq,
-                                      mode="open", rate_qps=q, seed=ctx.seed,
-                                      tags={"system": s}) for s, q in todo],
-                           desc="retrieval open loop")
+    tasks = [dict(system=s, trace_path=str(path), num_queries=ctx.scale.sweep_queries,
+                  mode="open", rate_qps=q, seed=ctx.seed, tags={"system": s})
+             for s, q in todo]
+    return cap, rates, todo, tasks
+
+
+def dependent_tasks(ctx, closed: list[dict]) -> list:
+    """``(fn, task)`` of the retrieval runs that wait for :func:`simulation_tasks`'s rows
+    (experiments.plan.run_shared starts them as soon as those are in)."""
+    return [(retrieval_task, t) for t in _open_loop(ctx, closed)[3]]
+
+
+def run(ctx) -> dict:
+    cfg = PipelineConfig().validate()
+    fam = ctx.families[0]
+    closed = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="retrieval saturation")
+    cap, rates, todo, tasks = _open_loop(ctx, closed)
+    rows = sweep_retrieval(ctx, tasks, desc="retrieval open loop")
     sims = dict(zip(todo, rows))
     out = []
     for schema, every in SCHEMAS.items():

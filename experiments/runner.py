@@ -164,19 +164,51 @@ class Context:
         run = partial(run_sweep, workers=self.workers, scheduler=self.scheduler,
                       progress=self.progress, desc=desc,
                       cost=simulation_cost if fn is simulate_task else None)
-        root = self.sim_cache_dir()
-        if fn is not simulate_task or (root is None and self.shared is None):
+        if fn is not simulate_task:
+            pooled = self._pooled_rows(fn, tasks)
+            return pooled if pooled is not None else run(fn, tasks)
+        if self.sim_cache_dir() is None and self.shared is None:
             return run(fn, tasks)
-        from experiments.resultcache import ResultCache
-        from experiments.sim import simulation_identity
-
-        rows, hits = ResultCache(root, simulation_identity, self.shared).sweep(fn, tasks, run)
+        cache = self.result_cache(fn)
+        rows, hits = cache.sweep(fn, tasks, run)
+        root = cache.root
         self.sims[0] += hits
         self.sims[1] += len(tasks)
         if hits and self.progress:
             print(f"{desc}: {hits} of {len(tasks)} simulations read from {root}",
                   file=sys.stderr)
         return rows
+
+    def result_cache(self, fn):
+        """The :class:`experiments.resultcache.ResultCache` of ``fn``'s rows for this run:
+        simulations (:func:`experiments.sim.simulate_task`, rag_ttft's retrieval runs) in the
+        simulation cache and in :attr:`shared`; any other function's in :attr:`shared`
+        only."""
+        from experiments.rag import _task_identity, retrieval_task
+        from experiments.resultcache import ResultCache
+        from experiments.sim import simulate_task, simulation_identity
+
+        identity = {simulate_task: simulation_identity, retrieval_task: _task_identity}
+        if fn in identity:
+            return ResultCache(self.sim_cache_dir(), identity[fn], self.shared)
+        return ResultCache(None, None, self.shared)
+
+    def _pooled_rows(self, fn, tasks: list) -> list | None:
+        """The rows of ``fn(**task)`` for every task if ``cosmos reproduce``'s shared pool
+        has them all (experiments.plan.run_shared), else None."""
+        if not self.shared or not tasks:
+            return None
+        cache = self.result_cache(fn)
+        try:
+            keys = [cache.key(fn, t) for t in tasks]
+        except (TypeError, ValueError):        # arguments that are not plain data
+            return None
+        if not all(k in self.shared for k in keys):
+            return None
+        from experiments.resultcache import normalize
+
+        return [{**normalize(t.get("tags") or {}), **self.shared[k][0]}
+                for t, k in zip(tasks, keys)]
 
     def config(self) -> dict:
         from graphs.index import default_cache_dir

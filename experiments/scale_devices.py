@@ -18,6 +18,7 @@ if __package__ in (None, ""):
 import pandas as pd
 
 from experiments.common import error_bars, pyplot, save_figure, write_csv
+from experiments.fig4a_qps import sweep_task
 from experiments.sim import simulate_task
 
 NAME = "scale_devices"
@@ -50,13 +51,13 @@ def _devices(ctx) -> list:
 
 
 def simulation_tasks(ctx) -> list:
-    """Every simulation of this experiment (experiments.plan)."""
+    """Every simulation of this experiment (experiments.plan); the point at the preset's own
+    device count is fig4a's run (experiments.fig4a_qps.sweep_task)."""
     fam = ctx.families[0]
-    path = ctx.trace_file(fam)
-    return [dict(system=s, trace_path=str(path), overrides={"device.count": d},
-                 num_queries=queries_for(s, d, ctx.scale.sweep_queries), seed=ctx.seed,
-                 warmup=WARMUP, ci_target=ctx.scale.ci_target,
-                 tags={"dataset": fam, "system": s, "devices": d})
+    return [sweep_task(ctx, fam, s, {"device.count": d},
+                       {"dataset": fam, "system": s, "devices": d},
+                       num_queries=queries_for(s, d, ctx.scale.sweep_queries), warmup=WARMUP,
+                       ci_target=ctx.scale.ci_target)
             for s in SYSTEMS for d in _devices(ctx)]
 
 

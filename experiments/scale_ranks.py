@@ -17,6 +17,7 @@ if __package__ in (None, ""):
 import pandas as pd
 
 from experiments.common import error_bars, pyplot, save_figure, write_csv
+from experiments.fig4a_qps import sweep_task
 from experiments.sim import simulate_task
 
 NAME = "scale_ranks"
@@ -26,14 +27,13 @@ RANKS = (1, 2, 4)
 
 
 def simulation_tasks(ctx) -> list:
-    """Every simulation of this experiment (experiments.plan)."""
+    """Every simulation of this experiment (experiments.plan); the point at the preset's own
+    ranks is fig4a's run (experiments.fig4a_qps.sweep_task)."""
     tasks = []
     for fam in ctx.families:
-        path = ctx.trace_file(fam)
-        tasks += [dict(system=s, trace_path=str(path), overrides={"device.ranks": r},
-                       num_queries=ctx.scale.sweep_queries, seed=ctx.seed,
-                       ci_target=ctx.scale.ci_target,
-                       tags={"dataset": fam, "system": s, "ranks": r})
+        tasks += [sweep_task(ctx, fam, s, {"device.ranks": r},
+                             {"dataset": fam, "system": s, "ranks": r},
+                             num_queries=ctx.scale.sweep_queries, ci_target=ctx.scale.ci_target)
                   for s in SYSTEMS for r in RANKS]
     return tasks
 

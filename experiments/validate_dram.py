@@ -110,12 +110,32 @@ def replay_case(entry: dict, refresh: bool, check_sha: bool = False) -> dict:
     return ours
 
 
+#: CPU seconds of every replay of the full set in one process from a cold numba cache, most
+#: of it compiling the DRAM kernels (measured: about a minute on the CPU of
+#: docs/performance.md; warm, the 124 replays take about 10 s)
+REPLAYS_CPU_S = 70.0
+
+
+def replay_tasks(entries: list[dict], check_sha: bool = False) -> list[dict]:
+    """One :func:`replay_case` task per entry and refresh setting (on, then off)."""
+    return [dict(entry=e, refresh=refresh, check_sha=check_sha)
+            for e in entries for refresh in (True, False)]
+
+
+def pool_batches(ctx) -> list:
+    """For ``cosmos reproduce``'s shared pool (experiments.plan.run_shared): every replay as
+    one batch on one worker, which compiles the DRAM kernels once while the other workers
+    simulate; :func:`run` then takes the rows from there."""
+    entries = select_runs(ctx.scale.name, getattr(ctx, "only", ""))
+    return [(replay_case, replay_tasks(entries, getattr(ctx, "check_sha", False)),
+             REPLAYS_CPU_S)]
+
+
 def compare(ctx, entries: list[dict], check_sha: bool = False) -> pd.DataFrame:
     """Replay ``entries`` (refresh on and off) through ``ctx.sweep``; one row per run."""
     from dram import validation as V
 
-    tasks = [dict(entry=e, refresh=refresh, check_sha=check_sha)
-             for e in entries for refresh in (True, False)]
+    tasks = replay_tasks(entries, check_sha)
     results = ctx.sweep(replay_case, tasks, desc="DRAM vs Ramulator")
     ref = V.load_reference()
     rows = []

@@ -208,14 +208,13 @@ def test_validate_dram_standalone_options(tmp_path, capsys):
 
 def test_experiments_share_identical_simulations(reproduction):
     """The simulations every experiment declares run first, in one pool, once each
-    (experiments.plan): of 83 asked for, 58 are distinct. fig4a's 16 are energy_per_query's;
-    the load sweep's saturation points are the devices sweep's (4 devices: base, cxl-anns,
-    cosmos-noalgo, cosmos) and the ranks sweep's (2 ranks: cosmos-norank) runs, and rag_ttft's
-    three retrieval capacities are the load sweep's; the ranks sweep's cosmos at 2 ranks is
-    the devices sweep's cosmos at 4 devices. None was in the (empty) simulation cache, and no
+    (experiments.plan): of 83 asked for, 50 are distinct. fig4a's 16 are energy_per_query's;
+    the devices sweep's four-device points, the ranks sweep's two-rank points and the load
+    sweep's and rag_ttft's saturation runs are fig4a's runs of those systems
+    (experiments.fig4a_qps.sweep_task). None was in the (empty) simulation cache, and no
     experiment reads one from it afterwards: they take the pool's rows."""
     _, stdout = reproduction
-    assert ("[simulations of every experiment] 58 distinct simulations for 83 asked by the "
+    assert ("[simulations of every experiment] 50 distinct simulations for 83 asked by the "
             "experiments (0 read from the simulation cache)") in stdout
     assert "simulations_from_cache" not in stdout
     for name in ("scale_ranks", "latency_load", "rag_ttft", "energy_per_query"):

@@ -34,18 +34,20 @@ def test_full_plan_lists_every_simulation_once():
     # fig4a: 8 systems x 2 datasets, every query or until +-1 %, shared with energy_per_query
     fig4a = [s for s in sims if "fig4a_qps" in s["experiments"]]
     assert len(fig4a) == 16
-    assert all(s["experiments"] == ["fig4a_qps", "energy_per_query"] for s in fig4a)
+    assert all(s["experiments"][0] == "fig4a_qps" and s["experiments"][-1] == "energy_per_query"
+               for s in fig4a)
     # the stop test's minimum: 30 x the queries in flight, at least 2,000 (cosmos.simulate)
     assert {(s["queries_min"], s["queries_max"]) for s in fig4a} == {(2_000, 10_000)}
-    # the four-device Cosmos run of SIFT-like serves four experiments
-    (cos,) = [s for s in sims if s["system"] == "cosmos" and s["dataset"] == "sift"
-              and s["mode"] == "closed" and s["queries_max"] == 2_000
-              and s["overrides"].get("device.count", 4) == 4
-              and s["overrides"].get("device.ranks", 2) == 2 and not s["max_inflight"]]
-    assert cos["experiments"] == ["scale_devices", "scale_ranks", "latency_load", "rag_ttft"]
+    # the sweeps' points at the preset's configuration and the saturation runs are fig4a's
+    # runs: Cosmos on SIFT-like serves six experiments
+    (cos,) = [s for s in fig4a if s["system"] == "cosmos" and s["dataset"] == "sift"]
+    assert cos["experiments"] == ["fig4a_qps", "scale_devices", "scale_ranks", "latency_load",
+                                  "rag_ttft", "energy_per_query"]
+    assert not any(s["overrides"].get("device.count") == 4
+                   or s["overrides"].get("device.ranks") == 2 for s in sims)
     # 16 + 16 (energy) + 10 (fig4b) + 20 (devices) + 12 (ranks) + 6 (load) + 3 (rag) asked;
-    # distinct: 16 + 10 + 20 + 11 + 1 (dram-only saturation)
-    assert p["asked"] == 83 and len(sims) == 58
+    # distinct: 16 + 10 + 16 (devices but 4) + 8 (ranks but 2)
+    assert p["asked"] == 83 and len(sims) == 50
     dep = {d["experiment"]: d["runs_at_most"] for d in p["dependent"]}
     assert dep == {"latency_load": 30, "rag_ttft": 12}
     # estimates: requests from the per-query figures, times within the stated bounds
@@ -62,8 +64,8 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, monkeypatch, capsy
     assert main(["reproduce", "--full", "--dry-run", "--cache-dir", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
     assert "recall_qps not included (hours at this scale); run it with --only recall_qps" in out
-    assert "83 asked for, 58 distinct" in out
-    assert "scale_devices, scale_ranks, latency_load, rag_ttft" in out
+    assert "83 asked for, 50 distinct" in out
+    assert "fig4a_qps, scale_devices, scale_ranks, latency_load, rag_ttft" in out
     assert "latency_load: up to 30 open-loop runs" in out
     assert list(tmp_path.iterdir()) == []        # no results folder, no cache
 
@@ -148,6 +150,52 @@ def test_shared_pool_gives_the_experiments_identical_rows(tmp_path, monkeypatch)
     run_experiment("fig4b_breakdown", ctx)
     pd.testing.assert_frame_equal(pd.read_csv(ctx.out / "breakdown.csv"),
                                   pd.read_csv(alone.out / "breakdown.csv"))
+
+
+def test_shared_pool_runs_dependent_runs_and_batches(tmp_path, monkeypatch):
+    """The load sweep's open-loop runs start in the shared pool as soon as its saturation
+    runs are in, and the DRAM validation's replays run there as one batch; the experiments
+    then simulate and replay nothing and write the tables they write alone."""
+    from experiments import common
+    from experiments.runner import Context, run_experiment
+    from experiments.workloads import get_scale
+
+    cache = tmp_path / "cache"
+    tiny = get_scale("tiny")
+
+    def context(out, **kw):
+        ctx = Context(out=tmp_path / out, scale=tiny, cache_dir=cache, workers=1,
+                      progress=False, sim_cache=False, **kw)
+        ctx.only = "unloaded_hit"       # validate_dram: its four unloaded row-hit probes
+        return ctx
+
+    alone = context("alone")
+    alone.out.mkdir()
+    for name in ("latency_load", "validate_dram"):
+        alone.out = tmp_path / "alone" / name
+        alone.out.mkdir()
+        run_experiment(name, alone)
+    shared: dict = {}
+    s = P.run_shared(["latency_load", "validate_dram"],
+                     context("traces", shared=shared, traces_dir=tmp_path / "traces"))
+    assert (s["tasks"], s["distinct"], s["dependent"]) == (6, 6, 30)
+
+    real = common.run_sweep
+
+    def no_new(fn, tasks, **kw):
+        assert not list(tasks), "the experiment ran its tasks again"
+        return real(fn, [], **kw)
+
+    monkeypatch.setattr(common, "run_sweep", no_new)
+    for name, table in (("latency_load", "latency_load.csv"),
+                        ("validate_dram", "validation.csv")):
+        ctx = context(f"after-{name}", shared=shared, traces_dir=tmp_path / "traces")
+        ctx.out.mkdir()
+        run_experiment(name, ctx)
+        got, want = (pd.read_csv(d / table) for d in (ctx.out, tmp_path / "alone" / name))
+        walls = [c for c in got.columns if c.startswith("wall_s")]
+        pd.testing.assert_frame_equal(got.drop(columns=walls), want.drop(columns=walls))
+    assert len(got) == 4
 
 
 def test_check_full_ci_ratio_table():
