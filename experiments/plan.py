@@ -54,10 +54,11 @@ REQUESTS_PER_QUERY = {
 
 #: Simulated DRAM requests per CPU second of one worker, averaged over the systems: measured
 #: in the ``cosmos reproduce --full`` of docs/experiments.md (fresh clone, empty caches, two
-#: cores): the shared pool's 58 closed-loop simulations made 4.88 billion requests in 1,515
-#: seconds of their workers' time, numba compilation included (3.22 M per core-second;
-#: bench_cosmos measures 2.9-3.2 M/s for cosmos alone).
-REQUESTS_PER_CPU_S = 3.22e6
+#: cores): the pool's 80 simulations that report their engine time (every one but rag_ttft's
+#: retrieval runs) made 5.86 billion requests in 1,851 seconds of it, the first run of each
+#: specialized engine's compilation included (3.17 M per core-second; bench_cosmos measures
+#: 2.9-3.2 M/s for cosmos alone).
+REQUESTS_PER_CPU_S = 3.17e6
 
 #: CPU seconds to build one workload of n = 1,000,000 vectors and 10,000 queries
 #: (docs/performance.md, bench_graphs, quiet machine): exact ground truth (scales with

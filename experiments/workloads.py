@@ -31,7 +31,7 @@ scale for figures to rely on.
 Cost of ``--full``: building each 1M-vector workload (synthetic data, exact ground truth,
 k-means, 64 hnswlib graphs, the traced search) takes a few minutes on 2 cores; a query makes
 about 27,000 (SIFT-like) and 77,000 (DEEP-like) DRAM requests, so fig4a at full scale is
-several billion DRAM requests and dominates the run. Each simulation worker holds 7-10 GB at
+several billion DRAM requests and dominates the run. Each simulation worker holds 5-10 GB at
 its peak. docs/experiments.md gives the measured cost of a whole ``--full`` run and the
 command that measures it.
 """
