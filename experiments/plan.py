@@ -336,7 +336,7 @@ def plan(names, ctx) -> dict:
         other.append({"experiment": "validate_dram",
                       "what": f"{2 * len(select_runs(sc.name, ''))} DRAM replays (refresh on "
                               "and off) of the Ramulator 2.1 reference traces, one batch on "
-                              "one worker of the pool (about a minute)"})
+                              "one worker of the pool (under a minute)"})
     workers = ctx.workers or _cpu_count()
     est = _estimate(workloads, rows, dependent, batches, workers)
     return {"scale": sc.name, "experiments": list(names), "workers": workers,

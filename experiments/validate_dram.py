@@ -111,9 +111,10 @@ def replay_case(entry: dict, refresh: bool, check_sha: bool = False) -> dict:
 
 
 #: CPU seconds of every replay of the full set in one process from a cold numba cache, most
-#: of it compiling the DRAM kernels (measured: about a minute on the CPU of
-#: docs/performance.md; warm, the 124 replays take about 10 s)
-REPLAYS_CPU_S = 70.0
+#: of it compiling the DRAM kernels (measured on the CPU of docs/performance.md: the 124
+#: replays of ``replay_tasks(select_runs("full"))`` one after another in a fresh process with
+#: an empty NUMBA_CACHE_DIR, 48 s wall, 51 s CPU; warm, about 10 s)
+REPLAYS_CPU_S = 50.0
 
 
 def replay_tasks(entries: list[dict], check_sha: bool = False) -> list[dict]:
