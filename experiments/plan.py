@@ -128,62 +128,63 @@ def run_shared(names, ctx) -> dict:
                 if hasattr(m, "simulation_tasks")}
     t0 = time.perf_counter()
     pool = _SharedPool(ctx)
-    for tasks in declared.values():
-        pool.add(simulate_task, tasks)
+    keys = {name: pool.add(simulate_task, tasks) for name, tasks in declared.items()}
     for m in mods.values():
         for fn, tasks, cpu_s in (m.pool_batches(ctx) if hasattr(m, "pool_batches") else ()):
             pool.add(fn, tasks, batch_cpu_s=cpu_s)
-    waiting = {name: [pool.key(simulate_task, t) for t in declared.get(name, [])]
-               for name, m in mods.items() if hasattr(m, "dependent_tasks")}
+    waiting = {name: keys.get(name, []) for name, m in mods.items()
+               if hasattr(m, "dependent_tasks")}
     dependent = 0
 
     def ready() -> list[dict]:
         """Jobs of the dependent runs of experiments whose declared rows are all in."""
         nonlocal dependent
-        out = []
-        for name, keys in list(waiting.items()):
-            if all(k in ctx.shared for k in keys):
+        before = len(pool.jobs)
+        for name, wanted in list(waiting.items()):
+            if all(k in ctx.shared for k in wanted):
                 del waiting[name]
                 rows = [{**(t.get("tags") or {}), **ctx.shared[k][0]}
-                        for t, k in zip(declared.get(name, []), keys)]
+                        for t, k in zip(declared.get(name, []), wanted)]
                 for fn, task in mods[name].dependent_tasks(ctx, rows):
-                    new = pool.add(fn, [task])
-                    dependent += len(new)
-                    out += new
-        return out
+                    pool.add(fn, [task])
+        dependent += len(pool.jobs) - before
+        return pool.jobs[before:]
 
     ready()
     if pool.jobs:
         run_sweep(_run_job, list(pool.jobs), workers=ctx.workers, scheduler=ctx.scheduler,
                   progress=ctx.progress, desc="simulations of every experiment",
-                  cost=_job_cost, follow=lambda i, rows: pool.done(i, rows) or ready())
-    keys = {pool.key(simulate_task, t) for tasks in declared.values() for t in tasks}
-    return {"tasks": sum(len(t) for t in declared.values()), "distinct": len(keys),
-            "from_cache": sum(1 for k in keys if ctx.shared[k][1]),
+                  cost=pool.cost, follow=lambda i, rows: pool.done(i, rows) or ready())
+    distinct = {k for ks in keys.values() for k in ks}
+    return {"tasks": sum(len(t) for t in declared.values()), "distinct": len(distinct),
+            "from_cache": sum(1 for k in distinct if ctx.shared[k][1]),
             "dependent": dependent, "wall_s": round(time.perf_counter() - t0, 1)}
 
 
 class _SharedPool:
     """The jobs of :func:`run_shared` (one per distinct task, or one per batch), in the order
-    given to the sweep, and where their results go."""
+    given to the sweep (``{"fn", "tasks"}``: :func:`_run_job`'s arguments), and, beside
+    them, the result keys of each job's tasks and its place in the pool's order."""
 
     def __init__(self, ctx):
         self.ctx = ctx
         self.jobs: list[dict] = []
+        self._keys: list[list[str]] = []
+        self._costs: dict[int, float] = {}       # id(job) -> cost
         self._planned: set = set()
 
-    def key(self, fn, task: dict) -> str:
-        return self.ctx.result_cache(fn).key(fn, task)
+    def add(self, fn, tasks, batch_cpu_s: float | None = None) -> list[str]:
+        """Jobs for those of ``tasks`` whose results are neither in ``ctx.shared`` nor
+        planned (a result in the simulation cache is read into ``ctx.shared`` instead), one
+        per distinct task, or one for all of them with ``batch_cpu_s`` (its estimated CPU
+        time), appended to :attr:`jobs`. Returns the result key of every task given."""
+        from experiments.sim import simulation_cost
 
-    def add(self, fn, tasks, batch_cpu_s: float | None = None) -> list[dict]:
-        """New jobs for ``tasks`` whose results are neither in ``ctx.shared`` nor planned
-        (a result in the simulation cache is read into ``ctx.shared`` instead), one per
-        distinct task, or one for all of them with ``batch_cpu_s`` (its estimated CPU time);
-        they are appended to :attr:`jobs` and returned."""
         cache = self.ctx.result_cache(fn)
-        todo = []
+        keys, todo = [], []
         for t in tasks:
             k = cache.key(fn, t)
+            keys.append(k)
             if k in self.ctx.shared or k in self._planned:
                 continue
             row = cache.get(k)
@@ -192,39 +193,32 @@ class _SharedPool:
                 continue
             self._planned.add(k)
             todo.append((k, {a: v for a, v in t.items() if a != "tags"}))
-        if not todo:
-            return []
-        groups = [todo] if batch_cpu_s is not None else [[x] for x in todo]
-        new = [{"fn": fn, "tasks": [t for _, t in g], "keys": [k for k, _ in g],
-                "cost": None if batch_cpu_s is None else batch_cpu_s * REQUESTS_PER_CPU_S}
-               for g in groups]
-        self.jobs += new
-        return new
+        for group in ([todo] if batch_cpu_s is not None and todo else [[x] for x in todo]):
+            job = {"fn": fn, "tasks": [t for _, t in group]}
+            # experiments.sim.simulation_cost is in memory lines, about DRAM requests
+            self._costs[id(job)] = (batch_cpu_s * REQUESTS_PER_CPU_S if batch_cpu_s is not None
+                                    else simulation_cost(job["tasks"][0]))
+            self.jobs.append(job)
+            self._keys.append([k for k, _ in group])
+        return keys
+
+    def cost(self, job: dict) -> float:
+        """A job's place in the pool's order (costliest first)."""
+        return self._costs[id(job)]
 
     def done(self, i: int, rows: list) -> None:
         """Job ``i`` returned ``rows``: store each (simulation cache) and keep it."""
         from experiments.resultcache import normalize
 
-        job = self.jobs[i]
-        cache = self.ctx.result_cache(job["fn"])
-        for k, row in zip(job["keys"], rows):
+        cache = self.ctx.result_cache(self.jobs[i]["fn"])
+        for k, row in zip(self._keys[i], rows):
             cache.put(k, row)
             self.ctx.shared[k] = (normalize(row), False)
 
 
-def _run_job(fn, tasks: list, keys: list, cost: float | None = None) -> list:
+def _run_job(fn, tasks: list) -> list:
     """A job of the shared pool, in a worker: ``fn(**task)`` for each of its tasks."""
     return [fn(**t) for t in tasks]
-
-
-def _job_cost(job: dict) -> float:
-    """A job's place in the pool's order (experiments.sim.simulation_cost, in memory lines;
-    a batch: its estimated CPU seconds at :data:`REQUESTS_PER_CPU_S`)."""
-    from experiments.sim import simulation_cost
-
-    if job["cost"] is not None:
-        return job["cost"]
-    return sum(simulation_cost(t) for t in job["tasks"])
 
 
 # ----------------------------------------------------------------------------- the plan
