@@ -363,7 +363,8 @@ def retrieval_task(system: str, trace_path: str, *, num_queries: int | None = No
                    warmup: float = 0.1) -> dict:
     """Open-loop simulation of retrieval system ``system`` at ``rate_qps``: the steady
     window's per-query latencies (ns, in arrival order) and whether the run fell behind its
-    arrivals. A sweep task (cached by :func:`sweep_retrieval`)."""
+    arrivals. A sweep task, kept in the simulation cache like a simulation
+    (:meth:`experiments.runner.Context.sweep`)."""
     from cosmos.metrics import per_query, steady_window
     from cosmos.presets import get_preset
     from cosmos.simulate import simulate
@@ -395,33 +396,6 @@ def _task_identity(task: dict) -> dict:
     ident = simulation_identity(task)
     ident["task_source"] = inspect.getsource(retrieval_task)
     return ident
-
-
-def sweep_retrieval(ctx, tasks: list[dict], desc: str) -> list[dict]:
-    """:func:`retrieval_task` for each task through the simulation cache of ``ctx``
-    (:mod:`experiments.resultcache`) and the rows ``cosmos reproduce``'s shared pool ran: a
-    point already simulated with the same system, trace, rate, seed and code is read back;
-    only the new ones run."""
-    from functools import partial
-
-    from experiments.common import run_sweep
-    from experiments.sim import simulation_cost
-
-    run = partial(run_sweep, workers=ctx.workers, scheduler=ctx.scheduler,
-                  progress=ctx.progress, desc=desc, cost=simulation_cost)
-    if not tasks:
-        return []
-    root, memo = ctx.sim_cache_dir(), getattr(ctx, "shared", None)
-    if root is None and memo is None:
-        return [dict(t.get("tags") or {}, **r)
-                for t, r in zip(tasks, run(retrieval_task, [{k: v for k, v in t.items()
-                                                             if k != "tags"} for t in tasks]))]
-    from experiments.resultcache import ResultCache
-
-    rows, hits = ResultCache(root, _task_identity, memo).sweep(retrieval_task, tasks, run)
-    ctx.sims[0] += hits
-    ctx.sims[1] += len(tasks)
-    return rows
 
 
 def retrieval_profile(system: str, offered_qps: float, capacity_qps: float,

@@ -30,7 +30,6 @@ from experiments.common import pyplot, save_figure, write_csv, write_json
 from experiments.rag import (PipelineConfig, get_accelerator, get_model, llm_only_ttft_s,
                              prefill_replicas, qps_per_chip, retrieval_profile,
                              retrieval_task, retrievals_per_request, simulate_pipeline,
-                             sweep_retrieval,
                              tensor_parallel)
 from experiments.sim import simulate_task
 
@@ -92,7 +91,7 @@ def run(ctx) -> dict:
     fam = ctx.families[0]
     closed = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="retrieval saturation")
     cap, rates, todo, tasks = _open_loop(ctx, closed)
-    rows = sweep_retrieval(ctx, tasks, desc="retrieval open loop")
+    rows = ctx.sweep(retrieval_task, tasks, desc="retrieval open loop")
     sims = dict(zip(todo, rows))
     out = []
     for schema, every in SCHEMAS.items():

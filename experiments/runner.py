@@ -148,49 +148,57 @@ class Context:
         return (Path(self.cache_dir) if self.cache_dir else default_cache_dir()) / "simulations"
 
     def sweep(self, fn, tasks, desc: str):
-        """``fn(**task)`` for every task (in local processes or on Dask; simulations start
-        costliest first, :func:`experiments.sim.simulation_cost`). Simulations
-        (:func:`experiments.sim.simulate_task`) already finished with the same resolved system
-        configuration and run options, trace content and simulator code are read from the
-        simulation cache instead
-        (:mod:`experiments.resultcache`), and each new one is stored as soon as it finishes, so
-        an interrupted run resumes where it stopped."""
+        """``fn(**task)`` for every task (in local processes or on Dask). Simulations
+        (:func:`experiments.sim.simulate_task`, rag_ttft's
+        :func:`experiments.rag.retrieval_task`) start costliest first
+        (:func:`experiments.sim.simulation_cost`); those already finished with the same
+        resolved system configuration and run options, trace content and simulator code are
+        read from the simulation cache instead (:mod:`experiments.resultcache`) or from the
+        rows ``cosmos reproduce``'s shared pool ran, and each new one is stored as soon as it
+        finishes, so an interrupted run resumes where it stopped. Another function's rows are
+        taken from the shared pool when it ran every task, else computed here."""
         from functools import partial
 
         from experiments.common import run_sweep
-        from experiments.sim import simulate_task, simulation_cost
+        from experiments.sim import simulation_cost
 
         tasks = list(tasks)
+        simulations = self._identity(fn) is not None
         run = partial(run_sweep, workers=self.workers, scheduler=self.scheduler,
                       progress=self.progress, desc=desc,
-                      cost=simulation_cost if fn is simulate_task else None)
-        if fn is not simulate_task:
+                      cost=simulation_cost if simulations else None)
+        if not simulations:
             pooled = self._pooled_rows(fn, tasks)
             return pooled if pooled is not None else run(fn, tasks)
-        if self.sim_cache_dir() is None and self.shared is None:
-            return run(fn, tasks)
         cache = self.result_cache(fn)
         rows, hits = cache.sweep(fn, tasks, run)
-        root = cache.root
+        if cache.root is None and self.shared is None:
+            return rows                 # no cache at all (--no-sim-cache): nothing to count
         self.sims[0] += hits
         self.sims[1] += len(tasks)
         if hits and self.progress:
-            print(f"{desc}: {hits} of {len(tasks)} simulations read from {root}",
+            print(f"{desc}: {hits} of {len(tasks)} simulations read from {cache.root}",
                   file=sys.stderr)
         return rows
 
-    def result_cache(self, fn):
-        """The :class:`experiments.resultcache.ResultCache` of ``fn``'s rows for this run:
-        simulations (:func:`experiments.sim.simulate_task`, rag_ttft's retrieval runs) in the
-        simulation cache and in :attr:`shared`; any other function's in :attr:`shared`
-        only."""
+    @staticmethod
+    def _identity(fn):
+        """What decides a result of ``fn`` besides the trace and the code, for the functions
+        whose results the simulation cache keeps (None for any other)."""
         from experiments.rag import _task_identity, retrieval_task
-        from experiments.resultcache import ResultCache
         from experiments.sim import simulate_task, simulation_identity
 
-        identity = {simulate_task: simulation_identity, retrieval_task: _task_identity}
-        if fn in identity:
-            return ResultCache(self.sim_cache_dir(), identity[fn], self.shared)
+        return {simulate_task: simulation_identity, retrieval_task: _task_identity}.get(fn)
+
+    def result_cache(self, fn):
+        """The :class:`experiments.resultcache.ResultCache` of ``fn``'s rows for this run:
+        simulations (:meth:`_identity`) in the simulation cache and in :attr:`shared`; any
+        other function's in :attr:`shared` only."""
+        from experiments.resultcache import ResultCache
+
+        identity = self._identity(fn)
+        if identity is not None:
+            return ResultCache(self.sim_cache_dir(), identity, self.shared)
         return ResultCache(None, None, self.shared)
 
     def _pooled_rows(self, fn, tasks: list) -> list | None:

@@ -228,11 +228,12 @@ def small_trace(tmp_path_factory):
     return str(path)
 
 
-def _ctx(root):
-    import types
+def _ctx(cache):
+    from experiments.runner import Context
+    from experiments.workloads import get_scale
 
-    return types.SimpleNamespace(workers=1, scheduler=None, progress=False, sims=[0, 0],
-                                 sim_cache_dir=lambda: root)
+    return Context(out=cache / "out", scale=get_scale("tiny"), cache_dir=cache, workers=1,
+                   progress=False)
 
 
 def _task(trace, system, rate):
@@ -241,16 +242,16 @@ def _task(trace, system, rate):
 
 
 def test_retrieval_points_are_cached_and_only_new_ones_run(small_trace, tmp_path):
-    ctx = _ctx(tmp_path / "sims")
-    first = rag.sweep_retrieval(ctx, [_task(small_trace, "cosmos", 2e4)], "t")
+    ctx = _ctx(tmp_path)
+    first = ctx.sweep(rag.retrieval_task, [_task(small_trace, "cosmos", 2e4)], "t")
     assert ctx.sims == [0, 1]
     row = first[0]
     assert row["system"] == "cosmos" and len(row["latencies_ns"]) > 20
     assert all(v > 0 for v in row["latencies_ns"])
     # a new rate and a new system: only those two simulate, the first is read back
-    again = rag.sweep_retrieval(ctx, [_task(small_trace, "cosmos", 2e4),
-                                      _task(small_trace, "cosmos", 4e4),
-                                      _task(small_trace, "base", 2e4)], "t")
+    again = ctx.sweep(rag.retrieval_task, [_task(small_trace, "cosmos", 2e4),
+                                           _task(small_trace, "cosmos", 4e4),
+                                           _task(small_trace, "base", 2e4)], "t")
     assert ctx.sims == [1, 4]
     assert again[0] == first[0]
     direct = rag.retrieval_task(**{k: v for k, v in _task(small_trace, "cosmos", 2e4).items()
