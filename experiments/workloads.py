@@ -320,15 +320,11 @@ def workloads(family: str, scale: str | Scale = "default", probes=None, *, keep=
     from graphs import cached_traces, make_workloads
     from graphs.index import default_cache_dir
     from graphs.search import probe_counts
+    from graphs.workload import kept_counts
 
     sc = get_scale(scale)
     counts = probe_counts([sc.num_probes] if probes is None else probes)
-    kept = counts if keep is None else probe_counts(keep, "keep", allow_empty=True)
-    if set(kept) - set(counts):
-        from cosmos_common import UserError
-
-        raise UserError(f"keep: probe counts {sorted(set(kept) - set(counts))} are not among "
-                        f"probes={counts}")
+    kept = kept_counts(counts, keep)
     graph = GRAPH if graph is None else graph
     search = {} if cand_list_len is None else {"cand_list_len": int(cand_list_len)}
     if dataset is not None:

@@ -41,7 +41,8 @@ from .synthetic import SPECS, generate
 from .trace import TRACE_FORMAT_VERSION, LogicalTrace, load_trace, save_clusters, save_trace
 
 __all__ = ["make_workload", "make_workloads", "get_dataset", "trace_index", "trace_indexes",
-           "cached_trace", "cached_traces", "export_clusters", "check_groundtruth_k", "DEFAULTS"]
+           "cached_trace", "cached_traces", "export_clusters", "check_groundtruth_k",
+           "kept_counts", "DEFAULTS"]
 
 DEFAULTS = dict(
     num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef_construction=100, seed=0, entry="medoid",
@@ -453,7 +454,7 @@ def cached_traces(
     :func:`cached_trace`. UserError if ``probes`` or ``keep`` is empty or not integers, or
     ``keep`` names a count not in ``probes``."""
     counts = probe_counts(probes)
-    kept = _kept_counts(counts, keep)
+    kept = kept_counts(counts, keep)
     params = IndexParams(num_clusters=num_clusters, M=M, ef_construction=ef_construction, seed=seed,
                          graph=graph, R=R, L=L, alpha=alpha)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -469,7 +470,7 @@ def cached_traces(
     return out
 
 
-def _kept_counts(counts: list[int], keep) -> list[int]:
+def kept_counts(counts: list[int], keep) -> list[int]:
     """``keep`` checked against ``counts`` (sorted distinct ints; None = all of them)."""
     if keep is None:
         return counts
@@ -581,7 +582,7 @@ def make_workloads(
     if ds.queries is None or len(ds.queries) == 0:
         raise UserError(f"dataset {ds.name}: no queries (a trace needs at least 1)")
     counts = probe_counts(probes)
-    kept = _kept_counts(counts, keep)
+    kept = kept_counts(counts, keep)
     # validate the search parameters before any expensive build
     for p in counts:
         check_search_params(ds.n, len(ds.queries), num_clusters, p, cand_list_len, k, entry)
