@@ -13,8 +13,8 @@ key that hashes exactly those:
   ``placement`` and ``experiments/sim.py``) and the Python, numpy and numba versions: any edit
   to the simulator makes every earlier entry a miss, never a wrong hit.
 
-Identical simulations asked for by different experiments therefore run once (of the 68 points
-of the devices, ranks and load sweeps of ``cosmos reproduce``, 6 are points of another sweep).
+Identical simulations asked for by different experiments therefore run once (``cosmos
+reproduce --full`` asks for 83 closed-loop simulations, 50 of them distinct).
 
 Entries are value entries of :mod:`cosmos_common.cacheio` (kind ``simulations``), JSON files
 ``<cache>/simulations/<key[:2]>/<key>.json`` holding the row, the key it answers, the names
