@@ -95,6 +95,30 @@ def _resolve_dram(cfg: SystemConfig, dcfg):
         raise ValueError(f"system.{names}: {exc}") from None
 
 
+def _channel_state(cfg: SystemConfig, dcfg):
+    """``(params1, heap0)``: the one-channel DRAM parameters of ``dcfg`` (:func:`dram_config_for`)
+    and the fresh controller state every channel of a simulation of ``cfg`` starts from (a
+    completion buffer of 64: a tick adds at most 2 completions, drained after each tick)."""
+    from dram import kernel as dk
+
+    params1 = _resolve_dram(cfg, dataclasses.replace(dcfg, channels=1))
+    heap0 = dk.new_state(params1, instances=1, completion_capacity=64, direct_reads=True).heap
+    return params1, heap0
+
+
+def specialized_build(cfg: SystemConfig) -> tuple[str, bool] | None:
+    """``(tag, compiled)`` of the specialized engine build (:mod:`cosmos.specialize`) that
+    simulations of ``cfg`` run: the builds of two configs are the same exactly when their
+    tags are, and ``compiled`` says whether loading it compiles nothing. None if no build can
+    be made here (then simulations run the generic engine). A pool of simulations compiles
+    each build once before the runs that need it (experiments.plan)."""
+    from cosmos.specialize import build_tag, is_compiled
+
+    params1, heap0 = _channel_state(cfg.validate(), dram_config_for(cfg))
+    tag = build_tag(params1, heap0)
+    return None if tag is None else (tag, is_compiled(params1, heap0))
+
+
 def check_arrival_span(num_queries: int, rate_qps) -> float:
     """Open loop: check ``rate_qps`` (``--rate``) and return the expected span of the arrivals
     in DRAM cycles (``num_queries / rate_qps`` seconds); ValueError if it is not a positive
@@ -365,11 +389,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     # one-channel memory system of the same timing and geometry (params1; ``params`` places
     # requests on channels), and the engine ticks a channel only when it can act. A tick adds
     # at most 2 completions per channel and the engine drains them after each tick.
-    params1 = _resolve_dram(cfg, dataclasses.replace(dcfg, channels=1))
-    comp_cap = 64
     # every channel starts from the same fresh controller state: build one, copy it G times
-    heap0 = dk.new_state(params1, instances=1, completion_capacity=comp_cap,
-                         direct_reads=True).heap
+    params1, heap0 = _channel_state(cfg, dcfg)
     eng_bytes, n_req = engine_state_bytes(pg, psizes, n_inst, params.n_channels, D)
     check_memory(cfg, G, heap0.nbytes, eng_bytes, n_req)   # before the big allocations
     st = new_engine_state(pg, psizes, n_inst, params.n_channels, D)

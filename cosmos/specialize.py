@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MIN_REQUESTS", "is_compiled", "kernel_constants", "mark_compiled",
+__all__ = ["MIN_REQUESTS", "build_tag", "is_compiled", "kernel_constants", "mark_compiled",
            "specialized_engine", "use_specialized"]
 
 #: Runs of at least this many DRAM requests use the specialized engine by default: about 20 s
@@ -188,6 +188,15 @@ def _compiled_marker(folder: Path) -> Path:
     ``__pycache__``, which belongs to the build (``cosmos cache``)."""
     where = hashlib.sha256(os.environ.get("NUMBA_CACHE_DIR", "").encode()).hexdigest()[:12]
     return folder / "__pycache__" / f"cosmos-compiled-{where}"
+
+
+def build_tag(params, heap0: np.ndarray) -> str | None:
+    """The name of the build for ``params`` and states like ``heap0`` (a digest of everything
+    compiled in), or None if no build can be made (its sources cannot be read)."""
+    try:
+        return _sources(params, heap0)[0]
+    except (OSError, RuntimeError):
+        return None
 
 
 def is_compiled(params, heap0: np.ndarray) -> bool:

@@ -112,10 +112,13 @@ def reproduce(args) -> int:
             if s["tasks"]:
                 dep = (f", and {s['dependent']} runs that depend on their results"
                        if s["dependent"] else "")
-                print(f"[simulations of every experiment] {s['distinct']} distinct "
-                      f"simulations for {s['tasks']} asked by the experiments "
-                      f"({s['from_cache']} read from the simulation cache){dep}, in "
-                      f"{s['wall_s']:.0f} s", flush=True)
+                builds = (f"; {s['compiled']} engine build{'s' if s['compiled'] > 1 else ''} "
+                          "compiled" if s["compiled"] else "")
+                print(f"[workloads and the simulations of every experiment] "
+                      f"{s['workloads']} workload{'s' if s['workloads'] != 1 else ''}"
+                      f"{builds}; {s['distinct']} distinct simulations for {s['tasks']} asked "
+                      f"by the experiments ({s['from_cache']} read from the simulation "
+                      f"cache){dep}; in {s['wall_s']:.0f} s", flush=True)
             for name in names:
                 folder = root / name
                 folder.mkdir()

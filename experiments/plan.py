@@ -98,9 +98,16 @@ def run_shared(names, ctx) -> dict:
     """Run, as one pool, the work of the experiments ``names`` that waits for no
     experiment's output (see the module docstring):
 
-    - the workloads' traces, one search per family for every probe count an experiment asks
-      for (``trace_probes(ctx)``, e.g. fig5a's; :meth:`experiments.runner.Context.prepare_traces`);
-    - the declared simulations (``simulation_tasks(ctx)``), each distinct one once;
+    - the workloads: one job per family whose traces the experiments ask for
+      (:func:`workload_job`), with one traced search for every probe count an experiment
+      asks for (``trace_probes(ctx)``, e.g. fig5a's); the families' jobs run side by side;
+    - each specialized engine build the simulations will run that is not compiled yet, once
+      (:func:`experiments.sim.compile_task`), as soon as a trace to compile it on exists;
+      without this every worker that starts a run of a new build compiles it, about a
+      minute each;
+    - the declared simulations (``simulation_tasks(ctx)``; their trace files are declared
+      before they exist, :meth:`experiments.runner.Context.declaring_traces`), each distinct
+      one once, as soon as its workload is built and its engine compiled;
     - each experiment's ``pool_batches(ctx) -> [(fn, tasks, est_cpu_s)]``: tasks run one
       after another on one worker (the DRAM validation's replays, which then compile their
       kernels once, not once per worker);
@@ -111,7 +118,8 @@ def run_shared(names, ctx) -> dict:
     simulations also into the simulation cache unless ``--no-sim-cache``), keyed by what
     decides it (:class:`experiments.resultcache.ResultCache`), so the experiments' own sweeps
     then find their rows there. Returns: simulations asked for, distinct ones, how many of
-    those were read from the simulation cache, dependent runs, wall seconds."""
+    those were read from the simulation cache, dependent runs, workloads, engine builds
+    compiled, wall seconds."""
     from experiments.common import run_sweep
     from experiments.runner import load
     from experiments.sim import simulate_task
@@ -121,14 +129,33 @@ def run_shared(names, ctx) -> dict:
     mods = {name: load(name) for name in names}
     probes = sorted({int(p) for m in mods.values() if hasattr(m, "trace_probes")
                      for p in m.trace_probes(ctx)})
-    if probes:
-        for fam in ctx.families:
-            ctx.prepare_traces(fam, probes)
-    declared = {name: list(m.simulation_tasks(ctx)) for name, m in mods.items()
-                if hasattr(m, "simulation_tasks")}
+    with ctx.declaring_traces() as files:
+        declared = {name: list(m.simulation_tasks(ctx)) for name, m in mods.items()
+                    if hasattr(m, "simulation_tasks")}
     t0 = time.perf_counter()
     pool = _SharedPool(ctx)
-    keys = {name: pool.add(simulate_task, tasks) for name, tasks in declared.items()}
+    family_of = {str(path): fam for path, (fam, _) in files.items()}
+    keys: dict[str, list] = {name: [None] * len(tasks) for name, tasks in declared.items()}
+    after: dict[str, list] = {}     # family -> [(experiment, index, task)] waiting for it
+    for name, tasks in declared.items():
+        for j, task in enumerate(tasks):
+            fam = family_of.get(str(task.get("trace_path")))
+            if fam is None:         # a trace that exists already
+                keys[name][j] = pool.add(simulate_task, [task])[0]
+            else:
+                after.setdefault(fam, []).append((name, j, task))
+    built = set(after) | (set(ctx.families) if probes else set())
+
+    def workload_built(fam: str) -> None:
+        for name, j, task in after.pop(fam, []):
+            keys[name][j] = pool.add(simulate_task, [task])[0]
+
+    for fam in [f for f in ctx.families if f in built] + sorted(built - set(ctx.families)):
+        own = [(n, str(path)) for path, (f, n) in files.items() if f == fam]
+        pool.add_job(workload_job, [dict(family=fam, scale=ctx.scale, probes=probes, files=own,
+                                         cache_dir=ctx.cache_dir, seed=ctx.seed,
+                                         dataset=ctx.dataset)],
+                     then=lambda _, f=fam: workload_built(f))
     for m in mods.values():
         for fn, tasks, cpu_s in (m.pool_batches(ctx) if hasattr(m, "pool_batches") else ()):
             pool.add(fn, tasks, batch_cpu_s=cpu_s)
@@ -136,48 +163,103 @@ def run_shared(names, ctx) -> dict:
                if hasattr(m, "dependent_tasks")}
     dependent = 0
 
-    def ready() -> list[dict]:
-        """Jobs of the dependent runs of experiments whose declared rows are all in."""
+    def ready() -> None:
+        """Add the dependent runs of experiments whose declared rows are all in."""
         nonlocal dependent
-        before = len(pool.jobs)
         for name, wanted in list(waiting.items()):
-            if all(k in ctx.shared for k in wanted):
+            if all(k is not None and k in ctx.shared for k in wanted):
                 del waiting[name]
                 rows = [{**(t.get("tags") or {}), **ctx.shared[k][0]}
                         for t, k in zip(declared.get(name, []), wanted)]
+                before = pool.simulations
                 for fn, task in mods[name].dependent_tasks(ctx, rows):
                     pool.add(fn, [task])
-        dependent += len(pool.jobs) - before
-        return pool.jobs[before:]
+                dependent += pool.simulations - before
+
+    def follow(i: int, rows: list) -> list[dict]:
+        pool.done(i, rows)
+        ready()
+        return pool.take()
 
     ready()
-    if pool.jobs:
-        run_sweep(_run_job, list(pool.jobs), workers=ctx.workers, scheduler=ctx.scheduler,
-                  progress=ctx.progress, desc="simulations of every experiment",
-                  cost=pool.cost, follow=lambda i, rows: pool.done(i, rows) or ready())
+    first = pool.take()
+    if first:
+        run_sweep(_run_job, first, workers=ctx.workers, scheduler=ctx.scheduler,
+                  progress=ctx.progress, desc="workloads and simulations", cost=pool.cost,
+                  follow=follow)
     distinct = {k for ks in keys.values() for k in ks}
     return {"tasks": sum(len(t) for t in declared.values()), "distinct": len(distinct),
             "from_cache": sum(1 for k in distinct if ctx.shared[k][1]),
-            "dependent": dependent, "wall_s": round(time.perf_counter() - t0, 1)}
+            "dependent": dependent, "workloads": len(built), "compiled": pool.compiled,
+            "wall_s": round(time.perf_counter() - t0, 1)}
+
+
+def workload_job(family: str, scale, probes, files, cache_dir=None, seed: int = 0,
+                 dataset: dict | None = None) -> str:
+    """A job of :func:`run_shared`: build (or read from the cache) the workload of ``family``
+    at ``scale``, its traces at every count of ``probes`` and at the counts of ``files``
+    from one search (:func:`experiments.workloads.workloads`), and save each of ``files``
+    (``[(num_probes or None for the scale's, path)]``, as
+    :meth:`experiments.runner.Context.trace_file` names them) unless it exists."""
+    from graphs import save_trace
+
+    from experiments.workloads import get_scale, workloads
+
+    sc = get_scale(scale)
+    want = {sc.num_probes if n is None else int(n): path for n, path in files}
+    traces = workloads(family, sc, sorted({*map(int, probes), *want, sc.num_probes}),
+                       keep=sorted(want), cache_dir=cache_dir, seed=seed, progress=False,
+                       **dict(dataset or {}))
+    for n, path in want.items():
+        path = Path(path)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save_trace(path, traces[n])
+    return family
 
 
 class _SharedPool:
-    """The jobs of :func:`run_shared` (one per distinct task, or one per batch), in the order
-    given to the sweep (``{"fn", "tasks"}``: :func:`_run_job`'s arguments), and, beside
-    them, the result keys of each job's tasks and its place in the pool's order."""
+    """The jobs of :func:`run_shared` (``{"fn", "tasks"}``: :func:`_run_job`'s arguments) in
+    the order given to the sweep (:attr:`jobs`), and, beside them, what each is for: the
+    result keys of its tasks, its place in the pool's order, what to do when it is done.
+
+    A simulation whose engine build is not compiled yet (:func:`experiments.sim.engine_build`)
+    is held back until the one job that compiles the build is done."""
 
     def __init__(self, ctx):
         self.ctx = ctx
-        self.jobs: list[dict] = []
-        self._keys: list[list[str]] = []
-        self._costs: dict[int, float] = {}       # id(job) -> cost
+        self.jobs: list[dict] = []      # given to the sweep, in its order
+        self.simulations = 0            # simulation jobs added (held ones included)
+        self.compiled = 0               # engine builds compiled by the pool
+        self._new: list[dict] = []      # given to no sweep yet
+        self._info: dict[int, dict] = {}    # id(job) -> keys, cost, then
         self._planned: set = set()
+        self._held: dict[str, list] = {}    # build -> jobs waiting for its compilation
+        self._ready_builds: set = set()
+
+    def take(self) -> list[dict]:
+        """The jobs released since the last call, in order (for the sweep)."""
+        new, self._new = self._new, []
+        return new
+
+    def add_job(self, fn, tasks: list, cost: float = float("inf"), then=None,
+                keys=(), hold: str | None = None) -> None:
+        """One job: ``fn(**t)`` for each of ``tasks``, on one worker; ``then(result of the
+        first)`` runs when it is done; ``keys``: where its results go; ``hold``: a build
+        whose compilation it waits for. Jobs of the same cost start in the order added."""
+        job = {"fn": fn, "tasks": list(tasks)}
+        self._info[id(job)] = {"keys": list(keys), "cost": cost, "then": then}
+        if hold is None:
+            self.jobs.append(job)
+            self._new.append(job)
+        else:
+            self._held[hold].append(job)
 
     def add(self, fn, tasks, batch_cpu_s: float | None = None) -> list[str]:
         """Jobs for those of ``tasks`` whose results are neither in ``ctx.shared`` nor
         planned (a result in the simulation cache is read into ``ctx.shared`` instead), one
         per distinct task, or one for all of them with ``batch_cpu_s`` (its estimated CPU
-        time), appended to :attr:`jobs`. Returns the result key of every task given."""
+        time). Returns the result key of every task given."""
         from experiments.sim import simulation_cost
 
         cache = self.ctx.result_cache(fn)
@@ -193,31 +275,62 @@ class _SharedPool:
                 continue
             self._planned.add(k)
             todo.append((k, {a: v for a, v in t.items() if a != "tags"}))
-        for group in ([todo] if batch_cpu_s is not None and todo else [[x] for x in todo]):
-            job = {"fn": fn, "tasks": [t for _, t in group]}
+        if batch_cpu_s is not None and todo:
+            self.add_job(fn, [t for _, t in todo], cost=batch_cpu_s * REQUESTS_PER_CPU_S,
+                         keys=[k for k, _ in todo])
+            return keys
+        simulation = self.ctx._identity(fn) is not None
+        for k, t in todo:
             # experiments.sim.simulation_cost is in memory lines, about DRAM requests
-            self._costs[id(job)] = (batch_cpu_s * REQUESTS_PER_CPU_S if batch_cpu_s is not None
-                                    else simulation_cost(job["tasks"][0]))
-            self.jobs.append(job)
-            self._keys.append([k for k, _ in group])
+            self.add_job(fn, [t], cost=simulation_cost(t), keys=[k],
+                         hold=self._build_to_wait_for(t) if simulation else None)
+            self.simulations += simulation
         return keys
+
+    def _build_to_wait_for(self, task: dict) -> str | None:
+        """The engine build ``task`` must wait for (its compile job added if it is the first
+        to need it), or None."""
+        from experiments.sim import compile_task, engine_build
+
+        build = engine_build(task)
+        if build is None or build in self._ready_builds:
+            return None
+        if build not in self._held:
+            self._held[build] = []
+            arg = {a: task[a] for a in ("system", "trace_path", "overrides", "placement")
+                   if task.get(a) is not None}
+            self.add_job(compile_task, [arg], then=lambda _, b=build: self._compiled(b))
+        return build
+
+    def _compiled(self, build: str) -> None:
+        self.compiled += 1
+        self._ready_builds.add(build)
+        for job in self._held.pop(build):
+            self.jobs.append(job)
+            self._new.append(job)
 
     def cost(self, job: dict) -> float:
         """A job's place in the pool's order (costliest first)."""
-        return self._costs[id(job)]
+        return self._info[id(job)]["cost"]
 
     def done(self, i: int, rows: list) -> None:
-        """Job ``i`` returned ``rows``: store each (simulation cache) and keep it."""
+        """Job ``i`` returned ``rows``: store each result (simulation cache) and keep it, or
+        do what the job was for."""
         from experiments.resultcache import normalize
 
-        cache = self.ctx.result_cache(self.jobs[i]["fn"])
-        for k, row in zip(self._keys[i], rows):
-            cache.put(k, row)
-            self.ctx.shared[k] = (normalize(row), False)
+        job = self.jobs[i]
+        info = self._info[id(job)]
+        if info["keys"]:
+            cache = self.ctx.result_cache(job["fn"])
+            for k, row in zip(info["keys"], rows):
+                cache.put(k, row)
+                self.ctx.shared[k] = (normalize(row), False)
+        if info["then"] is not None:
+            info["then"](rows[0])
 
 
 def _run_job(fn, tasks: list) -> list:
-    """A job of the shared pool, in a worker: ``fn(**task)`` for each of its tasks."""
+    """A job of the shared pool, in a worker: ``fn(**t)`` for each of its tasks."""
     return [fn(**t) for t in tasks]
 
 

@@ -25,6 +25,7 @@ import shlex
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,6 +92,8 @@ class Context:
     shared: dict | None = field(default=None, repr=False)
     #: simulations of this context's sweeps: [read from the cache, total]
     sims: list = field(default_factory=lambda: [0, 0], repr=False)
+    #: trace files handed out by :meth:`trace_file` inside :meth:`declaring_traces`
+    _declared: dict | None = field(default=None, repr=False)
 
     @property
     def families(self) -> list[str]:
@@ -129,15 +132,31 @@ class Context:
             self._traces[key] = traces[own]
 
     def trace_file(self, family: str, num_probes: int | None = None) -> Path:
-        """The trace saved under ``out/traces`` (sweep workers load it by path)."""
+        """The trace saved under ``out/traces`` (sweep workers load it by path). Inside
+        :meth:`declaring_traces`, only its path: nothing is built or written."""
         from graphs import save_trace
 
         folder = self.traces_dir or self.out / "traces"
-        folder.mkdir(exist_ok=True)
         path = folder / (f"{family}.npz" if num_probes is None else f"{family}-p{num_probes}.npz")
+        if self._declared is not None:
+            self._declared[path] = (family, num_probes)
+            return path
+        folder.mkdir(exist_ok=True)
         if not path.exists():
             save_trace(path, self.trace(family, num_probes))
         return path
+
+    @contextmanager
+    def declaring_traces(self):
+        """Within it, :meth:`trace_file` gives paths without building the traces, and the
+        dict yielded collects them: ``{path: (family, num_probes)}`` (so experiments can
+        declare their simulations before the workloads exist; experiments.plan.run_shared
+        builds those in its pool)."""
+        self._declared = {}
+        try:
+            yield self._declared
+        finally:
+            self._declared = None
 
     def sim_cache_dir(self) -> Path | None:
         """Where finished simulations are kept (None: the cache is off)."""

@@ -137,6 +137,46 @@ def simulation_cost(task: dict) -> float:
         return 0.0
 
 
+#: queries of the run that compiles a specialized engine build (compile_task): a few, so it
+#: costs the compilation and almost nothing else
+COMPILE_QUERIES = 4
+
+
+def engine_build(task: dict) -> str | None:
+    """The specialized engine build (:mod:`cosmos.specialize`) that the simulation of
+    ``task`` (``simulate_task``'s or ``rag.retrieval_task``'s arguments) would compile
+    before it simulates, or None: a run too short to use one
+    (:func:`cosmos.specialize.use_specialized` with :func:`simulation_cost` for its DRAM
+    requests), ``COSMOS_SPECIALIZE=0``, or a build already compiled. A pool compiles each
+    such build once (:func:`compile_task`) before the runs that need it
+    (experiments.plan.run_shared): every worker that started one of them would compile it
+    again, about a minute each."""
+    from cosmos.simulate import specialized_build
+    from cosmos.specialize import use_specialized
+
+    if not use_specialized(None, int(simulation_cost(task))):
+        return None
+    build = specialized_build(_system_config(task["system"], task.get("overrides"),
+                                             task.get("placement")))
+    return None if build is None or build[1] else build[0]
+
+
+def compile_task(system: str, trace_path: str, *, overrides: dict | None = None,
+                 placement: str | None = None) -> str | None:
+    """Compile the specialized engine build that simulations of preset ``system`` (with
+    ``overrides``, ``placement``) run, into numba's cache: a closed-loop run of the first
+    :data:`COMPILE_QUERIES` queries of the trace at ``trace_path`` on it. Returns the
+    build's tag (None: no build can be made here)."""
+    from cosmos.simulate import simulate, specialized_build
+
+    cfg = _system_config(system, overrides, placement)
+    tr = _read_trace(trace_path)
+    simulate(cfg, tr, num_queries=min(COMPILE_QUERIES, tr.num_queries), specialize=True,
+             progress=False, trace_name=str(trace_path))
+    build = specialized_build(cfg)
+    return None if build is None else build[0]
+
+
 @functools.lru_cache(maxsize=64)
 def _trace_lines(path: str, size: int, mtime_ns: int, num_queries: int | None) -> float:
     import json

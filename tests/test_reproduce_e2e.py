@@ -214,8 +214,9 @@ def test_experiments_share_identical_simulations(reproduction):
     (experiments.fig4a_qps.sweep_task). None was in the (empty) simulation cache, and no
     experiment reads one from it afterwards: they take the pool's rows."""
     _, stdout = reproduction
-    assert ("[simulations of every experiment] 50 distinct simulations for 83 asked by the "
-            "experiments (0 read from the simulation cache)") in stdout
+    assert ("[workloads and the simulations of every experiment] 2 workloads; 50 distinct "
+            "simulations for 83 asked by the experiments (0 read from the simulation "
+            "cache)") in stdout
     assert "simulations_from_cache" not in stdout
     for name in ("scale_ranks", "latency_load", "rag_ttft", "energy_per_query"):
         assert f"[{name}] done" in stdout
