@@ -1,27 +1,32 @@
-"""The work of ``cosmos reproduce``: its simulations in one pool, and its plan (``--dry-run``).
+"""The work of ``cosmos reproduce``: its workloads and simulations in one pool, and its plan
+(``--dry-run``).
 
-Simulations of all experiments in one pool
-------------------------------------------
+Everything in one pool
+----------------------
 An experiment whose simulations do not depend on other results declares them with
 ``simulation_tasks(ctx) -> list[dict]`` (keyword arguments of
 :func:`experiments.sim.simulate_task`; its ``run`` sweeps exactly these). ``cosmos reproduce``
-first runs the simulations of every experiment it will run as one sweep (:func:`run_shared`):
+first runs, as one pool of workers (:func:`run_shared`), everything that waits for no
+experiment's output:
 
-- a simulation asked for by several experiments runs once: the tasks are keyed by what
-  decides their result (:class:`experiments.resultcache.ResultCache`). fig4a's runs are
+- the workloads, one job per dataset family, one after another (each builds its index and
+  traces, or reads them from the cache, and writes the trace files the simulations read);
+- each specialized engine build the simulations need, compiled once as soon as a trace exists
+  (otherwise every worker starting a run of a new build would compile it);
+- the simulations, each as soon as its workload is built and its engine compiled. A
+  simulation asked for by several experiments runs once: the tasks are keyed by what decides
+  their result (:class:`experiments.resultcache.ResultCache`). fig4a's runs are
   energy_per_query's, the devices and ranks sweeps' points at the preset's configuration and
-  the saturation runs of the load sweep and rag_ttft
-  (:func:`experiments.fig4a_qps.sweep_task`);
-- the two workers stay busy to the end of all of them, costliest first, instead of waiting at
-  the end of each experiment's sweep for its last, longest run;
-- the rows are kept in memory for the experiments (and stored in the simulation cache as each
-  finishes, unless ``--no-sim-cache``); each experiment then takes its rows from there, the same
-  rows it would have simulated itself, since a simulation is deterministic in its arguments.
+  the saturation runs of the load sweep and rag_ttft (:func:`experiments.fig4a_qps.sweep_task`);
+- runs that depend on others' results (the load sweep's and rag_ttft's open-loop runs, at
+  rates set by the saturation runs), as soon as those results are in, and the DRAM
+  validation's replays, as one batch on one worker.
 
-Runs that depend on others' results (the load sweep's and rag_ttft's open-loop runs, at rates
-set by the saturation runs) join the same pool as soon as those results are in, and the DRAM
-validation's replays run there as one batch on one worker (:func:`run_shared`); the
-experiments afterwards only read their rows and write their tables and plots.
+The workers stay busy to the end, costliest job first, instead of waiting at the end of each
+stage or experiment for its longest job. The rows are kept in memory for the experiments (and
+stored in the simulation cache as each finishes, unless ``--no-sim-cache``); each experiment
+then takes its rows from there, the same rows it would have simulated itself, since a
+simulation is deterministic in its arguments, and only writes its tables and plots.
 
 Plan
 ----
@@ -34,6 +39,7 @@ CPU time, which experiments share it, and the dependent runs. The estimates are 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -100,7 +106,8 @@ def run_shared(names, ctx) -> dict:
 
     - the workloads: one job per family whose traces the experiments ask for
       (:func:`workload_job`), with one traced search for every probe count an experiment
-      asks for (``trace_probes(ctx)``, e.g. fig5a's); the families' jobs run side by side;
+      asks for (``trace_probes(ctx)``, e.g. fig5a's); one after another, each family's
+      simulations joining the pool as soon as its workload is built;
     - each specialized engine build the simulations will run that is not compiled yet, once
       (:func:`experiments.sim.compile_task`), as soon as a trace to compile it on exists;
       without this every worker that starts a run of a new build compiles it, about a
@@ -146,16 +153,28 @@ def run_shared(names, ctx) -> dict:
                 after.setdefault(fam, []).append((name, j, task))
     built = set(after) | (set(ctx.families) if probes else set())
 
+    loading = []
+
     def workload_built(fam: str) -> None:
+        pool.open(f"workload {fam}")
         for name, j, task in after.pop(fam, []):
             keys[name][j] = pool.add(simulate_task, [task])[0]
+        # the experiments read the scale's trace in this process: read it while the pool
+        # runs, not after it (a few seconds each, otherwise on one core at the end)
+        loading.append(threading.Thread(target=ctx.trace, args=(fam,), daemon=True))
+        loading[-1].start()
 
+    # one workload at a time (each uses every core in parts; two side by side contend for
+    # memory bandwidth), the other workers meanwhile on the rest of the pool
+    prev = None
     for fam in [f for f in ctx.families if f in built] + sorted(built - set(ctx.families)):
         own = [(n, str(path)) for path, (f, n) in files.items() if f == fam]
         pool.add_job(workload_job, [dict(family=fam, scale=ctx.scale, probes=probes, files=own,
                                          cache_dir=ctx.cache_dir, seed=ctx.seed,
                                          dataset=ctx.dataset)],
-                     then=lambda _, f=fam: workload_built(f))
+                     then=lambda _, f=fam: workload_built(f),
+                     hold=None if prev is None else f"workload {prev}")
+        prev = fam
     for m in mods.values():
         for fn, tasks, cpu_s in (m.pool_batches(ctx) if hasattr(m, "pool_batches") else ()):
             pool.add(fn, tasks, batch_cpu_s=cpu_s)
@@ -187,6 +206,8 @@ def run_shared(names, ctx) -> dict:
         run_sweep(_run_job, first, workers=ctx.workers, scheduler=ctx.scheduler,
                   progress=ctx.progress, desc="workloads and simulations", cost=pool.cost,
                   follow=follow)
+    for t in loading:
+        t.join()
     distinct = {k for ks in keys.values() for k in ks}
     return {"tasks": sum(len(t) for t in declared.values()), "distinct": len(distinct),
             "from_cache": sum(1 for k in distinct if ctx.shared[k][1]),
@@ -234,8 +255,8 @@ class _SharedPool:
         self._new: list[dict] = []      # given to no sweep yet
         self._info: dict[int, dict] = {}    # id(job) -> keys, cost, then
         self._planned: set = set()
-        self._held: dict[str, list] = {}    # build -> jobs waiting for its compilation
-        self._ready_builds: set = set()
+        self._held: dict[str, list] = {}    # gate -> jobs waiting for it to open
+        self._open: set = set()             # gates opened
 
     def take(self) -> list[dict]:
         """The jobs released since the last call, in order (for the sweep)."""
@@ -245,15 +266,16 @@ class _SharedPool:
     def add_job(self, fn, tasks: list, cost: float = float("inf"), then=None,
                 keys=(), hold: str | None = None) -> None:
         """One job: ``fn(**t)`` for each of ``tasks``, on one worker; ``then(result of the
-        first)`` runs when it is done; ``keys``: where its results go; ``hold``: a build
-        whose compilation it waits for. Jobs of the same cost start in the order added."""
+        first)`` runs when it is done; ``keys``: where its results go; ``hold``: a gate it
+        waits for (:meth:`gate`, :meth:`open`). Jobs of the same cost start in the order
+        added."""
         job = {"fn": fn, "tasks": list(tasks)}
         self._info[id(job)] = {"keys": list(keys), "cost": cost, "then": then}
-        if hold is None:
+        if hold is None or hold in self._open:
             self.jobs.append(job)
             self._new.append(job)
         else:
-            self._held[hold].append(job)
+            self._held.setdefault(hold, []).append(job)
 
     def add(self, fn, tasks, batch_cpu_s: float | None = None) -> list[str]:
         """Jobs for those of ``tasks`` whose results are neither in ``ctx.shared`` nor
@@ -293,19 +315,24 @@ class _SharedPool:
         from experiments.sim import compile_task, engine_build
 
         build = engine_build(task)
-        if build is None or build in self._ready_builds:
+        if build is None:
             return None
-        if build not in self._held:
-            self._held[build] = []
+        gate = f"build {build}"
+        if gate not in self._open and gate not in self._held:
+            self._held[gate] = []
             arg = {a: task[a] for a in ("system", "trace_path", "overrides", "placement")
                    if task.get(a) is not None}
-            self.add_job(compile_task, [arg], then=lambda _, b=build: self._compiled(b))
-        return build
+            self.add_job(compile_task, [arg], then=lambda _, g=gate: self._compiled(g))
+        return gate
 
-    def _compiled(self, build: str) -> None:
+    def _compiled(self, gate: str) -> None:
         self.compiled += 1
-        self._ready_builds.add(build)
-        for job in self._held.pop(build):
+        self.open(gate)
+
+    def open(self, gate: str) -> None:
+        """Release the jobs waiting for ``gate``, and those that will."""
+        self._open.add(gate)
+        for job in self._held.pop(gate, []):
             self.jobs.append(job)
             self._new.append(job)
 

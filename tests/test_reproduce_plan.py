@@ -226,3 +226,56 @@ def test_the_scales_probes_are_the_scales_trace(tmp_path):
     ctx._traces[("sift", None)] = sentinel
     assert ctx.trace("sift", num_probes=8) is sentinel
     assert ctx.trace("sift") is sentinel
+
+
+def test_shared_pool_builds_workloads_and_compiles_each_engine_build_once(tmp_path,
+                                                                          monkeypatch):
+    """The pool starts with the workloads (their trace files written by the pool's job, none
+    before), compiles each engine build its simulations need once, by one job, before any
+    run of that build, and gives the same rows as a pool that compiles nothing."""
+    from experiments import sim
+    from experiments.runner import Context
+    from experiments.workloads import get_scale
+
+    cache = tmp_path / "cache"
+    tiny = get_scale("tiny")
+
+    def pool(out):
+        shared: dict = {}
+        ctx = Context(out=tmp_path / out, scale=tiny, cache_dir=cache, workers=1,
+                      progress=False, sim_cache=False, shared=shared,
+                      traces_dir=tmp_path / out / "traces")
+        return ctx, shared
+
+    ctx, plain = pool("plain")
+    s = P.run_shared(["fig4b_breakdown"], ctx)
+    assert (s["workloads"], s["compiled"], s["distinct"]) == (2, 0, 10)
+    assert sorted(p.name for p in (tmp_path / "plain" / "traces").iterdir()) == \
+        ["deep.npz", "sift.npz"]
+
+    log = []
+    builds = {"cosmos": "A", "cosmos-norank": "A", "base": "B"}
+    monkeypatch.setattr(sim, "engine_build", lambda task: builds.get(task["system"]))
+    monkeypatch.setattr(sim, "compile_task", lambda **task: log.append(("compile",
+                                                                         task["system"])))
+    real_job = P._run_job
+
+    def job(fn, tasks):
+        if fn is sim.simulate_task:
+            log.append((builds.get(tasks[0]["system"]), tasks[0]["system"]))
+        return real_job(fn, tasks)
+
+    monkeypatch.setattr(P, "_run_job", job)
+    ctx, shared = pool("held")
+    s = P.run_shared(["fig4b_breakdown"], ctx)
+    assert (s["workloads"], s["compiled"], s["distinct"]) == (2, 2, 10)
+    compiles = [i for i, (kind, _) in enumerate(log) if kind == "compile"]
+    assert len(compiles) == 2 and len(log) == 12
+    for build in ("A", "B"):
+        at = next(i for i, (kind, system) in enumerate(log)
+                  if kind == "compile" and builds[system] == build)
+        assert all(i > at for i, (b, _) in enumerate(log) if b == build)
+    strip = {k: {c: v for c, v in row.items() if not c.startswith("wall_s")
+                 and c != "requests_per_wall_s"} for k, (row, _) in plain.items()}
+    assert {k: {c: v for c, v in row.items() if not c.startswith("wall_s")
+                and c != "requests_per_wall_s"} for k, (row, _) in shared.items()} == strip
