@@ -114,23 +114,6 @@ class Context:
                                          progress=self.progress, **kw)
         return self._traces[key]
 
-    def prepare_traces(self, family: str, probes) -> None:
-        """Build or read the traces of ``family`` at every probe count of ``probes`` and at the
-        scale's own, those not cached yet from one traced search at the largest
-        (:func:`experiments.workloads.workloads`).
-
-        Only the scale's own trace is kept in memory (under the key :meth:`trace` uses for
-        it); the others are left in the disk cache, where :meth:`trace` reads them when
-        asked, without searching."""
-        key = (family, None)
-        own = self.scale.num_probes
-        keep = () if key in self._traces else (own,)
-        traces = _workloads.workloads(family, self.scale, [*probes, own], keep=keep,
-                                      cache_dir=self.cache_dir, seed=self.seed,
-                                      progress=self.progress, **dict(self.dataset or {}))
-        if keep:
-            self._traces[key] = traces[own]
-
     def trace_file(self, family: str, num_probes: int | None = None) -> Path:
         """The trace saved under ``out/traces`` (sweep workers load it by path). Inside
         :meth:`declaring_traces`, only its path: nothing is built or written."""

@@ -1,7 +1,7 @@
 """One traced search serves several probe counts: the p-probe output derived from a P-probe
 search equals a direct p-probe search array by array (graphs.search.search_prefixes,
 graphs.trace_indexes), make_workloads stores each under the entry make_workload reads, and
-experiments' Context.prepare_traces leaves traces that Context.trace reads unchanged."""
+experiments.plan's workload job leaves traces that Context.trace reads unchanged."""
 
 from pathlib import Path
 
@@ -154,27 +154,33 @@ def _context(out, cache, **kw):
                    **kw)
 
 
-def test_prepare_traces_then_trace_gives_the_same_traces(tmp_path, monkeypatch):
-    """fig5a's counts (4, 8, and 16 clipped to the 8 clusters) and the scale's own 4 come from
-    one 8-probe search; only the scale's trace stays in memory; fig5a then reads the others
-    without searching and writes the table it writes when each trace is searched alone."""
+def test_workload_job_then_trace_gives_the_same_traces(tmp_path, monkeypatch):
+    """The pool's workload job (experiments.plan.workload_job): fig5a's counts (4, 8, and 16
+    clipped to the 8 clusters) and the scale's own 4 come from one 8-probe search, and the
+    trace file it writes is the scale's trace; fig5a then reads the others without searching
+    and writes the table it writes when each trace is searched alone."""
+    from graphs import load_trace
+
     from experiments import fig5a_lir
+    from experiments.plan import workload_job
 
     before = _context(tmp_path / "before", tmp_path / "c1")
     assert fig5a_lir.trace_probes(before) == [4, 8, 8]
     fig5a_lir.run(before)                     # each trace from its own search
 
     ctx = _context(tmp_path / "after", tmp_path / "c2")
+    files = {fam: tmp_path / "after" / "traces" / f"{fam}.npz" for fam in ctx.families}
     spy = _Searches(monkeypatch)
     for fam in ctx.families:
-        ctx.prepare_traces(fam, fig5a_lir.trace_probes(ctx))
+        assert workload_job(fam, ctx.scale, fig5a_lir.trace_probes(ctx),
+                            [(None, str(files[fam]))], cache_dir=ctx.cache_dir) == fam
     assert spy.calls == [[4, 8], [4, 8]]
-    assert set(ctx._traces) == {("sift", None), ("deep", None)}
-    own = ctx._traces[("sift", None)]
+    written = files["sift"].stat().st_mtime_ns
     _Searches(monkeypatch, refuse=True)
-    ctx.prepare_traces("sift", [8])           # all cached: nothing searched, nothing reloaded
-    assert ctx._traces[("sift", None)] is own and ctx.trace("sift", 4) is own
+    workload_job("sift", ctx.scale, [8], [(None, str(files["sift"]))], cache_dir=ctx.cache_dir)
+    assert files["sift"].stat().st_mtime_ns == written      # all cached, the file kept
     for fam in ctx.families:
+        _same_trace(load_trace(files[fam]), before.trace(fam))
         for p in (4, 8):
             _same_trace(ctx.trace(fam, p), before.trace(fam, p))
     fig5a_lir.run(ctx)
