@@ -244,8 +244,9 @@ class _SharedPool:
     the order given to the sweep (:attr:`jobs`), and, beside them, what each is for: the
     result keys of its tasks, its place in the pool's order, what to do when it is done.
 
-    A simulation whose engine build is not compiled yet (:func:`experiments.sim.engine_build`)
-    is held back until the one job that compiles the build is done."""
+    A job may wait for a gate (:meth:`open`): a simulation whose engine build is not compiled
+    yet (:func:`experiments.sim.engine_build`) for the one job that compiles the build, a
+    family's workload job for the previous family's."""
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -267,8 +268,7 @@ class _SharedPool:
                 keys=(), hold: str | None = None) -> None:
         """One job: ``fn(**t)`` for each of ``tasks``, on one worker; ``then(result of the
         first)`` runs when it is done; ``keys``: where its results go; ``hold``: a gate it
-        waits for (:meth:`gate`, :meth:`open`). Jobs of the same cost start in the order
-        added."""
+        waits for (:meth:`open`). Jobs of the same cost start in the order added."""
         job = {"fn": fn, "tasks": list(tasks)}
         self._info[id(job)] = {"keys": list(keys), "cost": cost, "then": then}
         if hold is None or hold in self._open:
@@ -310,8 +310,8 @@ class _SharedPool:
         return keys
 
     def _build_to_wait_for(self, task: dict) -> str | None:
-        """The engine build ``task`` must wait for (its compile job added if it is the first
-        to need it), or None."""
+        """The gate of the engine build ``task`` must wait for (the build's compile job added
+        if ``task`` is the first to need it), or None."""
         from experiments.sim import compile_task, engine_build
 
         build = engine_build(task)
