@@ -112,11 +112,9 @@ def specialized_build(cfg: SystemConfig) -> tuple[str, bool] | None:
     tags are, and ``compiled`` says whether loading it compiles nothing. None if no build can
     be made here (then simulations run the generic engine). A pool of simulations compiles
     each build once before the runs that need it (experiments.plan)."""
-    from cosmos.specialize import build_tag, is_compiled
+    from cosmos.specialize import build_status
 
-    params1, heap0 = _channel_state(cfg.validate(), dram_config_for(cfg))
-    tag = build_tag(params1, heap0)
-    return None if tag is None else (tag, is_compiled(params1, heap0))
+    return build_status(*_channel_state(cfg.validate(), dram_config_for(cfg)))
 
 
 def check_arrival_span(num_queries: int, rate_qps) -> float:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MIN_REQUESTS", "build_tag", "is_compiled", "kernel_constants", "mark_compiled",
+__all__ = ["MIN_REQUESTS", "build_status", "is_compiled", "kernel_constants", "mark_compiled",
            "specialized_engine", "use_specialized"]
 
 #: Runs of at least this many DRAM requests use the specialized engine by default: about 20 s
@@ -190,23 +190,24 @@ def _compiled_marker(folder: Path) -> Path:
     return folder / "__pycache__" / f"cosmos-compiled-{where}"
 
 
-def build_tag(params, heap0: np.ndarray) -> str | None:
-    """The name of the build for ``params`` and states like ``heap0`` (a digest of everything
-    compiled in), or None if no build can be made (its sources cannot be read)."""
+def build_status(params, heap0: np.ndarray) -> tuple[str, bool] | None:
+    """``(tag, compiled)`` of the build for ``params`` and states like ``heap0``: its name (a
+    digest of everything compiled in) and whether it has run on this machine with the current
+    numba cache (:func:`mark_compiled`), so loading it compiles nothing. None if no build can
+    be made (its sources cannot be read)."""
     try:
-        return _sources(params, heap0)[0]
+        tag = _sources(params, heap0)[0]
+        return tag, _compiled_marker(_cache_root() / tag).is_file()
     except (OSError, RuntimeError):
         return None
 
 
 def is_compiled(params, heap0: np.ndarray) -> bool:
     """Whether the build for ``params`` and states like ``heap0`` has run on this machine
-    with the current numba cache (:func:`mark_compiled`), so loading it compiles nothing."""
-    try:
-        tag = _sources(params, heap0)[0]
-        return _compiled_marker(_cache_root() / tag).is_file()
-    except (OSError, RuntimeError):     # no build can be made: the generic engine decides
-        return False
+    with the current numba cache (:func:`build_status`); False when no build can be made
+    (the generic engine decides)."""
+    status = build_status(params, heap0)
+    return status is not None and status[1]
 
 
 def mark_compiled(module) -> None:

@@ -162,19 +162,16 @@ def engine_build(task: dict) -> str | None:
 
 
 def compile_task(system: str, trace_path: str, *, overrides: dict | None = None,
-                 placement: str | None = None) -> str | None:
+                 placement: str | None = None) -> None:
     """Compile the specialized engine build that simulations of preset ``system`` (with
     ``overrides``, ``placement``) run, into numba's cache: a closed-loop run of the first
-    :data:`COMPILE_QUERIES` queries of the trace at ``trace_path`` on it. Returns the
-    build's tag (None: no build can be made here)."""
-    from cosmos.simulate import simulate, specialized_build
+    :data:`COMPILE_QUERIES` queries of the trace at ``trace_path`` on it."""
+    from cosmos.simulate import simulate
 
-    cfg = _system_config(system, overrides, placement)
     tr = _read_trace(trace_path)
-    simulate(cfg, tr, num_queries=min(COMPILE_QUERIES, tr.num_queries), specialize=True,
-             progress=False, trace_name=str(trace_path))
-    build = specialized_build(cfg)
-    return None if build is None else build[0]
+    simulate(_system_config(system, overrides, placement), tr,
+             num_queries=min(COMPILE_QUERIES, tr.num_queries), specialize=True, progress=False,
+             trace_name=str(trace_path))
 
 
 @functools.lru_cache(maxsize=64)
