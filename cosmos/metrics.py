@@ -4,7 +4,9 @@ Definitions
 -----------
 - Steady state: queries are ordered by completion time; the first and the last ``warmup``
   fraction of completions are excluded (warm-up and drain). ``qps`` = completions inside the
-  window / window length -- if the window holds at least as many completions as queries can
+  window / window length (closed loop: of the window's first whole turnovers of the queries in
+  flight, ``qps_queries`` completions, :func:`whole_turnovers`; the window's plain rate is
+  ``qps_window``) -- if the window holds at least as many completions as queries can
   be in flight at once (``min(max_inflight, num_queries)``), i.e. every execution context
   turned over at least once inside it. With fewer (a run of fewer queries than contexts, or
   hardly more), there is no steady state: the window holds one burst of queries that all
@@ -132,10 +134,10 @@ def _busiest_load(load: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.add.reduceat(load, edges[:-1], axis=0).max(axis=1) / np.diff(edges)
 
 
-def _busiest_load_mean(load_trace: np.ndarray, n: int, k: int) -> float:
-    """Expected :func:`_busiest_load` of one of ``k`` batches cutting ``n`` completions: its
-    mean over every run of consecutive trace queries of a batch's size (``n // k`` or one
-    more, in the proportions of the batches)."""
+def _busiest_load_mean(load_trace: np.ndarray, sizes: np.ndarray) -> float:
+    """Expected :func:`_busiest_load` of batches of ``sizes`` completions (one entry per
+    batch): for each size, its mean over every run of consecutive trace queries of that size,
+    averaged over the batches."""
     cs = np.concatenate([np.zeros((1, load_trace.shape[1]), np.int64),
                          np.cumsum(load_trace, axis=0)])
     Q = load_trace.shape[0]
@@ -144,8 +146,28 @@ def _busiest_load_mean(load_trace: np.ndarray, n: int, k: int) -> float:
         size = min(size, Q)
         return float((cs[size:] - cs[:-size]).max(axis=1).mean()) / size
 
-    big = n % k                                   # batches of n // k + 1 completions
-    return ((k - big) * mean_of(n // k) + (big * mean_of(n // k + 1) if big else 0.0)) / k
+    values, counts = np.unique(np.asarray(sizes, dtype=np.int64), return_counts=True)
+    total = 0.0
+    for v, c in zip(values, counts):
+        total = total + int(c) * mean_of(int(v))
+    return total / int(counts.sum())
+
+
+def whole_turnovers(n: int, turnover: int) -> int:
+    """Completions of a steady-state window of ``n`` that the throughput estimate spans: the
+    largest multiple of ``turnover`` (the queries in flight of a closed loop; 1 for an open
+    loop) not above ``n``, or ``n`` itself if it holds less than one turnover.
+
+    Why: in a closed loop each completion admits the next query, so the completions come in
+    turnovers of ``max_inflight``, one per context; where the queries' latencies are alike
+    (the host's threads: latency CV 1-4 % at 1M vectors) the turnovers stay in step for the
+    whole run, and each one ends with a pause (up to ~40 % of the period for Base). A window
+    of a fraction of a turnover more or less then counts that pause or not, which moved the
+    point estimate of CXL-ANNS on the 1M-vector SIFT-like trace by up to 1.2 % from one
+    query count to the next, and batches cut across turnovers made the batch means scatter
+    (a +-8 % interval where whole turnovers give +-0.3 %; docs/system_model.md)."""
+    turnover = max(1, int(turnover))
+    return n if n < turnover else turnover * (n // turnover)
 
 
 def steady_window(done_cycles: np.ndarray, warmup: float = 0.1, until: int | None = None):
@@ -210,7 +232,7 @@ def _lag1(x: np.ndarray) -> float:
 def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: int,
                    hi_cycles: int, level: float = CI_LEVEL, min_batch_queries: int = 1,
                    load: np.ndarray | None = None,
-                   load_trace: np.ndarray | None = None) -> dict:
+                   load_trace: np.ndarray | None = None, turnover: int = 1) -> dict:
     """95 % confidence intervals of the steady-state throughput and mean latency by batch means.
 
     Parameters
@@ -226,14 +248,21 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
         The control variate of a closed-loop run (both or neither): the DRAM requests of each
         query on each memory instance (:func:`query_instance_requests`), for the completions
         given (in their order) and for every query of the trace, in trace order.
+    turnover : int
+        The throughput's unit of completions (:func:`whole_turnovers`): the queries in
+        flight of a closed loop, 1 for an open loop.
 
     Method
     ------
     The window's completions, in completion order (ties: the order given, which is query order),
     are cut into ``k`` consecutive batches of (nearly) equal size; batch ``j`` covers the time
     from the previous batch's last completion (the window start for the first) to its own last
-    one. Per batch: the time per query (span / completions) and the mean latency. Throughput
-    is a ratio: its point estimate is the window's own ``n / (hi - lo)`` = 1 / (mean time per
+    one. Per batch: the time per query (span / completions) and the mean latency. For the
+    throughput only the window's first ``n_t`` = :func:`whole_turnovers` completions count,
+    and its batches are whole turnovers too (``turnover`` times ``T // k`` or one more, for
+    the ``T`` turnovers): each batch then spans the same phases of the loop's cycle. Throughput
+    is a ratio: its point estimate is ``n_t / (t - lo)``, ``t`` the ``n_t``-th completion
+    (the window's own ``n / (hi - lo)`` for an open loop) = 1 / (mean time per
     query), so its interval is the interval of the mean time per query ``g`` turned over,
     ``[1 / (g + h), 1 / (g - h)]`` (not the average of per-batch rates, which is biased up).
     Half-width ``h = t(k-1) s / sqrt(k)`` with ``s`` the standard deviation of the batch means
@@ -243,6 +272,7 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     :data:`CI_START_BATCHES` batches and halve their number while the lag-1 autocorrelation of
     the batch means is >= :data:`CI_MAX_LAG1` or <= :data:`CI_MIN_LAG1` or a batch holds
     fewer than ``min_batch_queries`` completions (the summary passes the queries in flight);
+    a throughput batch of whole turnovers holds at least that many;
     stop at :data:`CI_MIN_BATCHES` batches: if the batch means are still positively
     correlated there (lag-1 >= :data:`CI_MAX_LAG1`), their batches are shorter than
     ``min_batch_queries``, or the window holds fewer than ``2 x CI_MIN_BATCHES`` completions,
@@ -318,46 +348,59 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     if load is not None:
         load = np.asarray(load)[order]
 
-    def edges_of(k):
-        return (np.arange(k + 1) * n) // k          # batch j = completions edges[j]:edges[j+1]
+    u = max(1, int(turnover))
+    n_t = whole_turnovers(n, u)       # the throughput's completions: d[:n_t]
 
-    def batches(k):
+    def edges_of(k, m=n, unit=1):
+        """Batch j = completions edges[j]:edges[j+1] of the first m, in k batches of whole
+        units (m // unit of them, shared out as evenly as they go)."""
+        return unit * ((np.arange(k + 1) * (m // unit)) // k)
+
+    def batches(k, which):
+        if which == 0:
+            edges = edges_of(k, n_t, u)
+            ends = d[edges[1:] - 1].astype(np.float64)
+            starts = np.concatenate([[float(lo_cycles)], ends[:-1]])
+            return (ends - starts) / np.diff(edges).astype(np.float64)
         edges = edges_of(k)
-        sizes = np.diff(edges).astype(np.float64)
-        ends = d[edges[1:] - 1].astype(np.float64)
-        starts = np.concatenate([[float(lo_cycles)], ends[:-1]])
-        return (ends - starts) / sizes, np.add.reduceat(lat, edges[:-1]) / sizes
+        return np.add.reduceat(lat, edges[:-1]) / np.diff(edges).astype(np.float64)
 
     def choose(which):
         """(batches, their means, lag-1 autocorrelation, note) of one series by the rule."""
-        k = min(CI_START_BATCHES, n // 2)
+        m, unit = (n_t, u) if which == 0 else (n, 1)
+        units = m // unit
+        if units < CI_MIN_BATCHES:
+            return units, None, float("nan"), (
+                f"{m} completions in the window are {units} turnovers of {unit} (the queries "
+                f"in flight), fewer than {CI_MIN_BATCHES} batches"), False
+        k = min(CI_START_BATCHES, m // max(2, unit))
         while True:
-            means = batches(k)[which]
+            means = batches(k, which)
             rho = _lag1(means)
-            if (CI_MIN_LAG1 < rho < CI_MAX_LAG1 and n // k >= min_batch_queries) or \
-                    k // 2 < CI_MIN_BATCHES:
+            if (CI_MIN_LAG1 < rho < CI_MAX_LAG1 and unit * (units // k) >= min_batch_queries) \
+                    or k // 2 < CI_MIN_BATCHES:
                 break
             k //= 2
         note, ok = "", True
-        if n // k < min_batch_queries:
-            note, ok = (f"{n} completions in the window make batches of {n // k}, shorter "
+        if unit * (units // k) < min_batch_queries:
+            note, ok = (f"{m} completions in the window make batches of {m // k}, shorter "
                         f"than {min_batch_queries} (the queries in flight: one correlation "
                         f"time)"), False
         elif rho >= CI_MAX_LAG1:
-            note, ok = (f"the means of {k} batches of {n // k} completions are still "
+            note, ok = (f"the means of {k} batches of {m // k} completions are still "
                         f"correlated (lag-1 autocorrelation {rho:.2f}, at least "
                         f"{CI_MAX_LAG1})"), False
         elif rho <= CI_MIN_LAG1:
             # negatively correlated batch means: the batch-means variance overstates the
             # variance of their mean, so the interval is wider than the error, never narrower
-            note = (f"conservative: the means of {k} batches of {n // k} completions "
+            note = (f"conservative: the means of {k} batches of {m // k} completions "
                     f"alternate (lag-1 autocorrelation {rho:.2f}, at most {CI_MIN_LAG1}), "
                     f"so the interval is wider than the error")
         return k, means, rho, note, ok
 
     sec = TCK_PS * 1e-12
     k, gap, rho, note, ok = choose(0)
-    out["ci_batches"], out["ci_batch_queries"], out["ci_lag1"] = k, int(n // k), rho
+    out["ci_batches"], out["ci_batch_queries"], out["ci_lag1"] = k, int(n_t // k), rho
     notes, caveats = [], []
     if not ok:
         notes.append(f"no QPS interval: {note}")
@@ -365,17 +408,20 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
         if note:
             caveats.append(f"QPS interval {note}")
             out["qps_ci_conservative"] = True
-        g = (hi_cycles - lo_cycles) / n              # the point estimate's cycles per query
+        # the point estimate's cycles per query
+        g = (hi_cycles - lo_cycles) / n if n_t == n else (int(d[n_t - 1]) - lo_cycles) / n_t
         h = t_quantile_975(k - 1) * gap.std(ddof=1) / np.sqrt(k)
         if load is not None:
-            x = _busiest_load(load, edges_of(k))
+            edges = edges_of(k, n_t, u)
+            x = _busiest_load(load[:n_t], edges)
             xc = x - x.mean()
             sxx = float(xc @ xc)
             if sxx > 0:
                 gc = gap - gap.mean()
                 b = float(xc @ gc) / sxx
                 resid = gc - b * xc
-                dx = float(x.mean()) - _busiest_load_mean(np.asarray(load_trace), n, k)
+                dx = float(x.mean()) - _busiest_load_mean(np.asarray(load_trace),
+                                                               np.diff(edges))
                 h_c = t_quantile_975(k - 2) * np.sqrt(float(resid @ resid) / (k - 2)
                                                       * (1.0 / k + dx * dx / sxx))
                 gg = float(gc @ gc)
@@ -387,7 +433,7 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
         out["qps_ci_low"] = 1.0 / ((g + h) * sec)
         out["qps_ci_high"] = 1.0 / ((g - h) * sec) if g > h else float("inf")
         out["qps_ci_rel_halfwidth"] = float(h / g)
-    k, lat_b, rho, note, ok = choose(1)
+    k, lat_b, rho, note, ok = choose(1)   # latency: every completion of the window
     out["ci_latency_batches"], out["ci_latency_lag1"] = k, rho
     if not ok:
         notes.append(f"no latency interval: {note}")
@@ -466,7 +512,9 @@ def summary(res, warmup: float = 0.1) -> dict:
     """Headline figures as a JSON-ready dict (times in ns, bandwidths in GB/s).
 
     ``qps`` is the steady-state throughput: completions in the window (``window_queries``)
-    over its length, reported as ``qps_window``. It is a steady state only if the window
+    over its length, reported as ``qps_window``; in a closed loop, of the window's first whole
+    turnovers (``qps_queries`` completions, :func:`whole_turnovers`), and the controlled
+    estimate where the control variate is used. It is a steady state only if the window
     holds at least as many completions as queries can be in flight at once,
     ``min(max_inflight, num_queries)`` (each context turned over once inside it):
     ``steady_state`` says whether it does. Without a steady state (too few queries for the
@@ -487,13 +535,24 @@ def summary(res, warmup: float = 0.1) -> dict:
     in_flight = min(int(res.max_inflight), Q)
     steady = bool(win_s > 0 and n_win >= in_flight)
     lat = pq["latency_ns"].to_numpy()[mask]
+    qps_queries = n_win
     if steady:
         control = {}
+        turnover = 1
         if res.mode == "closed":     # open loop: the rate is the arrivals', nothing to control
             load_trace = query_instance_requests(res.program, res.num_instances)
             control = {"load": load_trace[:Q][mask], "load_trace": load_trace}
-        ci = batch_means_ci(q_done[mask], lat, lo, hi, min_batch_queries=in_flight, **control)
-        qps = ci["qps_controlled"] if np.isfinite(ci["qps_controlled"]) else qps_window
+            turnover = in_flight
+        ci = batch_means_ci(q_done[mask], lat, lo, hi, min_batch_queries=in_flight,
+                            turnover=turnover, **control)
+        # the throughput of the window's whole turnovers (whole_turnovers)
+        qps_queries = whole_turnovers(n_win, turnover)
+        qps = qps_window
+        if qps_queries < n_win:
+            t_end = int(np.sort(q_done[mask], kind="stable")[qps_queries - 1])
+            qps = qps_queries / ((t_end - lo) * TCK_PS * 1e-12)
+        if np.isfinite(ci["qps_controlled"]):
+            qps = ci["qps_controlled"]
     else:
         qps = Q / seconds
         ci = batch_means_ci(q_done[:0], lat[:0], lo, hi)
@@ -519,6 +578,7 @@ def summary(res, warmup: float = 0.1) -> dict:
                                 int((q_done <= res.ci_until_cycle).sum())),
         "warmup_fraction": warmup,
         "window_queries": n_win,
+        "qps_queries": qps_queries,
         "steady_state": steady,
         "qps": qps,
         "qps_window": qps_window,

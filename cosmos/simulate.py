@@ -526,7 +526,9 @@ def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,
     """The stop test of ``simulate(ci_target=...)``: over the queries completed so far, with
     the steady-state window of ``warmup``, is the QPS interval's relative half-width at most
     ``ci_target``? (False when no interval can be claimed yet, or only a conservative one.)
-    ``load_trace``: the control variate of a closed-loop run, as the summary uses it."""
+    ``load_trace``: the control variate of a closed-loop run, as the summary uses it; given,
+    the throughput counts whole turnovers of ``max_inflight`` completions, as the summary's
+    does for a closed loop."""
     from cosmos.metrics import batch_means_ci, steady_window
 
     ran = q_done >= 0
@@ -536,7 +538,8 @@ def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,
     control = {} if load_trace is None else \
         {"load": load_trace[ran][mask], "load_trace": load_trace}
     ci = batch_means_ci(done[mask], (done[mask] - arr[mask]) * (TCK_PS / 1000.0), lo, hi,
-                        min_batch_queries=max_inflight, **control)
+                        min_batch_queries=max_inflight,
+                        turnover=1 if load_trace is None else max_inflight, **control)
     # only an interval whose batch means passed the independence check stops a run: one
     # claimed as conservative (alternating batch means at the fewest batches) is not
     # evidence of precision (a noisy lag-1 of 10 batches can look alternating)
