@@ -35,7 +35,8 @@ STOP_ALL, STOP_CI = "all queries", "ci-target"
 
 #: ``ci_target``: the stop test never runs before :func:`ci_min_completions` completions, the
 #: larger of two counts. First, the window must hold at least 10 batches
-#: (cosmos.metrics.CI_MIN_BATCHES), each :data:`CI_MIN_TURNOVERS` correlation times long: a
+#: (cosmos.metrics.CI_MIN_BATCHES), each three correlation times long
+#: (cosmos.metrics.CI_BATCH_TURNOVERS): a
 #: closed loop forgets its past in about one latency, which is ``max_inflight`` completions
 #: (Little's law). Second, :data:`CI_MIN_QUERIES`, for the start of the run, where every query
 #: in flight starts at once, and for loops of few queries in flight. Measured at 1M vectors
@@ -47,17 +48,15 @@ STOP_ALL, STOP_CI = "all queries", "ci-target"
 #: intervals: the window's phase in the turnovers, not the start of the run.) An estimate;
 #: the lag-1 check of the batch means still rejects a window too short for the process.
 CI_MIN_QUERIES = 1_000
-#: ... and correlation times per batch (see :data:`CI_MIN_QUERIES`).
-CI_MIN_TURNOVERS = 3
 
 
 def ci_min_completions(max_inflight: int) -> int:
     """Completions before the first stop test of ``ci_target`` (:data:`CI_MIN_QUERIES`):
     ``max(1000, 30 x max_inflight)``: 1,000 for the host's 32 threads, 1,920 for Cosmos's 64
     contexts on four devices, 7,680 for 256 contexts on 16 devices."""
-    from cosmos.metrics import CI_MIN_BATCHES
+    from cosmos.metrics import CI_BATCH_TURNOVERS, CI_MIN_BATCHES
 
-    return max(CI_MIN_QUERIES, CI_MIN_BATCHES * CI_MIN_TURNOVERS * int(max_inflight))
+    return max(CI_MIN_QUERIES, CI_MIN_BATCHES * CI_BATCH_TURNOVERS * int(max_inflight))
 
 
 def ci_check_every(max_inflight: int) -> int:
