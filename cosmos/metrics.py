@@ -205,15 +205,6 @@ CI_MIN_LAG1 = -0.5
 #: ... but never use fewer batches than this (below it the Student-t interval is too wide to
 #: be useful and the autocorrelation check meaningless): no interval then.
 CI_MIN_BATCHES = 10
-#: ... and, for the throughput of a closed loop, never batches of fewer turnovers of the
-#: queries in flight than this: each query's work straddles the batch it completes in by
-#: about one turnover (it was admitted one latency before), so a batch of b turnovers runs
-#: about 1/b of its queries' work outside its own span, which blurs its time and the load the
-#: control variate gives it (on 1M-vector runs of Cosmos, SIFT-like and of Cosmos without
-#: the placement algorithm, DEEP-like: correlation with the control 0.67 and 0.85 with batches
-#: of one turnover, 0.89 and 0.94 with three). The same three correlation times per batch as
-#: the stop test's minimum (cosmos.simulate.ci_min_completions).
-CI_BATCH_TURNOVERS = 3
 
 
 def t_quantile_975(df: float) -> float:
@@ -269,8 +260,7 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     one. Per batch: the time per query (span / completions) and the mean latency. For the
     throughput only the window's first ``n_t`` = :func:`whole_turnovers` completions count,
     and its batches are whole turnovers too (``turnover`` times ``T // k`` or one more, for
-    the ``T`` turnovers; with ``turnover`` > 1 at least :data:`CI_BATCH_TURNOVERS` of them,
-    so at most ``T // 3`` batches): each batch then spans the same phases of the loop's cycle. Throughput
+    the ``T`` turnovers): each batch then spans the same phases of the loop's cycle. Throughput
     is a ratio: its point estimate is ``n_t / (t - lo)``, ``t`` the ``n_t``-th completion
     (the window's own ``n / (hi - lo)`` for an open loop) = 1 / (mean time per
     query), so its interval is the interval of the mean time per query ``g`` turned over,
@@ -285,9 +275,8 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
     a throughput batch of whole turnovers holds at least that many;
     stop at :data:`CI_MIN_BATCHES` batches: if the batch means are still positively
     correlated there (lag-1 >= :data:`CI_MAX_LAG1`), their batches are shorter than
-    ``min_batch_queries``, or the window holds fewer than ``2 x CI_MIN_BATCHES`` completions
-    (for a closed loop's throughput: fewer than ``CI_MIN_BATCHES x CI_BATCH_TURNOVERS``
-    turnovers), no interval is claimed (NaN, and ``ci_note`` says why). If they still alternate there
+    ``min_batch_queries``, or the window holds fewer than ``2 x CI_MIN_BATCHES`` completions,
+    no interval is claimed (NaN, and ``ci_note`` says why). If they still alternate there
     (lag-1 <= :data:`CI_MIN_LAG1`), the interval is claimed, ``qps_ci_conservative`` (for the
     QPS interval) is True and ``ci_note`` says it is conservative: for k batch means of
     variance s2 and autocorrelations r_j, the variance of their mean is
@@ -380,14 +369,11 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
         """(batches, their means, lag-1 autocorrelation, note) of one series by the rule."""
         m, unit = (n_t, u) if which == 0 else (n, 1)
         units = m // unit
-        # fewest units per batch: up to CI_BATCH_TURNOVERS turnovers, as many as leave
-        # CI_MIN_BATCHES batches (a function of the window's size only, not of the outcome)
-        per = min(CI_BATCH_TURNOVERS, max(1, units // CI_MIN_BATCHES)) if unit > 1 else 1
-        if units // per < CI_MIN_BATCHES:
-            return units // per, None, float("nan"), (
+        if units < CI_MIN_BATCHES:
+            return units, None, float("nan"), (
                 f"{m} completions in the window are {units} turnovers of {unit} (the queries "
-                f"in flight), fewer than {CI_MIN_BATCHES} batches of {per}"), False
-        k = min(CI_START_BATCHES, m // 2 if unit == 1 else units // per)
+                f"in flight), fewer than {CI_MIN_BATCHES} batches"), False
+        k = min(CI_START_BATCHES, m // max(2, unit))
         while True:
             means = batches(k, which)
             rho = _lag1(means)
@@ -414,7 +400,7 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
 
     sec = TCK_PS * 1e-12
     k, gap, rho, note, ok = choose(0)
-    out["ci_batches"], out["ci_batch_queries"], out["ci_lag1"] = k, int(n_t // max(k, 1)), rho
+    out["ci_batches"], out["ci_batch_queries"], out["ci_lag1"] = k, int(n_t // k), rho
     notes, caveats = [], []
     if not ok:
         notes.append(f"no QPS interval: {note}")
