@@ -272,10 +272,15 @@ class _SharedPool:
         job = {"fn": fn, "tasks": list(tasks)}
         self._info[id(job)] = {"keys": list(keys), "cost": cost, "then": then}
         if hold is None or hold in self._open:
-            self.jobs.append(job)
-            self._new.append(job)
+            self._release(job)
         else:
             self._held.setdefault(hold, []).append(job)
+
+    def _release(self, job: dict) -> None:
+        """Give ``job`` to the sweep: appended to :attr:`jobs`, and to what :meth:`take`
+        returns next."""
+        self.jobs.append(job)
+        self._new.append(job)
 
     def add(self, fn, tasks, batch_cpu_s: float | None = None) -> list[str]:
         """Jobs for those of ``tasks`` whose results are neither in ``ctx.shared`` nor
@@ -333,8 +338,7 @@ class _SharedPool:
         """Release the jobs waiting for ``gate``, and those that will."""
         self._open.add(gate)
         for job in self._held.pop(gate, []):
-            self.jobs.append(job)
-            self._new.append(job)
+            self._release(job)
 
     def cost(self, job: dict) -> float:
         """A job's place in the pool's order (costliest first)."""
