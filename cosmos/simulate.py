@@ -332,6 +332,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         if num_queries < 1:
             raise ValueError(f"num_queries must be >= 1, got {num_queries}")
         tr = tr.head(num_queries)
+    tr = tr.read_only()     # one compiled engine for every caller's arrays (its docstring)
     Q = tr.num_queries
     if Q == 0:
         raise ValueError("the trace has no queries")

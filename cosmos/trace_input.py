@@ -11,6 +11,7 @@ of the run. cosmos depends only on the contract's array names, never on graphs i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -75,6 +76,23 @@ class TraceArrays:
     @property
     def n(self) -> int:
         return int(self.cluster_nodes.shape[0])
+
+    def read_only(self) -> "TraceArrays":
+        """The same trace with every array a read-only view (the arrays given stay as they
+        are). numba compiles a function once per argument type, and an array's type includes
+        whether it is writable: :func:`cosmos.simulate.simulate` passes every trace in this
+        one form, so a run on a trace read from a file and one on a trace shared read-only
+        (experiments.sim) run the same compiled engine, not two (a recompilation of about a
+        minute)."""
+        def ro(a):
+            if not isinstance(a, np.ndarray) or not a.flags.writeable:
+                return a
+            v = a.view()
+            v.setflags(write=False)
+            return v
+        return dataclasses.replace(self, **{f.name: ro(getattr(self, f.name))
+                                            for f in dataclasses.fields(self)
+                                            if f.name != "meta"})
 
     def head(self, num_queries: int) -> "TraceArrays":
         """The first ``num_queries`` queries (clusters unchanged)."""

@@ -368,12 +368,15 @@ def retrieval_task(system: str, trace_path: str, *, num_queries: int | None = No
     from cosmos.metrics import per_query, steady_window
     from cosmos.presets import get_preset
     from cosmos.simulate import simulate
+    from experiments.sim import read_trace
 
     if mode != "open":
         raise UserError(f"retrieval_task simulates arrivals at a rate: mode must be 'open', "
                         f"got {mode!r}")
-    res = simulate(get_preset(system), str(trace_path), num_queries=num_queries, mode=mode,
-                   rate_qps=rate_qps, seed=seed, progress=False)
+    # the worker's copy of the trace if its last task read the same file (experiments.sim)
+    res = simulate(get_preset(system), read_trace(trace_path), num_queries=num_queries,
+                   mode=mode, rate_qps=rate_qps, seed=seed, progress=False,
+                   trace_name=str(trace_path))
     pq = per_query(res)
     _, _, mask = steady_window(res.state.q_done, warmup)
     win = pq[mask].sort_values("arrival_ns")

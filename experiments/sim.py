@@ -15,7 +15,7 @@ import functools
 from typing import Any
 
 __all__ = ["simulate_task", "simulation_identity", "simulation_cost", "flatten_summary",
-           "per_device_rows", "split_per_device", "with_unit"]
+           "per_device_rows", "split_per_device", "with_unit", "read_trace"]
 
 #: per-device list fields of the summary that :func:`per_device_rows` adds, and their column
 #: there (cosmos.metrics: ``device_tasks`` = cluster-search tasks placed on each device)
@@ -168,7 +168,7 @@ def compile_task(system: str, trace_path: str, *, overrides: dict | None = None,
     :data:`COMPILE_QUERIES` queries of the trace at ``trace_path`` on it."""
     from cosmos.simulate import simulate
 
-    tr = _read_trace(trace_path)
+    tr = read_trace(trace_path)
     simulate(_system_config(system, overrides, placement), tr,
              num_queries=min(COMPILE_QUERIES, tr.num_queries), specialize=True, progress=False,
              trace_name=str(trace_path))
@@ -204,7 +204,7 @@ def _trace_lines(path: str, size: int, mtime_ns: int, num_queries: int | None) -
 _LAST_TRACE: list = []
 
 
-def _read_trace(path: str):
+def read_trace(path: str):
     """The trace at ``path`` (cosmos.trace_input.as_trace), read again only when this process
     has not just read the same file unchanged; its arrays are made read-only, so no run can
     change what the next one reads."""
@@ -249,7 +249,7 @@ def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None
     from cosmos.simulate import simulate
 
     cfg = _system_config(system, overrides, placement)
-    res = simulate(cfg, _read_trace(trace_path), num_queries=num_queries, mode=mode,
+    res = simulate(cfg, read_trace(trace_path), num_queries=num_queries, mode=mode,
                    rate_qps=rate_qps, max_inflight=max_inflight, seed=seed, progress=False,
                    ci_target=ci_target, warmup=warmup, trace_name=str(trace_path))
     summary = res.summary(warmup=warmup)

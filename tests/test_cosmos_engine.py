@@ -418,3 +418,23 @@ def test_response_ring_gives_the_results_of_the_event_heap(name, switch, monkeyp
     for a, b in zip(*runs):
         assert np.array_equal(a, b)
     assert runs[0][0].min() > 0
+
+
+def test_writable_and_read_only_traces_run_one_compiled_engine():
+    """numba types an array with its writability: simulate passes every trace read-only, so a
+    trace loaded from a file and one shared read-only (experiments.sim) do not compile the
+    engine twice (about a minute each at full scale), and their results are the same."""
+    from cosmos import engine, program
+    from cosmos.trace_input import as_trace
+
+    tr = as_trace(make_trace(num_queries=6, hops=3, reads_per_hop=4, seed=3))
+    ro = tr.read_only()
+    assert tr.read_node.flags.writeable and not ro.read_node.flags.writeable
+    assert np.shares_memory(tr.read_node, ro.read_node)
+    cfg = get_preset("cosmos")
+    a = simulate(cfg, tr, progress=False, specialize=False)
+    sigs = (len(engine._run_chunk.signatures), len(program._build.signatures))
+    b = simulate(cfg, ro, progress=False, specialize=False)
+    assert (len(engine._run_chunk.signatures), len(program._build.signatures)) == sigs
+    assert np.array_equal(a.state.q_done, b.state.q_done)
+    assert tr.read_node.flags.writeable          # the caller's arrays are left as they were

@@ -172,8 +172,8 @@ def test_a_worker_reads_a_trace_once_and_no_run_can_change_it(tmp_path):
     tr = make_workload("sift", n=2000, num_queries=30, num_clusters=8, num_probes=2,
                        cache_dir=tmp_path / "cache", progress=False)
     path = save_trace(tmp_path / "sift.npz", tr)
-    first = sim._read_trace(str(path))
-    assert sim._read_trace(str(path)) is first
+    first = sim.read_trace(str(path))
+    assert sim.read_trace(str(path)) is first
     assert not first.read_node.flags.writeable and not first.query_ptr.flags.writeable
     row = simulate_task("cosmos", str(path), num_queries=12)
     direct = flatten_summary(simulate(get_preset("cosmos"), str(path), num_queries=12,
@@ -188,7 +188,7 @@ def test_a_worker_reads_a_trace_once_and_no_run_can_change_it(tmp_path):
                                    num_probes=2, cache_dir=tmp_path / "cache", progress=False),
                overwrite=True)
     os.utime(path, ns=(1, 1))
-    again = sim._read_trace(str(path))
+    again = sim.read_trace(str(path))
     assert again is not first and again.num_queries == 20
     # errors still name the file
     with pytest.raises(UserError, match=str(path)):
