@@ -136,7 +136,7 @@ def _load_npz(path: str) -> dict:
 
     try:  # (a zip file: np.load opens it as an NpzFile)
         with np.load(path, allow_pickle=False) as z:
-            return npz_arrays(z, z.files, path)
+            return npz_arrays(z, z.files, path, mmap=True)
     except (MemoryError, UserError):
         raise
     except Exception as exc:

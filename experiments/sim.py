@@ -197,21 +197,20 @@ def _trace_lines(path: str, size: int, mtime_ns: int, num_queries: int | None) -
     return float(lines)
 
 
-#: The trace this process read last: ((real path, size, modification time), TraceArrays). A
-#: worker of a sweep runs one task after another, most on the same trace (a pool starts the
-#: costliest first, and those of one workload cost alike), and reading and verifying a 1M-vector
-#: trace takes about a second; one is kept, so a worker holds no more than a run needs.
-_LAST_TRACE: list = []
+#: Traces this process has read, the most recently used last: [((real path, size,
+#: modification time), TraceArrays)]. A worker of a sweep runs one task after another, on the
+#: few traces of the run's workloads; reading and verifying a 1M-vector trace takes one to two
+#: seconds, holding one costs little memory (its arrays map the file: cosmos_common.npz), so
+#: the last :data:`KEEP_TRACES` are kept.
+_TRACES: list = []
+KEEP_TRACES = 4
 
 
 def read_trace(path: str):
     """The trace at ``path`` (cosmos.trace_input.as_trace), read again only when this process
-    has not just read the same file unchanged; its arrays are made read-only, so no run can
-    change what the next one reads."""
-    import dataclasses
+    has not read the same file unchanged among its last :data:`KEEP_TRACES`; its arrays are
+    read-only, so no run can change what the next one reads."""
     import os
-
-    import numpy as np
 
     from cosmos.trace_input import as_trace
 
@@ -220,15 +219,13 @@ def read_trace(path: str):
     except OSError:
         return as_trace(str(path))          # its own error, naming the file
     key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
-    if _LAST_TRACE and _LAST_TRACE[0][0] == key:
-        return _LAST_TRACE[0][1]
-    _LAST_TRACE.clear()
-    tr = as_trace(str(path))
-    for f in dataclasses.fields(tr):
-        v = getattr(tr, f.name)
-        if isinstance(v, np.ndarray):
-            v.setflags(write=False)
-    _LAST_TRACE.append((key, tr))
+    for i, (k, tr) in enumerate(_TRACES):
+        if k == key:
+            _TRACES.append(_TRACES.pop(i))
+            return tr
+    tr = as_trace(str(path)).read_only()
+    _TRACES.append((key, tr))
+    del _TRACES[:-KEEP_TRACES]
     return tr
 
 

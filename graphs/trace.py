@@ -324,10 +324,10 @@ def load_trace(path: str | os.PathLike, verify: bool = True) -> LogicalTrace:
             missing = [k for k in TRACE_ARRAYS if k not in z.files]
             if missing:
                 raise ValueError(f"missing keys {missing}")
-            arrays = npz_arrays(z, TRACE_ARRAYS, path)
+            arrays = npz_arrays(z, TRACE_ARRAYS, path, mmap=True)
             for k in (*EXTRA_ARRAYS, *SCAN_ARRAYS):
                 if k in z.files:
-                    arrays[k] = npz_array(z, k, path)
+                    arrays[k] = npz_array(z, k, path, mmap=True)
     except UserError:
         raise
     except ValueError as exc:

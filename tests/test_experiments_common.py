@@ -174,6 +174,9 @@ def test_a_worker_reads_a_trace_once_and_no_run_can_change_it(tmp_path):
     path = save_trace(tmp_path / "sift.npz", tr)
     first = sim.read_trace(str(path))
     assert sim.read_trace(str(path)) is first
+    other = save_trace(tmp_path / "other.npz", tr)      # a second trace: both stay held
+    held = sim.read_trace(str(other))
+    assert sim.read_trace(str(path)) is first and sim.read_trace(str(other)) is held
     assert not first.read_node.flags.writeable and not first.query_ptr.flags.writeable
     row = simulate_task("cosmos", str(path), num_queries=12)
     direct = flatten_summary(simulate(get_preset("cosmos"), str(path), num_queries=12,

@@ -191,3 +191,40 @@ def test_groundtruth_shape_reads_only_headers(tmp_path):
     assert groundtruth_shape(tmp_path / "g.bin") == (4, 3)
     ids0, d0 = read_groundtruth(tmp_path / "g.bin", n=0)
     assert ids0.shape == (0, 3) and d0.shape == (0, 3)
+
+
+def test_npz_members_stored_uncompressed_are_mapped_read_only(tmp_path):
+    """npz_array(mmap=True): the bytes of an uncompressed member mapped, not read (equal
+    arrays, read-only, any dtype and order); a member that cannot be mapped (compressed,
+    empty) or a damaged one is read as without mmap, with the same errors."""
+    from cosmos_common import UserError
+    from cosmos_common.npz import npz_array
+
+    arrays = {"i32": np.arange(7, dtype=np.int32), "f64": np.asfortranarray(np.ones((3, 5))),
+              "u8": np.arange(256, dtype=np.uint8), "empty": np.zeros(0, np.int64),
+              "meta": np.array('{"k": 1}')}
+    plain, packed = tmp_path / "plain.npz", tmp_path / "packed.npz"
+    np.savez(plain, **arrays)
+    np.savez_compressed(packed, **arrays)
+    for path, mapped in ((plain, True), (packed, False)):
+        with np.load(path) as z:
+            for key, want in arrays.items():
+                got = npz_array(z, key, path, mmap=True)
+                assert type(got) is np.ndarray and got.dtype == want.dtype
+                assert np.array_equal(got, want) and got.shape == want.shape
+                assert got.flags.writeable == (not mapped or want.size == 0), key
+    import zipfile
+
+    with zipfile.ZipFile(plain) as zf:                  # damage the .npy header of "u8"
+        info = zf.getinfo("u8.npy")
+    raw = bytearray(plain.read_bytes())
+    name_len, extra_len = np.frombuffer(raw[info.header_offset + 26:info.header_offset + 30],
+                                        "<u2")
+    at = info.header_offset + 30 + int(name_len) + int(extra_len)
+    assert raw[at:at + 6] == b"\x93NUMPY"
+    raw[at:at + 6] = b"garbag"
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(raw))
+    with np.load(bad) as z:
+        with pytest.raises(UserError, match=r"bad.npz: key 'u8' cannot be read"):
+            npz_array(z, "u8", bad, mmap=True)
