@@ -307,7 +307,8 @@ def save_trace(path: str | os.PathLike, trace: LogicalTrace, overwrite: bool = F
 
 
 def load_trace(path: str | os.PathLike, verify: bool = True) -> LogicalTrace:
-    """Read a trace written by :func:`save_trace`.
+    """Read a trace written by :func:`save_trace`. Its arrays are read-only memory maps of
+    the file (cosmos_common.npz): nothing is read until used.
 
     Raises
     ------
