@@ -373,7 +373,7 @@ def retrieval_task(system: str, trace_path: str, *, num_queries: int | None = No
     if mode != "open":
         raise UserError(f"retrieval_task simulates arrivals at a rate: mode must be 'open', "
                         f"got {mode!r}")
-    # the worker's copy of the trace if its last task read the same file (experiments.sim)
+    # the worker's copy of the trace if it has read the same file (experiments.sim)
     res = simulate(get_preset(system), read_trace(trace_path), num_queries=num_queries,
                    mode=mode, rate_qps=rate_qps, seed=seed, progress=False,
                    trace_name=str(trace_path))

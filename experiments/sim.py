@@ -181,19 +181,23 @@ def _trace_lines(path: str, size: int, mtime_ns: int, num_queries: int | None) -
     import numpy as np
 
     from cosmos.layout import lines_for
+    from cosmos_common.npz import npz_array
 
     with np.load(path, allow_pickle=False) as z:
-        meta = json.loads(str(z["meta"]))
-        query_ptr = z["query_ptr"]
+        def arr(key):       # mapped: only the few entries used are read from the file
+            return npz_array(z, key, path, mmap=True)
+
+        meta = json.loads(str(arr("meta")))
+        query_ptr = arr("query_ptr")
         nq = len(query_ptr) - 1 if num_queries is None else min(len(query_ptr) - 1, num_queries)
         searches = int(query_ptr[nq])
-        hops = int(z["search_hop_ptr"][searches])
-        reads = int(z["hop_read_ptr"][hops])
+        hops = int(arr("search_hop_ptr")[searches])
+        reads = int(arr("hop_read_ptr")[hops])
         lines = hops + reads * lines_for(meta["vector_bytes"])
         if "scan_count" in z.files:            # scan traces (graphs.ivfpq): the lists' codes
-            codes = z["scan_count"][:searches].astype(np.int64) * int(meta["code_bytes"])
+            codes = arr("scan_count")[:searches].astype(np.int64) * int(meta["code_bytes"])
             lines += int(np.sum(-(-codes // 64)))
-            lines += int(z["rerank_ptr"][nq]) * lines_for(meta["vector_bytes"])
+            lines += int(arr("rerank_ptr")[nq]) * lines_for(meta["vector_bytes"])
     return float(lines)
 
 

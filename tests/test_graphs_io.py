@@ -197,6 +197,8 @@ def test_npz_members_stored_uncompressed_are_mapped_read_only(tmp_path):
     """npz_array(mmap=True): the bytes of an uncompressed member mapped, not read (equal
     arrays, read-only, any dtype and order); a member that cannot be mapped (compressed,
     empty) or a damaged one is read as without mmap, with the same errors."""
+    import zipfile
+
     from cosmos_common import UserError
     from cosmos_common.npz import npz_array
 
@@ -213,8 +215,6 @@ def test_npz_members_stored_uncompressed_are_mapped_read_only(tmp_path):
                 assert type(got) is np.ndarray and got.dtype == want.dtype
                 assert np.array_equal(got, want) and got.shape == want.shape
                 assert got.flags.writeable == (not mapped or want.size == 0), key
-    import zipfile
-
     with zipfile.ZipFile(plain) as zf:                  # damage the .npy header of "u8"
         info = zf.getinfo("u8.npy")
     raw = bytearray(plain.read_bytes())
