@@ -53,14 +53,27 @@ STOP_ALL, STOP_CI = "all queries", "ci-target"
 CI_MIN_QUERIES = 2_000
 #: ... and correlation times per batch (see :data:`CI_MIN_QUERIES`).
 CI_MIN_TURNOVERS = 3
+#: The same for an open loop (Poisson arrivals), whose stop test is on the mean latency: half
+#: of the closed loop's counts. Neither reason for those is as strong here. The run starts
+#: empty and fills at the arrival rate, not with every context at once, and an unsaturated
+#: system holds fewer queries than it has contexts (Little's law: arrival rate x latency), so
+#: it forgets its past sooner than a closed loop. Half still leaves a window of at least 12
+#: batches of ``max_inflight`` completions. An estimate; measured at 1M vectors, every
+#: latency_load point of the `--full` preset (six systems, 20-90 % load) stopped by it read
+#: within the interval of the run of 2,000 queries (docs/experiments.md).
+CI_MIN_QUERIES_OPEN = 1_000
 
 
-def ci_min_completions(max_inflight: int) -> int:
+def ci_min_completions(max_inflight: int, mode: str = "closed") -> int:
     """Completions before the first stop test of ``ci_target`` (:data:`CI_MIN_QUERIES`):
-    ``max(2000, 30 x max_inflight)``: 2,000 for the host's 32 threads and for Cosmos's 64
-    contexts on four devices, 7,680 for 256 contexts on 16 devices."""
+    in a closed loop ``max(2000, 30 x max_inflight)``: 2,000 for the host's 32 threads and
+    for Cosmos's 64 contexts on four devices, 7,680 for 256 contexts on 16 devices; in an
+    open loop (:data:`CI_MIN_QUERIES_OPEN`) half of that."""
     from cosmos.metrics import CI_MIN_BATCHES
 
+    if mode == "open":
+        return max(CI_MIN_QUERIES_OPEN,
+                   CI_MIN_BATCHES * CI_MIN_TURNOVERS * int(max_inflight) // 2)
     return max(CI_MIN_QUERIES, CI_MIN_BATCHES * CI_MIN_TURNOVERS * int(max_inflight))
 
 
@@ -285,13 +298,14 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         requests, and for shorter ones once the configuration's build has run on this
         machine (:func:`cosmos.specialize.is_compiled`: loading it then compiles nothing).
     ci_target : float, optional
-        Stop once the 95 % confidence interval of the steady-state QPS is this tight (its
+        Stop once the 95 % confidence interval of the steady-state QPS (closed loop) or of the
+        mean latency (open loop, whose throughput is the arrival rate) is this tight (its
         half-width over the estimate, e.g. 0.01; :func:`cosmos.metrics.batch_means_ci` on
-        the completions so far, with the steady-state window of ``warmup`` and, in closed
-        loop, the control variate of the summary: the trace's load per memory instance, so
-        the interval is for the throughput on the whole trace's queries). Tested every
-        :func:`ci_check_every` completions, never before ``ci_min_queries`` completions
-        (default: :func:`ci_min_completions`, ``max(2000, 30 x max_inflight)``). When it
+        the completions so far, with the steady-state window of ``warmup`` and the control
+        variate of the summary: the trace's load per memory instance, so the interval is for
+        the whole trace's queries). Tested every :func:`ci_check_every` completions, never
+        before ``ci_min_queries`` completions (default: :func:`ci_min_completions`,
+        ``max(2000, 30 x max_inflight)`` in a closed loop, half in an open one). When it
         holds, no further query of the trace is admitted; the queries already admitted run to
         completion (the drain, which the steady-state window leaves out as it does at the
         end of a whole trace), so the result is the first ``SimResult.queries`` queries of
@@ -461,11 +475,11 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     next_check = Q + 1
     load_trace = None
     if ci_target is not None:
-        if mode == "closed":        # the control variate of the QPS interval (cosmos.metrics)
-            from cosmos.metrics import query_instance_requests
+        # the control variate of the summary's interval (cosmos.metrics)
+        from cosmos.metrics import query_instance_requests
 
-            load_trace = query_instance_requests(pg, n_inst)
-        next_check = ci_min_completions(max_inflight) if ci_min_queries is None \
+        load_trace = query_instance_requests(pg, n_inst)
+        next_check = ci_min_completions(max_inflight, mode) if ci_min_queries is None \
             else int(ci_min_queries)
     while True:
         t_stop = int(st.scal[0]) + chunk_cycles
@@ -478,7 +492,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         done = int(st.scal[SC_DONE])
         if stopped == STOP_ALL and done >= next_check and not finished:
             if _ci_reached(st.q_done, st.q_arrival, ci_target, warmup, max_inflight,
-                           load_trace):
+                           load_trace, mode):
                 admitted = int(st.scal[SC_NEXTQ])
                 if admitted < Q:
                     # admit no more queries: those in flight run to completion
@@ -528,25 +542,37 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
 
 
 def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,
-                warmup: float, max_inflight: int, load_trace: np.ndarray | None = None) -> bool:
+                warmup: float, max_inflight: int, load_trace: np.ndarray | None = None,
+                mode: str = "closed") -> bool:
     """The stop test of ``simulate(ci_target=...)``: over the queries completed so far, with
-    the steady-state window of ``warmup``, is the QPS interval's relative half-width at most
-    ``ci_target``? (False when no interval can be claimed yet, or only a conservative one.)
-    ``load_trace``: the control variate of a closed-loop run, as the summary uses it; given,
-    the throughput counts whole turnovers of ``max_inflight`` completions, as the summary's
-    does for a closed loop."""
+    the steady-state window of ``warmup``, is the relative half-width of the QPS interval
+    (closed loop) or of the mean latency's (open loop) at most ``ci_target``? (False when no
+    interval can be claimed yet, or only a conservative one.) ``load_trace``: the requests of
+    every trace query on every memory instance, for the control variate as the summary uses
+    it (a closed loop's throughput, an open loop's latency); given in a closed loop, the
+    throughput counts whole turnovers of ``max_inflight`` completions, as the summary's does."""
     from cosmos.metrics import batch_means_ci, steady_window
 
     ran = q_done >= 0
     done = q_done[ran]
     arr = q_arrival[ran]
     lo, hi, mask = steady_window(done, warmup)
-    control = {} if load_trace is None else \
-        {"load": load_trace[ran][mask], "load_trace": load_trace}
+    open_loop = mode == "open"
+    control = {}
+    if load_trace is not None:
+        if open_loop:
+            from cosmos.metrics import query_work
+
+            work = query_work(load_trace)
+            control = {"work": work[ran][mask], "work_trace": work}
+        else:
+            control = {"load": load_trace[ran][mask], "load_trace": load_trace}
     ci = batch_means_ci(done[mask], (done[mask] - arr[mask]) * (TCK_PS / 1000.0), lo, hi,
                         min_batch_queries=max_inflight,
-                        turnover=1 if load_trace is None else max_inflight, **control)
+                        turnover=max_inflight if control and not open_loop else 1, **control)
     # only an interval whose batch means passed the independence check stops a run: one
     # claimed as conservative (alternating batch means at the fewest batches) is not
     # evidence of precision (a noisy lag-1 of 10 batches can look alternating)
-    return bool(ci["qps_ci_rel_halfwidth"] <= ci_target and not ci["qps_ci_conservative"])
+    what = "latency" if open_loop else "qps"
+    return bool(ci[f"{what}_ci_rel_halfwidth"] <= ci_target
+                and not ci[f"{what}_ci_conservative"])

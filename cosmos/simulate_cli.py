@@ -52,13 +52,14 @@ def register(subparsers) -> None:
                    help="override a config field, e.g. gpc.cores=4 (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed (open-loop arrivals, placement)")
     p.add_argument("--ci-target", type=float, default=None, metavar="REL",
-                   help="stop once the 95%% confidence interval of the steady-state QPS has a "
-                        "relative half-width <= REL (e.g. 0.01), tested every 2 x queries in "
-                        "flight completions after max(2000, 30 x queries in flight); the "
-                        "queries in flight then finish and no more are admitted")
+                   help="stop once the 95%% confidence interval of the steady-state QPS "
+                        "(closed loop; open loop: of the mean latency) has a relative "
+                        "half-width <= REL (e.g. 0.01), tested every 2 x queries in flight "
+                        "completions after max(2000, 30 x queries in flight) (open loop: "
+                        "half); the queries in flight then finish and no more are admitted")
     p.add_argument("--ci-min-queries", type=int, default=None, metavar="N",
                    help="with --ci-target: completions before the first stop test (default "
-                        "max(2000, 30 x queries in flight))")
+                        "max(2000, 30 x queries in flight); open loop: half)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 

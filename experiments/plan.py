@@ -392,11 +392,11 @@ def _queries_range(task: dict, scale) -> tuple[int, int]:
 
     most = scale.num_queries if task.get("num_queries") is None else \
         min(int(task["num_queries"]), scale.num_queries)
-    if task.get("ci_target") is None or task.get("mode", "closed") != "closed":
+    if task.get("ci_target") is None:
         return most, most
     cfg = _system_config(task["system"], task.get("overrides"), task.get("placement"))
     inflight = task.get("max_inflight") or default_max_inflight(cfg)
-    return min(most, ci_min_completions(inflight)), most
+    return min(most, ci_min_completions(inflight, task.get("mode", "closed"))), most
 
 
 def _per_query(scale, family: str) -> float:

@@ -244,8 +244,9 @@ def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None
     Returns the flattened summary (qps, latency percentiles in ns, breakdown in ns, link and
     DRAM figures) plus the ``tags`` given, so a sweep's rows carry their own coordinates; with
     ``per_device``, also ``"per_device"``: a list of per-device records (:func:`per_device_rows`).
-    With ``ci_target``, the simulation stops once its QPS interval is that tight
-    (cosmos.simulate); ``num_queries`` and ``stopped`` of the row say how it ended.
+    With ``ci_target``, the simulation stops once its QPS interval (closed loop) or mean
+    latency interval (open loop) is that tight (cosmos.simulate); ``num_queries`` and
+    ``stopped`` of the row say how it ended.
     """
     from cosmos.simulate import simulate
 

@@ -63,4 +63,5 @@ ADDED_LATER = {"trace_queries", "stopped", "ci_target", "qps_ci_low", "qps_ci_hi
                "ci_level", "ci_batches", "ci_batch_queries", "ci_lag1", "ci_note",
                "energy_per_query_mJ", "power_avg_W", "energy_breakdown_mJ_per_query",
                "qps_per_W", "ci_stop_completions",
-               "qps_ci_conservative", "qps_ci_control", "ci_control_corr", "qps_queries"}
+               "qps_ci_conservative", "qps_ci_control", "ci_control_corr", "qps_queries",
+               "latency_ci_rel_halfwidth", "latency_ci_control"}
