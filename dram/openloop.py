@@ -242,7 +242,9 @@ def _run(params, H, rec, flags, bits, pow2, adm_arrival, adm_fifo, fifo_ptr, cha
                         and H[_u(oc + K.Q_ACT)] == 0 and H[_u(oc + K.C_PDL)] == 0:
                     # idle until request nxt arrives: every tick through its arrival cycle
                     # (nothing is offered before), at most max_work of them per call
-                    reached, nt = K.advance_channel(params, H, g, t + 2, a, scratch, True,
+                    # (``jump`` is True here; passed as the variable, so that numba
+                    # compiles advance_channel once, not again for a literal True)
+                    reached, nt = K.advance_channel(params, H, g, t + 2, a, scratch, jump,
                                                     max_work)
                     work += nt
                     adv += nt
