@@ -360,10 +360,11 @@ BACKLOG_GROWTH_LIMIT = 0.5
 
 def retrieval_task(system: str, trace_path: str, *, num_queries: int | None = None,
                    mode: str = "open", rate_qps: float | None = None, seed: int = 0,
-                   warmup: float = 0.1) -> dict:
+                   warmup: float = 0.1, ci_target: float | None = None) -> dict:
     """Open-loop simulation of retrieval system ``system`` at ``rate_qps``: the steady
     window's per-query latencies (ns, in arrival order) and whether the run fell behind its
-    arrivals. A sweep task, kept in the simulation cache like a simulation
+    arrivals. With ``ci_target`` the run stops once its mean latency is known that well
+    (cosmos.simulate). A sweep task, kept in the simulation cache like a simulation
     (:meth:`experiments.runner.Context.sweep`)."""
     from cosmos.metrics import per_query, steady_window
     from cosmos.presets import get_preset
@@ -376,7 +377,7 @@ def retrieval_task(system: str, trace_path: str, *, num_queries: int | None = No
     # the worker's copy of the trace if it has read the same file (experiments.sim)
     res = simulate(get_preset(system), read_trace(trace_path), num_queries=num_queries,
                    mode=mode, rate_qps=rate_qps, seed=seed, progress=False,
-                   trace_name=str(trace_path))
+                   ci_target=ci_target, trace_name=str(trace_path))
     pq = per_query(res)
     _, _, mask = steady_window(res.state.q_done, warmup)
     win = pq[mask].sort_values("arrival_ns")

@@ -69,13 +69,18 @@ def simulation_tasks(ctx) -> list:
 
 def _open_loop(ctx, closed: list[dict]):
     """(capacities, rates, [(system, rate)], tasks) of the open-loop retrieval runs from the
-    rows of :func:`simulation_tasks`: each rate below a system's own capacity."""
+    rows of :func:`simulation_tasks`: each rate below a system's own capacity; up to
+    experiments.latency_load.STOP_UP_TO_LOAD of it, a run stops once its mean latency meets
+    the scale's ``ci_target``, as the load sweep's points do."""
+    from experiments.latency_load import STOP_UP_TO_LOAD
+
     path = ctx.trace_file(ctx.families[0])
     cap = {r["system"]: r["qps"] for r in closed}
     rates = [f * cap["cosmos"] for f in RETRIEVAL_FRACTIONS]
     todo = [(s, q) for s in SYSTEMS for q in rates if q < cap[s]]
     tasks = [dict(system=s, trace_path=str(path), num_queries=ctx.scale.sweep_queries,
-                  mode="open", rate_qps=q, seed=ctx.seed, tags={"system": s})
+                  mode="open", rate_qps=q, seed=ctx.seed, tags={"system": s},
+                  ci_target=ctx.scale.ci_target if q <= STOP_UP_TO_LOAD * cap[s] else None)
              for s, q in todo]
     return cap, rates, todo, tasks
 
