@@ -379,7 +379,8 @@ def retrieval_task(system: str, trace_path: str, *, num_queries: int | None = No
                    mode=mode, rate_qps=rate_qps, seed=seed, progress=False,
                    ci_target=ci_target, trace_name=str(trace_path))
     pq = per_query(res)
-    _, _, mask = steady_window(res.state.q_done, warmup)
+    # the summary's window: a run stopped by ci_target, up to its stop test
+    _, _, mask = steady_window(res.state.q_done[:res.queries], warmup, res.ci_until_cycle)
     win = pq[mask].sort_values("arrival_ns")
     arr, done = pq["arrival_ns"].to_numpy(), pq["done_ns"].to_numpy()
     arrival_span = float(arr.max() - arr.min())

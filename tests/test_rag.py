@@ -319,3 +319,22 @@ def test_rag_ttft_experiment_on_a_small_trace(tmp_path):
     rag_ttft.run(ctx2)
     assert ctx2.sims[0] == ctx2.sims[1] > 0
     assert (out2 / "rag_ttft.csv").read_bytes() == (out / "rag_ttft.csv").read_bytes()
+
+
+def test_retrieval_task_stopped_by_ci_target(tmp_path):
+    """A retrieval run stopped by ci_target returns the latencies of the window its stop test
+    passed on, as the summary of that run reports them."""
+    from cosmos.metrics import steady_window
+    from cosmos.presets import get_preset
+    from cosmos.simulate import simulate
+    from cosmos_helpers import make_trace
+
+    path = tmp_path / "t.npz"
+    np.savez(path, **make_trace(num_queries=1500, hops=3, reads_per_hop=4, seed=1))
+    row = rag.retrieval_task("base", str(path), num_queries=1500, mode="open", rate_qps=2e4,
+                             seed=0, ci_target=0.02)
+    assert row["num_queries"] < 1500
+    res = simulate(get_preset("base"), str(path), mode="open", rate_qps=2e4, seed=0,
+                   ci_target=0.02, progress=False)
+    _, _, mask = steady_window(res.state.q_done[:res.queries], 0.1, res.ci_until_cycle)
+    assert len(row["latencies_ns"]) == int(mask.sum()) < res.queries
