@@ -30,10 +30,12 @@ Definitions
   is used; ``ci_control_corr`` is the correlation). ``qps`` is then the controlled estimate
   and the interval is for the throughput on the trace's queries; ``qps_window`` stays the
   window's plain rate.
-- Control variate of the mean latency (open loop): a query's latency tracks its DRAM
-  requests on the memory instance it loads most, known for every query of the trace.
-  :func:`batch_means_ci` corrects the mean latency by it in the same way, where that narrows
-  the interval (``latency_ci_control`` names it then); ``latency_mean_ns`` is then the
+- Control variates of the mean latency (open loop): a query's latency tracks its DRAM
+  requests, in all (a search run by the host) or on the memory instance it loads most
+  (searches run near the data), both known for every query of the trace
+  (:func:`query_work`). :func:`batch_means_ci` corrects the mean latency by them in the same
+  way, where that narrows the interval (``latency_ci_control`` names them then);
+  ``latency_mean_ns`` is then the
   controlled estimate, for the trace's queries, and ``latency_ci_rel_halfwidth`` the
   interval's half-width over it. (Closed loop: the latency's interval is plain; its
   throughput carries the control.)
@@ -136,17 +138,29 @@ def query_instance_requests(program, num_instances: int) -> np.ndarray:
 
 
 def query_work(load: np.ndarray) -> np.ndarray:
-    """(Q, 2) float64 from :func:`query_instance_requests`'s (Q, I) ``load``: each query's DRAM
-    requests in all and on the memory instance it loads most, the control variates of an
-    open loop's mean latency (:func:`batch_means_ci`). A search run by the host waits on all
-    of its reads, one after another; searches run near the data wait on their slowest
-    memory. With one instance the two are the same: one column."""
+    """(Q, 2) float64 (or (Q, 1), below) from :func:`query_instance_requests`'s (Q, I)
+    ``load``: each query's DRAM requests in all and on the memory instance it loads most,
+    the control variates of an open loop's mean latency (:func:`batch_means_ci`). A search
+    run by the host waits on all of its reads, one after another; searches run near the data
+    wait on their slowest memory. With one instance the two are the same: one column."""
     load = np.asarray(load)
     total = load.sum(axis=1).astype(np.float64)
     busiest = load.max(axis=1).astype(np.float64)
     if np.array_equal(total, busiest):
         return total[:, None]
     return np.stack([total, busiest], axis=1)
+
+
+def ci_controls(mode: str, load_trace: np.ndarray, rows: np.ndarray) -> dict:
+    """:func:`batch_means_ci`'s control-variate arguments for the completions ``rows``
+    (indices into the trace's queries, in the order given to it) of a run of ``mode``, from
+    :func:`query_instance_requests`'s ``load_trace``: a closed loop's throughput is
+    controlled by the load per memory instance, an open loop's mean latency by
+    :func:`query_work` (its rate is the arrivals')."""
+    if mode == "closed":
+        return {"load": load_trace[rows], "load_trace": load_trace}
+    work = query_work(load_trace)
+    return {"work": work[rows], "work_trace": work}
 
 
 def _busiest_load(load: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -466,24 +480,6 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
                     f"so the interval is wider than the error")
         return k, means, rho, note, ok
 
-    def controlled(y, x, mu, k):
-        """(estimate correction, half-width, correlation, slope) of the batch means ``y``
-        regressed on the control's batch means ``x`` of known mean ``mu`` (Lavenberg &
-        Welch; None where ``x`` does not vary)."""
-        xc = x - x.mean()
-        sxx = float(xc @ xc)
-        if sxx <= 0:
-            return None
-        yc = y - y.mean()
-        b = float(xc @ yc) / sxx
-        resid = yc - b * xc
-        dx = float(x.mean()) - mu
-        h_c = t_quantile_975(k - 2) * np.sqrt(float(resid @ resid) / (k - 2)
-                                              * (1.0 / k + dx * dx / sxx))
-        yy = float(yc @ yc)
-        corr = float(xc @ yc / np.sqrt(sxx * yy)) if yy > 0 else 0.0
-        return b * dx, h_c, corr, b
-
     sec = TCK_PS * 1e-12
     k, gap, rho, note, ok = choose(0)
     out["ci_batches"], out["ci_batch_queries"], out["ci_lag1"] = k, int(n_t // k), rho
@@ -499,12 +495,21 @@ def batch_means_ci(done_cycles: np.ndarray, latency_ns: np.ndarray, lo_cycles: i
         h = t_quantile_975(k - 1) * gap.std(ddof=1) / np.sqrt(k)
         if load is not None:
             edges = edges_of(k, n_t, u)
-            c = controlled(gap, _busiest_load(load[:n_t], edges),
-                           _busiest_load_mean(np.asarray(load_trace), np.diff(edges)), k)
-            if c is not None:
-                shift, h_c, out["ci_control_corr"], b = c
-                if b > 0 and h_c < h and g - shift > h_c:
-                    g, h = g - shift, h_c
+            x = _busiest_load(load[:n_t], edges)
+            xc = x - x.mean()
+            sxx = float(xc @ xc)
+            if sxx > 0:
+                gc = gap - gap.mean()
+                b = float(xc @ gc) / sxx
+                resid = gc - b * xc
+                dx = float(x.mean()) - _busiest_load_mean(np.asarray(load_trace),
+                                                               np.diff(edges))
+                h_c = t_quantile_975(k - 2) * np.sqrt(float(resid @ resid) / (k - 2)
+                                                      * (1.0 / k + dx * dx / sxx))
+                gg = float(gc @ gc)
+                out["ci_control_corr"] = float(xc @ gc / np.sqrt(sxx * gg)) if gg > 0 else 0.0
+                if b > 0 and h_c < h and g - b * dx > h_c:
+                    g, h = g - b * dx, h_c
                     out["qps_ci_control"] = "busiest memory instance"
                     out["qps_controlled"] = 1.0 / (g * sec)
         out["qps_ci_low"] = 1.0 / ((g + h) * sec)
@@ -631,14 +636,9 @@ def summary(res, warmup: float = 0.1) -> dict:
     lat = pq["latency_ns"].to_numpy()[mask]
     qps_queries = n_win
     if steady:
-        turnover = 1
-        load_trace = query_instance_requests(res.program, res.num_instances)
-        if res.mode == "closed":
-            control = {"load": load_trace[:Q][mask], "load_trace": load_trace}
-            turnover = in_flight
-        else:   # the rate is the arrivals': the figure measured is the latency
-            work = query_work(load_trace)
-            control = {"work": work[:Q][mask], "work_trace": work}
+        turnover = in_flight if res.mode == "closed" else 1
+        control = ci_controls(res.mode, query_instance_requests(res.program, res.num_instances),
+                              np.flatnonzero(mask))
         ci = batch_means_ci(q_done[mask], lat, lo, hi, min_batch_queries=in_flight,
                             turnover=turnover, **control)
         # the throughput of the window's whole turnovers (whole_turnovers)

@@ -59,8 +59,9 @@ CI_MIN_TURNOVERS = 3
 #: system holds fewer queries than it has contexts (Little's law: arrival rate x latency), so
 #: it forgets its past sooner than a closed loop. Half still leaves a window of at least 12
 #: batches of ``max_inflight`` completions. An estimate; measured at 1M vectors, every
-#: latency_load point of the `--full` preset (six systems, 20-90 % load) stopped by it read
-#: within the interval of the run of 2,000 queries (docs/experiments.md).
+#: latency_load point of the `--full` preset at 20-60 % load (six systems) stopped by it read
+#: within the interval of the run of 2,000 queries; at 80 % load two did not, so the sweep
+#: stops only up to 60 % (experiments.latency_load.STOP_UP_TO_LOAD, docs/experiments.md).
 CI_MIN_QUERIES_OPEN = 1_000
 
 
@@ -551,22 +552,15 @@ def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,
     every trace query on every memory instance, for the control variate as the summary uses
     it (a closed loop's throughput, an open loop's latency); given in a closed loop, the
     throughput counts whole turnovers of ``max_inflight`` completions, as the summary's does."""
-    from cosmos.metrics import batch_means_ci, steady_window
+    from cosmos.metrics import batch_means_ci, ci_controls, steady_window
 
     ran = q_done >= 0
     done = q_done[ran]
     arr = q_arrival[ran]
     lo, hi, mask = steady_window(done, warmup)
     open_loop = mode == "open"
-    control = {}
-    if load_trace is not None:
-        if open_loop:
-            from cosmos.metrics import query_work
-
-            work = query_work(load_trace)
-            control = {"work": work[ran][mask], "work_trace": work}
-        else:
-            control = {"load": load_trace[ran][mask], "load_trace": load_trace}
+    control = {} if load_trace is None else \
+        ci_controls(mode, load_trace, np.flatnonzero(ran)[mask])
     ci = batch_means_ci(done[mask], (done[mask] - arr[mask]) * (TCK_PS / 1000.0), lo, hi,
                         min_batch_queries=max_inflight,
                         turnover=max_inflight if control and not open_loop else 1, **control)
