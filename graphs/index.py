@@ -358,6 +358,72 @@ def _build_vamana_clusters(base, metric, params, cluster_ptr, cluster_nodes, med
     return results
 
 
+def cluster_medoids(base, centroids: np.ndarray, cluster_ptr: np.ndarray,
+                    cluster_nodes: np.ndarray) -> np.ndarray:
+    """(C,) int64: the position of each cluster's member nearest to its centroid (DiskANN's
+    entry point; Vamana's build starts there), in float64 with ties to the first member."""
+    C = len(cluster_ptr) - 1
+    medoid = np.empty(C, dtype=np.int64)
+    for c in range(C):
+        s, e = cluster_ptr[c], cluster_ptr[c + 1]
+        x = np.asarray(base[cluster_nodes[s:e]], dtype=np.float64)
+        dd = ((x - centroids[c].astype(np.float64)) ** 2).sum(axis=1)
+        medoid[c] = s + int(np.argmin(dd))
+    return medoid
+
+
+def assemble_graphs(results: list, cluster_ptr: np.ndarray):
+    """One index's CSR arrays from its clusters' graphs (:func:`_build_one`'s results, local
+    ids): ``(indptr, indices, hnsw_entry, hnsw_levels, upper_indptr, upper_indices)`` over
+    positions, as :class:`ClusteredIndex` holds them."""
+    n = int(cluster_ptr[-1])
+    deg = np.concatenate([np.diff(r[0]) for r in results])
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    indices = np.concatenate([r[1].astype(np.int64) + cluster_ptr[c] for c, r in enumerate(results)]).astype(np.int32)
+    hnsw_entry = np.array([r[2] + cluster_ptr[c] for c, r in enumerate(results)], dtype=np.int64)
+    hnsw_levels = np.array([r[3] for r in results], dtype=np.int32)
+    L = int(hnsw_levels.max(initial=0))
+    rows_all, nb_all = [], []
+    for lev in range(1, L + 1):
+        for c, r in enumerate(results):
+            if lev <= r[3]:
+                rows, nb = r[4][lev - 1]
+                rows_all.append((lev - 1) * n + cluster_ptr[c] + rows)
+                nb_all.append(nb.astype(np.int64) + cluster_ptr[c])
+    rows = np.concatenate(rows_all) if rows_all else np.zeros(0, np.int64)
+    nbs = np.concatenate(nb_all).astype(np.int32) if nb_all else np.zeros(0, np.int32)
+    upper_indptr = np.zeros(L * n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=L * n), out=upper_indptr[1:])
+    return indptr, indices, hnsw_entry, hnsw_levels, upper_indptr, nbs
+
+
+def build_hnsw_clusters(base, metric: str, params: IndexParams, cluster_ptr: np.ndarray,
+                        cluster_nodes: np.ndarray, threads: int, bar=None,
+                        seed_ids: np.ndarray | None = None) -> list:
+    """One hnswlib graph per cluster (:func:`_build_one`'s results, local ids), ``threads``
+    clusters at a time, largest first; cluster ``c``'s graph is seeded by ``seed_ids[c]``
+    (default ``c``) and the index seed, so the result does not depend on ``threads``."""
+    C = len(cluster_ptr) - 1
+    sizes = np.diff(cluster_ptr)
+    ids = np.arange(C) if seed_ids is None else np.asarray(seed_ids)
+    results: list = [None] * C
+
+    def work(c):
+        s, e = cluster_ptr[c], cluster_ptr[c + 1]
+        x = np.asarray(base[cluster_nodes[s:e]], dtype=np.float32)
+        results[c] = _build_one(x, metric, params.M, params.ef_construction,
+                                _cluster_seed(params.seed, int(ids[c])))
+        return c
+
+    order = np.argsort(-sizes, kind="stable")  # largest first: better load balance
+    with ThreadPoolExecutor(max_workers=threads) as ex:
+        for c in ex.map(work, order):
+            if bar is not None:
+                bar.update(int(sizes[c]))
+    return results
+
+
 def build_index(
     dataset: Dataset, params: IndexParams = IndexParams(), threads: int | None = None, progress: bool = True
 ) -> ClusteredIndex:
@@ -384,15 +450,8 @@ def build_index(
         # cannot happen for C <= n after re-seeding, except with duplicate points: fail clearly
         raise ValueError(f"k-means produced {int(np.sum(sizes == 0))} empty clusters; use fewer num_clusters")
 
-    # medoid: member nearest to the centroid (DiskANN's entry point; Vamana's build starts there)
-    medoid = np.empty(C, dtype=np.int64)
-    for c in range(C):
-        s, e = cluster_ptr[c], cluster_ptr[c + 1]
-        x = np.asarray(base[cluster_nodes[s:e]], dtype=np.float64)
-        dd = ((x - centroids[c].astype(np.float64)) ** 2).sum(axis=1)
-        medoid[c] = s + int(np.argmin(dd))
+    medoid = cluster_medoids(base, centroids, cluster_ptr, cluster_nodes)
 
-    results: list = [None] * C
     threads = threads or os.cpu_count() or 1
     bar = None
     if progress:
@@ -403,39 +462,12 @@ def build_index(
         results = _build_vamana_clusters(base, dataset.metric, params, cluster_ptr, cluster_nodes, medoid,
                                          threads, bar)
     else:
-        def work(c):
-            s, e = cluster_ptr[c], cluster_ptr[c + 1]
-            x = np.asarray(base[cluster_nodes[s:e]], dtype=np.float32)
-            results[c] = _build_one(x, dataset.metric, params.M, params.ef_construction,
-                                    _cluster_seed(params.seed, c))
-            return c
-
-        order = np.argsort(-sizes, kind="stable")  # largest first: better load balance
-        with ThreadPoolExecutor(max_workers=threads) as ex:
-            for c in ex.map(work, order):
-                if bar is not None:
-                    bar.update(int(sizes[c]))
+        results = build_hnsw_clusters(base, dataset.metric, params, cluster_ptr, cluster_nodes,
+                                      threads, bar)
     if bar is not None:
         bar.close()
 
-    deg = np.concatenate([np.diff(r[0]) for r in results])
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(deg, out=indptr[1:])
-    indices = np.concatenate([r[1].astype(np.int64) + cluster_ptr[c] for c, r in enumerate(results)]).astype(np.int32)
-    hnsw_entry = np.array([r[2] + cluster_ptr[c] for c, r in enumerate(results)], dtype=np.int64)
-    hnsw_levels = np.array([r[3] for r in results], dtype=np.int32)
-    L = int(hnsw_levels.max(initial=0))
-    rows_all, nb_all = [], []
-    for lev in range(1, L + 1):
-        for c, r in enumerate(results):
-            if lev <= r[3]:
-                rows, nb = r[4][lev - 1]
-                rows_all.append((lev - 1) * n + cluster_ptr[c] + rows)
-                nb_all.append(nb.astype(np.int64) + cluster_ptr[c])
-    rows = np.concatenate(rows_all) if rows_all else np.zeros(0, np.int64)
-    nbs = np.concatenate(nb_all).astype(np.int32) if nb_all else np.zeros(0, np.int32)
-    upper_indptr = np.zeros(L * n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=L * n), out=upper_indptr[1:])
+    indptr, indices, hnsw_entry, hnsw_levels, upper_indptr, nbs = assemble_graphs(results, cluster_ptr)
     idx = ClusteredIndex(
         params=params,
         metric=dataset.metric,
