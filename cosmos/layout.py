@@ -200,6 +200,7 @@ def build_layout(
     vector_ranks: int = 0,
     fields: AddressFields | None = None,
     code_bytes: int = 0,
+    node_pos: np.ndarray | None = None,
 ) -> Layout:
     """Lay out the clustered index on the devices.
 
@@ -226,6 +227,10 @@ def build_layout(
     code_bytes : int
         > 0: a scan index (module docstring): no node entries (``node_addr`` all 0), a list
         region of ``code_bytes`` per position first, then the embedding region.
+    node_pos : (m,) int64, optional
+        A templated trace's node ids (graphs.templates): the logical position of each, in
+        increasing order. The layout is that of the whole logical index, but the returned
+        per-node arrays hold only these m nodes (``cluster_nodes`` is not used).
 
     Raises
     ------
@@ -236,7 +241,11 @@ def build_layout(
     cluster_nodes = np.asarray(cluster_nodes, dtype=np.int64)
     cluster_device = np.asarray(cluster_device, dtype=np.int64)
     C = cluster_ptr.shape[0] - 1
-    n = cluster_nodes.shape[0]
+    if node_pos is not None:
+        node_pos = np.asarray(node_pos, dtype=np.int64)
+        n = node_pos.shape[0]
+    else:
+        n = cluster_nodes.shape[0]
     if cluster_device.shape != (C,):
         raise ValueError(f"placement has {cluster_device.shape[0]} entries, expected one per "
                          f"cluster ({C})")
@@ -252,14 +261,19 @@ def build_layout(
     order = np.lexsort((np.arange(C), cluster_device))
     per_dev_count = np.bincount(cluster_device, weights=sizes, minlength=num_devices).astype(np.int64)
     cl_offset, _ = _offsets_on_device(order, cluster_device, sizes, num_devices)
-    member_cluster = np.repeat(np.arange(C, dtype=np.int64), sizes)
-    pos_in_cluster = np.arange(n, dtype=np.int64) - np.repeat(cluster_ptr[:-1], sizes)
-    local = np.empty(n, dtype=np.int64)
-    node_device = np.full(n, -1, dtype=np.int64)
-    local[cluster_nodes] = cl_offset[member_cluster] + pos_in_cluster
-    node_device[cluster_nodes] = cluster_device[member_cluster]
-    if n and node_device.min() < 0:
-        raise ValueError("cluster_nodes does not cover every node exactly once")
+    if node_pos is None:
+        member_cluster = np.repeat(np.arange(C, dtype=np.int64), sizes)
+        pos_in_cluster = np.arange(n, dtype=np.int64) - np.repeat(cluster_ptr[:-1], sizes)
+        local = np.empty(n, dtype=np.int64)
+        node_device = np.full(n, -1, dtype=np.int64)
+        local[cluster_nodes] = cl_offset[member_cluster] + pos_in_cluster
+        node_device[cluster_nodes] = cluster_device[member_cluster]
+        if n and node_device.min() < 0:
+            raise ValueError("cluster_nodes does not cover every node exactly once")
+    else:   # only the nodes a templated trace touches, by logical position
+        member_cluster = np.searchsorted(cluster_ptr, node_pos, side="right") - 1
+        local = cl_offset[member_cluster] + node_pos - cluster_ptr[member_cluster]
+        node_device = cluster_device[member_cluster]
 
     max_nodes = int(per_dev_count.max()) if C else 0
     list_addr = None
@@ -369,7 +383,7 @@ def graph_cache_nodes(trace, hops: int, capacity_bytes: int, node_lines: int) ->
     shortest path. Returns the cached node ids, (m,) int64.
     """
     hops = int(hops)
-    n = int(trace.cluster_nodes.shape[0])
+    n = int(trace.n)
     per_node = int(node_lines) * LINE_BYTES
     budget = int(capacity_bytes) // per_node
     if hops < 0 or budget <= 0 or n == 0:

@@ -21,6 +21,7 @@ from cosmos.layout import (AddressFields, Layout, build_layout, graph_cache_node
 from cosmos.program import Program, build_program, pool_sizes
 from cosmos.systems import model_for
 from cosmos.trace_input import TraceArrays, as_trace, check_trace_for
+from cosmos_common.sysinfo import physical_memory_bytes
 
 MODES = ("closed", "open")
 
@@ -153,16 +154,6 @@ def check_arrival_span(num_queries: int, rate_qps) -> float:
                          f"({limit_s:.3g} s); give a rate of at least "
                          f"{num_queries / limit_s:.3g} per second")
     return span_cycles
-
-
-def physical_memory_bytes() -> int | None:
-    """The machine's physical memory (None where ``os.sysconf`` cannot tell)."""
-    import os
-
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        return None
 
 
 def check_memory(cfg: SystemConfig, G: int, heap_bytes: int, engine_bytes: int,
@@ -383,7 +374,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                           spread=cfg.layout_spread,
                           vector_ranks=dcfg.ranks if model.rank_pus else 1, fields=fields,
                           code_bytes=int(tr.meta["code_bytes"]) if model.index != "graph"
-                          else 0)
+                          else 0, node_pos=tr.node_pos)
     if model.host_cache:
         # the host DRAM graph cache is one more memory instance, after the devices
         gc = cfg.graph_cache

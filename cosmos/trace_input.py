@@ -59,6 +59,9 @@ class TraceArrays:
     scan_count: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     rerank_ptr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     rerank_node: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    #: a cluster-template trace (docs/contracts.md, "Templated traces"): the logical position
+    #: of each node id, increasing; ``cluster_nodes`` is then empty
+    node_pos: np.ndarray | None = None
 
     @property
     def index_kind(self) -> str:
@@ -75,7 +78,15 @@ class TraceArrays:
 
     @property
     def n(self) -> int:
+        """Node ids of the trace: every vector, or the touched nodes of a templated trace."""
+        if self.node_pos is not None:
+            return int(self.node_pos.shape[0])
         return int(self.cluster_nodes.shape[0])
+
+    @property
+    def vectors(self) -> int:
+        """Vectors of the (logical) index: the clusters' sizes summed."""
+        return int(self.cluster_ptr[-1])
 
     def read_only(self) -> "TraceArrays":
         """The same trace with every array a read-only view (the arrays given stay as they
@@ -114,7 +125,8 @@ class TraceArrays:
             search_hop_ptr=self.search_hop_ptr[: s_end + 1], hop_node=self.hop_node[:h_end],
             hop_degree=self.hop_degree[:h_end], hop_read_ptr=self.hop_read_ptr[: h_end + 1],
             read_node=self.read_node[:r_end], hop_cand_inserts=self.hop_cand_inserts[:h_end],
-            cluster_adjacency=self.cluster_adjacency, centroids=self.centroids, **scan)
+            cluster_adjacency=self.cluster_adjacency, centroids=self.centroids,
+            node_pos=self.node_pos, **scan)
 
 
 def _load_npz(path: str) -> dict:
@@ -245,11 +257,15 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
             raise ValueError(f"{label}: {ptr_key!r} must start at 0, never decrease and end at "
                              f"len({items_key}) = {n_items}")
 
-    n = arrays["cluster_nodes"].shape[0]
+    node_pos = _node_positions(src, label, kind, arrays, verify)
+    n = arrays["cluster_nodes"].shape[0] if node_pos is None else node_pos.shape[0]
     S = arrays["search_cluster"].shape[0]
     H = arrays["hop_node"].shape[0]
     R = arrays["read_node"].shape[0]
-    csr("cluster_ptr", n, "cluster_nodes")
+    if node_pos is None:
+        csr("cluster_ptr", n, "cluster_nodes")
+    else:
+        csr("cluster_ptr", int(meta.get("n", -1)), "the logical index (meta 'n')")
     csr("query_ptr", S, "search_cluster")
     csr("search_hop_ptr", H, "hop_node")
     csr("hop_read_ptr", R, "read_node")
@@ -275,8 +291,9 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
     max_degree = _meta_int(label, meta, "max_degree", low=0 if kind != "graph" else 1)
     _meta_int(label, meta, "dim", high=vector_bytes, high_text=" (at most one dimension per "
               "byte of meta 'vector_bytes')")
-    _meta_int(label, meta, "k", high=max(n, 1), high_text=" (at most the n = "
-              f"{n} vectors of the clusters)")
+    vecs = int(arrays["cluster_ptr"][-1])
+    _meta_int(label, meta, "k", high=max(vecs, 1), high_text=" (at most the n = "
+              f"{vecs} vectors of the clusters)")
     # the search's candidate-list size L sets the cost of an insertion (cosmos.config.
     # candidate_insert_cycles)
     _meta_int(label, meta, "cand_list_len", high=2**31 - 1)
@@ -304,7 +321,31 @@ def as_trace(src, *, name: str | None = None) -> TraceArrays:
                 and (key != "search_entry" or kind == "graph"):
             arrays[key] = a.astype(np.int32)
     scan = _scan_arrays(src, label, kind, meta, arrays, verify) if kind != "graph" else {}
-    return TraceArrays(meta=meta, **arrays, **opt, **scan)
+    return TraceArrays(meta=meta, **arrays, **opt, **scan, node_pos=node_pos)
+
+
+def _node_positions(src, label, kind, arrays, verify) -> np.ndarray | None:
+    """A templated trace's ``node_pos`` (int64, strictly increasing inside the logical
+    positions), or None for a trace that numbers every vector."""
+    v = _get(src, "node_pos")
+    if v is None or np.asarray(v).size == 0:
+        return None
+    a = np.asarray(v)
+    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"{label}: 'node_pos' must be a 1-D integer array, got {a.dtype} "
+                         f"shape {a.shape}")
+    verify("node_pos", a)
+    if kind != "graph":
+        raise ValueError(f"{label}: a {kind!r} trace cannot be templated (node_pos given)")
+    if arrays["cluster_nodes"].shape[0]:
+        raise ValueError(f"{label}: a templated trace (node_pos) must have an empty "
+                         "'cluster_nodes'")
+    a = a.astype(np.int64, copy=False)
+    hi = int(arrays["cluster_ptr"][-1]) if arrays["cluster_ptr"].shape[0] else 0
+    if a[0] < 0 or a[-1] >= hi or np.any(np.diff(a) <= 0):
+        raise ValueError(f"{label}: 'node_pos' must increase strictly inside the logical "
+                         f"positions [0, {hi})")
+    return a
 
 
 def _scan_arrays(src, label, kind, meta, arrays, verify) -> dict:

@@ -6,6 +6,8 @@ Main entry points (imported lazily, so ``import graphs`` stays light):
   :func:`graphs.cached_trace` -- the trace it has cached for the same arguments, or None;
   :func:`graphs.make_workloads` / :func:`graphs.cached_traces` -- the same at several probe
   counts, traced by one search at the largest
+- :func:`graphs.make_template_workload` -- a logical clustered index of N vectors (up to a
+  billion) whose probes are real searches on T template clusters (:mod:`graphs.templates`)
 - :func:`graphs.get_dataset`, :class:`graphs.Dataset`, :func:`graphs.load_dataset`
 - :func:`graphs.get_index` / :func:`graphs.build_index`, :class:`graphs.IndexParams`
 - :func:`graphs.build_vamana` / :func:`graphs.robust_prune` -- DiskANN's Vamana graph of one set of
@@ -25,6 +27,7 @@ _EXPORTS = {
     "trace_indexes": "workload",
     "export_clusters": "workload",
     "DEFAULTS": "workload",
+    "make_template_workload": "templates",
     "Dataset": "dataset",
     "load_dataset": "dataset",
     "real_dataset": "dataset",

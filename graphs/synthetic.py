@@ -41,12 +41,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SyntheticSpec", "SPECS", "generate", "synthetic_dataset"]
+__all__ = ["SyntheticSpec", "SPECS", "generate", "generate_with_modes", "generate_mode",
+           "synthetic_dataset"]
 
 _BLOCK = 8192
 #: bump when the generated vectors change (part of the cache keys of synthetic datasets)
 GENERATOR_VERSION = 2
-_STREAM_MODEL, _STREAM_BASE, _STREAM_QUERY = 0, 1, 2
+_STREAM_MODEL, _STREAM_BASE, _STREAM_QUERY, _STREAM_MODE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,21 @@ def _post(spec: SyntheticSpec, x: np.ndarray) -> np.ndarray:
 
 
 def _block(spec, model, seed, stream, b, rows):
+    return _block_modes(spec, model, seed, stream, b, rows)[0]
+
+
+def _block_modes(spec, model, seed, stream, b, rows):
+    """A block of rows and the mixture mode of each row."""
     centers, basis, w, shift = model
     rng = np.random.default_rng([seed, stream, b])
     m = rng.choice(len(w), size=rows, p=w)
+    return _rows_of_modes(spec, model, rng, m, stream), m
+
+
+def _rows_of_modes(spec, model, rng, m, stream):
+    """Rows of the given modes ``m`` drawn from ``rng`` (latent, then noise, then post)."""
+    centers, basis, w, shift = model
+    rows = len(m)
     z = rng.normal(size=(rows, spec.rank))
     x = centers[m] + spec.noise * rng.normal(size=(rows, spec.dim))
     order = np.argsort(m, kind="stable")
@@ -143,19 +156,47 @@ def generate(spec: SyntheticSpec | str, n: int, seed: int = 0, queries: bool = F
     -------
     numpy.ndarray, shape (n, spec.dim), dtype spec.dtype
     """
-    if isinstance(spec, str):
-        if spec not in SPECS:
-            raise ValueError(f"unknown synthetic dataset '{spec}'; expected one of {', '.join(SPECS)}")
-        spec = SPECS[spec]
+    return generate_with_modes(spec, n, seed, queries)[0]
+
+
+def generate_with_modes(spec: SyntheticSpec | str, n: int, seed: int = 0,
+                        queries: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`generate` and the mixture mode of each row, ``(vectors, (n,) int16 modes)``."""
+    spec = _spec(spec)
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     model = _model(spec, seed)
     stream = _STREAM_QUERY if queries else _STREAM_BASE
     out = np.empty((n, spec.dim), dtype=spec.dtype)
+    modes = np.empty(n, dtype=np.int16)
     for b, s in enumerate(range(0, n, _BLOCK)):
         e = min(n, s + _BLOCK)
-        out[s:e] = _block(spec, model, seed, stream, b, _BLOCK)[: e - s]
-    return out
+        x, m = _block_modes(spec, model, seed, stream, b, _BLOCK)
+        out[s:e], modes[s:e] = x[: e - s], m[: e - s]
+    return out, modes
+
+
+def generate_mode(spec: SyntheticSpec | str, mode: int, rows: int, seed: int,
+                  key: tuple[int, ...]) -> np.ndarray:
+    """``rows`` base vectors of the family drawn from its mixture mode ``mode`` alone (the
+    base distribution conditioned on that mode), from the independent stream
+    ``default_rng([seed, 3, *key])``: what graphs.templates grows a template cluster from."""
+    spec = _spec(spec)
+    model = _model(spec, seed)
+    rng = np.random.default_rng([seed, _STREAM_MODE, *key])
+    return _rows_of_modes(spec, model, rng, np.full(rows, mode, np.int64), _STREAM_BASE)
+
+
+def num_modes(spec: SyntheticSpec | str) -> int:
+    return _spec(spec).num_modes
+
+
+def _spec(spec: SyntheticSpec | str) -> SyntheticSpec:
+    if isinstance(spec, str):
+        if spec not in SPECS:
+            raise ValueError(f"unknown synthetic dataset '{spec}'; expected one of {', '.join(SPECS)}")
+        spec = SPECS[spec]
+    return spec
 
 
 def synthetic_dataset(name: str, n: int, num_queries: int = 1000, seed: int = 0, gt_k: int = 100):

@@ -50,6 +50,10 @@ EXTRA_ARRAYS = {"query_recall": np.float32}
 # scan elements (optional on load: empty for a graph trace and in files written before them)
 SCAN_ARRAYS = {"scan_first": np.int64, "scan_count": np.int64, "rerank_ptr": np.int64,
                "rerank_node": np.int32}
+#: a cluster-template trace (graphs.templates): its node ids number only the nodes it touches,
+#: ``node_pos`` giving each one's logical position (``cluster_nodes`` is then empty), and
+#: ``template_of`` the template cluster each logical cluster's searches ran on
+TEMPLATE_ARRAYS = {"node_pos": np.int64, "template_of": np.int32}
 #: meta ``index_kind`` of a trace without one (files written before scan traces existed)
 DEFAULT_INDEX_KIND = "graph"
 SCAN_KINDS = ("ivfpq", "exact")
@@ -88,9 +92,11 @@ class LogicalTrace:
     scan_count: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     rerank_ptr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     rerank_node: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    node_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    template_of: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
 
     def __post_init__(self):
-        for k, dt in {**TRACE_ARRAYS, **EXTRA_ARRAYS, **SCAN_ARRAYS}.items():
+        for k, dt in {**TRACE_ARRAYS, **EXTRA_ARRAYS, **SCAN_ARRAYS, **TEMPLATE_ARRAYS}.items():
             setattr(self, k, np.asarray(getattr(self, k), dtype=dt))
         self.validate()
 
@@ -106,6 +112,17 @@ class LogicalTrace:
     @property
     def num_searches(self) -> int:
         return len(self.search_cluster)
+
+    @property
+    def is_templated(self) -> bool:
+        """A cluster-template trace (graphs.templates): node ids number the touched nodes,
+        ``node_pos`` holds their logical positions."""
+        return len(self.node_pos) > 0
+
+    @property
+    def num_nodes(self) -> int:
+        """Node ids of the trace: the touched nodes of a templated trace, else every vector."""
+        return len(self.node_pos) if self.is_templated else len(self.cluster_nodes)
 
     @property
     def index_kind(self) -> str:
@@ -126,7 +143,8 @@ class LogicalTrace:
             if len(ptr) < 1 or ptr[0] != 0 or ptr[-1] != m or np.any(np.diff(ptr) < 0):
                 raise ValueError(f"trace: {name} is not a CSR pointer over {m} entries")
 
-        csr("cluster_ptr", self.cluster_ptr, len(self.cluster_nodes))
+        csr("cluster_ptr", self.cluster_ptr,
+            int(self.meta["n"]) if self.is_templated else len(self.cluster_nodes))
         csr("query_ptr", self.query_ptr, len(self.search_cluster))
         csr("search_hop_ptr", self.search_hop_ptr, len(self.hop_node))
         csr("hop_read_ptr", self.hop_read_ptr, len(self.read_node))
@@ -148,6 +166,30 @@ class LogicalTrace:
         if len(self.query_recall) not in (0, Q):
             raise ValueError(f"trace: query_recall has {len(self.query_recall)} entries, expected {Q}")
         self._validate_scan()
+        self._validate_templates()
+
+    def _validate_templates(self) -> None:
+        """A templated trace: no ``cluster_nodes``, ``node_pos`` strictly increasing inside
+        the logical positions, every node id below its length, ``template_of`` one template
+        (a logical cluster) per cluster."""
+        if not self.is_templated:
+            if len(self.template_of):
+                raise ValueError("trace: template_of given without node_pos")
+            return
+        if self.is_scan:
+            raise ValueError("trace: a scan trace cannot be templated")
+        n, m, C = int(self.meta["n"]), len(self.node_pos), self.num_clusters
+        if len(self.cluster_nodes):
+            raise ValueError("trace: a templated trace (node_pos) has no cluster_nodes")
+        if self.node_pos[0] < 0 or self.node_pos[-1] >= n or np.any(np.diff(self.node_pos) <= 0):
+            raise ValueError(f"trace: node_pos must increase strictly inside [0, {n})")
+        for name in ("search_entry", "hop_node", "read_node"):
+            a = getattr(self, name)
+            if a.size and (a.min() < 0 or a.max() >= m):
+                raise ValueError(f"trace: {name} outside the {m} node ids of node_pos")
+        t = self.template_of
+        if len(t) != C or (C and (t.min() < 0 or t.max() >= C)):
+            raise ValueError(f"trace: template_of needs one cluster id in [0, {C}) per cluster")
 
     def _validate_scan(self) -> None:
         """A scan trace: one scan element per search inside its list, no hops, ``code_bytes``
@@ -298,7 +340,8 @@ def save_trace(path: str | os.PathLike, trace: LogicalTrace, overwrite: bool = F
     The JSON meta gets an added ``checksums`` entry (blake2b per array) checked by
     :func:`load_trace`.
     """
-    keys = (*TRACE_ARRAYS, *EXTRA_ARRAYS, *(SCAN_ARRAYS if trace.is_scan else ()))
+    keys = (*TRACE_ARRAYS, *EXTRA_ARRAYS, *(SCAN_ARRAYS if trace.is_scan else ()),
+            *(TEMPLATE_ARRAYS if trace.is_templated else ()))
     arrays = {k: getattr(trace, k) for k in keys}
     meta = dict(trace.meta)
     meta["checksums"] = {k: array_checksum(v) for k, v in arrays.items()}
@@ -326,7 +369,7 @@ def load_trace(path: str | os.PathLike, verify: bool = True) -> LogicalTrace:
             if missing:
                 raise ValueError(f"missing keys {missing}")
             arrays = npz_arrays(z, TRACE_ARRAYS, path, mmap=True)
-            for k in (*EXTRA_ARRAYS, *SCAN_ARRAYS):
+            for k in (*EXTRA_ARRAYS, *SCAN_ARRAYS, *TEMPLATE_ARRAYS):
                 if k in z.files:
                     arrays[k] = npz_array(z, k, path, mmap=True)
     except UserError:

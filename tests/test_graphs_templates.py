@@ -1,0 +1,152 @@
+"""Cluster-template workloads (graphs.templates): identity with the real index when every
+cluster is its own template, the logical geometry, grown templates, the templated trace in
+the system model, and one-line refusals of impossible requests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosmos.presets import PAPER_SYSTEMS, get_preset
+from cosmos.simulate import simulate
+from cosmos_common import UserError
+from graphs import load_trace, make_workload, save_trace
+from graphs.index import IndexParams
+from graphs.kmeans import assign
+from graphs.templates import (TemplateParams, _scaled_sizes, build_templates, choose_templates,
+                              estimate_bytes, make_template_workload, positional,
+                              template_assignment)
+
+SMALL = dict(n=3000, num_queries=40, num_clusters=16, num_probes=4)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def real(cache):
+    return make_workload("sift", **SMALL, cache_dir=cache, progress=False)
+
+
+@pytest.fixture(scope="module")
+def identity(cache):
+    return make_template_workload("sift", num_templates=SMALL["num_clusters"], **SMALL,
+                                  cache_dir=cache, progress=False)
+
+
+def test_every_cluster_its_own_template_is_the_real_trace(real, identity):
+    """T = C at a size the sample holds: the same k-means, members, graphs and searches, so
+    the trace equals the real one with its node ids as logical positions."""
+    a, b = positional(real), positional(identity)
+    assert a.keys() == b.keys()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert identity.meta["exact_geometry"] is True
+    assert identity.meta["templated"] is True
+    assert len(identity.cluster_nodes) == 0 and identity.num_nodes == len(identity.node_pos)
+    np.testing.assert_array_equal(identity.template_of, np.arange(SMALL["num_clusters"]))
+
+
+@pytest.mark.parametrize("system", PAPER_SYSTEMS)
+def test_every_cluster_its_own_template_simulates_identically(real, identity, system):
+    cfg = get_preset(system)
+    a = simulate(cfg, real, progress=False).summary()
+    b = simulate(cfg, identity, progress=False).summary()
+    assert a["qps"] == b["qps"]
+    assert a["latency_mean_ns"] == b["latency_mean_ns"]
+
+
+def test_templated_trace_round_trips_and_is_cached(cache, tmp_path):
+    kw = dict(SMALL, num_templates=3, cache_dir=cache, progress=False)
+    tr = make_template_workload("sift", **kw)
+    again = make_template_workload("sift", **kw)
+    for key in ("node_pos", "read_node", "hop_node", "result_ids", "template_of"):
+        np.testing.assert_array_equal(getattr(tr, key), getattr(again, key))
+    path = save_trace(tmp_path / "t.npz", tr)
+    back = load_trace(path)
+    np.testing.assert_array_equal(back.node_pos, tr.node_pos)
+    assert back.meta["num_templates"] == 3
+    # three templates serve every cluster; a template stands for itself
+    assert len(set(tr.template_of.tolist())) == 3
+    for t in set(tr.template_of.tolist()):
+        assert tr.template_of[t] == t
+    assert 0.9 <= tr.meta["recall"] <= 1.0
+    assert all(0.8 <= r <= 1.0 for r in tr.meta["template_recall"])
+
+
+def test_grown_templates_are_members_of_their_cluster(cache):
+    """Beyond the sample, a template is grown from the conditioned distribution: every
+    member's nearest logical centroid is its cluster, and the sizes are the logical ones."""
+    p = TemplateParams("sift", n=120_000, num_clusters=8, num_templates=2, sample_rows=12_000)
+    ti = build_templates(p, IndexParams(num_clusters=8), threads=1, progress=False)
+    assert not ti.exact_geometry
+    assert int(ti.sizes.sum()) == 120_000
+    ptr = ti.index.cluster_ptr
+    for j, t in enumerate(ti.templates):
+        members = ti.vectors[ptr[j]:ptr[j + 1]]
+        assert len(members) == ti.sizes[t]
+        assert np.all(assign(members, ti.centroids, "l2") == t)
+        assert ti.grown_rows[j] > 0
+
+
+def test_large_templated_workload_simulates(cache):
+    tr = make_template_workload("sift", n=100_000, num_queries=30, num_clusters=8,
+                                num_templates=2, num_probes=2, sample_rows=8_000,
+                                cache_dir=cache, progress=False)
+    assert int(tr.cluster_ptr[-1]) == 100_000
+    assert tr.num_nodes < 100_000            # only the touched nodes are numbered
+    r = simulate(get_preset("cosmos"), tr, progress=False).summary()
+    assert r["qps"] > 0
+
+
+def test_scaled_sizes_sum_and_round():
+    s = _scaled_sizes(np.array([3, 1, 1]), 10)
+    assert s.sum() == 10 and list(s) == [6, 2, 2]
+    s = _scaled_sizes(np.array([1, 1, 1]), 10)
+    assert list(s) == [4, 3, 3]
+
+
+def test_templates_at_size_quantiles_and_nearest_size():
+    sizes = np.array([10, 100, 1000, 20, 200, 2000, 30, 300])
+    t = choose_templates(sizes, 2)
+    assert len(t) == 2
+    of = template_assignment(sizes, t)
+    assert all(of[x] == x for x in t)
+    logs = np.log(sizes[t])
+    for c in range(len(sizes)):
+        assert abs(np.log(sizes[c]) - np.log(sizes[of[c]])) == pytest.approx(
+            np.min(np.abs(np.log(sizes[c]) - logs)))
+    np.testing.assert_array_equal(choose_templates(sizes, len(sizes)), np.arange(len(sizes)))
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(num_clusters=5000, n=3000), "num_clusters=5000 must be at most n=3000"),
+    (dict(num_templates=17), "num_templates=17 must be at most num_clusters=16"),
+    (dict(num_templates=0), "num_templates=0 must be an integer >= 1"),
+    (dict(num_clusters=0), "num_clusters=0 must be an integer >= 1"),
+    (dict(n=3 * 10**9), "must be below 2**31"),
+    (dict(num_probes=17), "num_probes=17 must be in 1..num_clusters=16"),
+])
+def test_bad_requests_get_one_line(cache, change, words):
+    kw = dict(SMALL, num_templates=4, cache_dir=cache, progress=False)
+    kw.update(change)
+    with pytest.raises(UserError, match=words.replace("*", r"\*")):
+        make_template_workload("sift", **kw)
+
+
+def test_templates_that_do_not_fit_memory_are_refused_before_building(cache, monkeypatch):
+    import cosmos_common.sysinfo as sysinfo
+
+    monkeypatch.setattr(sysinfo, "physical_memory_bytes", lambda: 10**8)
+    with pytest.raises(UserError, match=r"needs about .* GB, more than 80 % of this machine"):
+        make_template_workload("deep", n=10**9, num_queries=10, num_clusters=1024,
+                               num_templates=64, cache_dir=cache, progress=False)
+
+
+def test_memory_estimate_grows_with_templates():
+    ip = IndexParams()
+    small = estimate_bytes(TemplateParams("sift", 10**9, 1024, 2), ip)
+    big = estimate_bytes(TemplateParams("sift", 10**9, 1024, 8), ip)
+    assert big > 1.5 * small > 0
