@@ -27,11 +27,21 @@ built. A templated workload has
   the assignment rule of the index) is the template's.
 - every query routed to its ``num_probes`` nearest logical centroids; a probe into logical
   cluster c is a real traced search on template ``t(c)`` (the template nearest in size; a
-  template stands for itself) with the query carried into the template's frame,
-  ``q - centroid(c) + centroid(t(c))`` (L2: a translation keeps every distance; for inner
-  product the query is searched as it is, which ranks the template's members as the
-  translated members would be ranked, and the merge adds the constant
-  ``-<q, centroid(c) - centroid(t(c))>``).
+  template stands for itself, with the query itself). How a probe of another cluster reaches
+  its template is ``carry``:
+
+  - ``"surrogate"`` (default): the search runs a *surrogate query* of the template, a query of
+    the family's query stream (after the workload's own, ``surrogate_pool`` of them) whose
+    probe of the same rank is the template, with the nearest *gap* (its distance to that
+    centroid over its distance to its nearest centroid; for inner product the score
+    difference). The probe's work is then that of a query that relates to the template as
+    the logical query relates to its cluster, drawn from the template's own queries.
+  - ``"translate"``: the query carried into the template's frame, ``q - centroid(c) +
+    centroid(t(c))`` (L2 keeps every distance; for inner product the query is searched as it
+    is and the merge adds ``-<q, centroid(c) - centroid(t(c))>``). Measured at 50,000
+    vectors and 64 clusters (docs/graphs.md), this makes 3-7 % more distance computations
+    than the real index: the offset that places a query near cluster c places it off the
+    template's own data, where a search explores more. Surrogates are within 0.3 %.
 
 Each template member stands at a logical position of every cluster it serves: member ``p`` of
 a template of size ``s_t`` is position ``cluster_ptr[c] + p * s_c // s_t`` of cluster c
@@ -41,7 +51,9 @@ only the nodes it touches: ``node_pos`` holds their logical positions in increas
 ``hop_node``, ``read_node`` and ``search_entry`` are indices into it (``cluster_nodes`` is
 empty: a billion positions are never materialized). ``result_ids`` are logical positions.
 
-Recall: end-to-end recall@k against the N-vector ground truth cannot be computed; each
+``result_ids`` merge each probe's own top-k (of the surrogate where one ran), so they are
+logical positions but not the logical query's answer. Recall: end-to-end recall@k against the
+N-vector ground truth cannot be computed; each
 template's own recall@k (its searches' top-k against the exact top-k of the carried query
 among the template's members) is measured on up to ``recall_samples`` of its searches and
 recorded in the meta (``template_recall``), and the trace's ``recall`` is their mean weighted
@@ -377,15 +389,80 @@ def build_templates(p: TemplateParams, index: IndexParams = IndexParams(),
                          idx, vectors, geo.exact, grown)
 
 
+#: how a probe of a cluster that is not a template reaches its template (module docstring)
+CARRY_MODES = ("surrogate", "translate")
+
+
+def default_pool(num_clusters: int) -> int:
+    """Surrogate pool size: queries of the family's query stream after the workload's own,
+    about 100 per template and probe rank on average (an estimate: enough for the nearest
+    gap to be close; the pool is routed once, a few seconds per million queries)."""
+    return int(min(2_000_000, max(50_000, 100 * num_clusters)))
+
+
+def _route_gaps(router, q: np.ndarray, P: int, metric: str):
+    """The ``P`` nearest logical centroids of each query (as :func:`graphs.search.route`) and
+    each probe's gap: its distance over the nearest probe's (L2), or its score minus the
+    nearest's (inner product)."""
+    c = router.centroids
+    q = np.asarray(q, dtype=np.float32)
+    dots = q @ c.T
+    score = -dots if metric == "ip" else np.einsum("ij,ij->i", c, c)[None, :] - 2.0 * dots
+    probes = np.argsort(score, axis=1, kind="stable")[:, :P].astype(np.int64)
+    top = np.take_along_axis(score, probes, axis=1).astype(np.float64)
+    if metric == "ip":
+        gap = top - top[:, :1]
+    else:
+        d = np.sqrt(np.maximum(top + np.einsum("ij,ij->i", q, q)[:, None], 0.0))
+        gap = d / np.maximum(d[:, :1], 1e-12)
+    return probes, gap
+
+
+class _Surrogates:
+    """For a probe of logical cluster c at probe rank j standing in for template t: the pool
+    query whose rank-j probe is t with the nearest gap (ties to the first in the pool)."""
+
+    def __init__(self, router, pool: np.ndarray, P: int, metric: str, templates: np.ndarray):
+        self.pool = np.asarray(pool, np.float32)
+        probes, gap = _route_gaps(router, self.pool, P, metric)
+        self.table = {}
+        for t in templates:
+            for j in range(P):
+                rows = np.flatnonzero(probes[:, j] == t)
+                if rows.size == 0:
+                    continue
+                order = np.lexsort((rows, gap[rows, j]))
+                self.table[(int(t), j)] = (gap[rows[order], j], rows[order])
+
+    def pick(self, t: np.ndarray, rank: np.ndarray, gap: np.ndarray) -> np.ndarray:
+        out = np.empty((len(t), self.pool.shape[1]), np.float32)
+        for i, (tt, j, g) in enumerate(zip(t.tolist(), rank.tolist(), gap.tolist())):
+            entry = self.table.get((tt, j))
+            if entry is None:       # no pool query probes t at this rank: the nearest rank
+                js = [jj for (t2, jj) in self.table if t2 == tt]
+                if not js:
+                    raise RuntimeError(f"template {tt}: no pool query probes it; use a "
+                                       "larger surrogate pool")
+                entry = self.table[(tt, min(js, key=lambda x: (abs(x - j), x)))]
+            gaps, rows = entry
+            k = int(np.searchsorted(gaps, g))
+            if k == len(gaps) or (k > 0 and g - gaps[k - 1] <= gaps[k] - g):
+                k -= 1
+            out[i] = self.pool[rows[max(k, 0)]]
+        return out
+
+
 def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
                     cand_list_len: int = 64, k: int = 10, entry: str = "medoid",
                     recall_samples: int = DEFAULT_RECALL_SAMPLES, chunk: int = 512,
-                    progress: bool = True) -> LogicalTrace:
+                    progress: bool = True, carry: str = "surrogate",
+                    surrogate_pool: int | None = None) -> LogicalTrace:
     """Route every query over the logical centroids, search each probe on its template with
     the carried query, and return the logical trace (module docstring)."""
     p = ti.params
     C, T = len(ti.sizes), len(ti.templates)
     check_search_params(p.n, len(queries), C, num_probes, cand_list_len, k, entry)
+    surrogate_pool = default_pool(C) if surrogate_pool is None else int(surrogate_pool)
     if entry not in ENTRY_MODES:
         raise UserError(f"entry={entry!r}: expected one of {ENTRY_MODES}")
     idx = ti.index
@@ -417,6 +494,12 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
         return cptr[c] + (local * ti.sizes[c]) // tsize[j]
 
     Q = len(queries)
+    if carry not in CARRY_MODES:
+        raise UserError(f"carry={carry!r}: expected one of {CARRY_MODES}")
+    surrogates = None
+    if carry == "surrogate" and np.any(ti.template_of != np.arange(C)):
+        pool = synthetic.generate(p.family, Q + surrogate_pool, p.seed, queries=True)[Q:]
+        surrogates = _Surrogates(router, pool, P, metric, ti.templates)
     out_ids = np.full((Q, k), -1, np.int64)
     parts = {name: [] for name in ("hop", "deg", "ins", "nread", "read")}
     nh_all = np.zeros(Q * P, np.int64)
@@ -433,14 +516,18 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
     for q0 in range(0, Q, chunk):
         qb = np.ascontiguousarray(queries[q0:q0 + chunk], dtype=np.float32)
         nq = len(qb)
-        probes = route(router, qb, P, metric).ravel()          # (S,) logical clusters
+        probes2, gap2 = _route_gaps(router, qb, P, metric)
+        probes = probes2.ravel()                               # (S,) logical clusters
         S = nq * P
         qrow = np.repeat(np.arange(nq), P)
         tc = ti.template_of[probes].astype(np.int64)
         qv = qb[qrow]
         moved = tc != probes
-        if metric == "l2" and moved.any():
+        if carry == "translate" and metric == "l2" and moved.any():
             qv[moved] = qv[moved] - cent[probes[moved]] + cent[tc[moved]]
+        elif carry == "surrogate" and moved.any():
+            rank = np.tile(np.arange(P), nq)
+            qv[moved] = surrogates.pick(tc[moved], rank[moved], gap2.ravel()[moved])
         s_slot = tslot[probes]
         hn, hd, hi, hr, rn, nhops, nreads, res_pos, res_dist = _run(
             qv, np.arange(S, dtype=np.int64), s_slot, ti.vectors, idx, entries, levels, L, k,
@@ -460,7 +547,7 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
         entry_all[sl] = logical(entries[s_slot], probes)
         gid = np.where(res_pos >= 0, logical(np.maximum(res_pos, 0), probes[:, None]), _NO_ID)
         dist = res_dist
-        if metric == "ip" and moved.any():
+        if carry == "translate" and metric == "ip" and moved.any():
             off = np.einsum("ij,ij->i", qb[qrow], cent[probes] - cent[tc]).astype(np.float32)
             dist = np.where(res_pos >= 0, res_dist - off[:, None], res_dist)
         out_ids[q0:q0 + nq] = _merge_topk(gid.reshape(nq, P * k), dist.reshape(nq, P * k), k)[0]
@@ -516,7 +603,8 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
         "template_searches": [int(s) for s in served],
         "template_grown_rows": [int(g) for g in ti.grown_rows],
         "sample_rows": min(p.n, p.sample_rows), "exact_geometry": bool(ti.exact_geometry),
-        "template_version": TEMPLATE_VERSION,
+        "template_version": TEMPLATE_VERSION, "carry": carry,
+        "surrogate_pool": surrogate_pool if surrogates is not None else 0,
     }
     return LogicalTrace(
         meta=meta, cluster_ptr=cptr, cluster_nodes=np.zeros(0, np.int32),
@@ -536,7 +624,8 @@ def make_template_workload(family: str, n: int, num_queries: int, num_clusters: 
                            k: int = 10, seed: int = 0, index: IndexParams | None = None,
                            entry: str = "medoid", sample_rows: int = DEFAULT_SAMPLE_ROWS,
                            cache_dir: str | os.PathLike | None = None,
-                           threads: int | None = None, progress: bool = True) -> LogicalTrace:
+                           threads: int | None = None, progress: bool = True,
+                           carry: str = "surrogate") -> LogicalTrace:
     """The templated trace of ``family`` at logical size ``n`` (module docstring), built once
     and cached (kind ``traces``, under a key of every parameter) like every other trace.
 
@@ -553,7 +642,7 @@ def make_template_workload(family: str, n: int, num_queries: int, num_clusters: 
                "gen": synthetic.GENERATOR_VERSION, "p": p.to_dict(), "index": ip.key_dict(),
                "q": int(num_queries), "s": {"num_probes": int(num_probes),
                                            "cand_list_len": int(cand_list_len), "k": int(k),
-                                           "entry": entry}}
+                                           "entry": entry}, "carry": carry}
     key = cacheio.key_of(request)
     short = hashlib.blake2b(json.dumps(request, sort_keys=True).encode(), digest_size=8).hexdigest()
     path = cache / "traces" / f"{family}-N{n}-C{num_clusters}-T{num_templates}-{short}.npz"
@@ -565,7 +654,8 @@ def make_template_workload(family: str, n: int, num_queries: int, num_clusters: 
             cacheio.report(path, f"does not load ({exc})")
     ti = build_templates(p, ip, threads, progress)
     queries = synthetic.generate(family, int(num_queries), int(seed), queries=True)
-    tr = trace_templates(ti, queries, num_probes, cand_list_len, k, entry, progress=progress)
+    tr = trace_templates(ti, queries, num_probes, cand_list_len, k, entry, progress=progress,
+                         carry=carry)
     del ti
     cacheio.store_files(record, "traces", key, {path: lambda f: save_trace(f, tr, overwrite=True)})
     return tr

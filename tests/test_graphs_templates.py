@@ -150,3 +150,38 @@ def test_memory_estimate_grows_with_templates():
     small = estimate_bytes(TemplateParams("sift", 10**9, 1024, 2), ip)
     big = estimate_bytes(TemplateParams("sift", 10**9, 1024, 8), ip)
     assert big > 1.5 * small > 0
+
+
+def test_surrogate_queries_probe_their_template_at_the_same_rank():
+    """A surrogate of a probe at rank j for template t is a pool query whose rank-j probe is
+    t, the one with the nearest gap."""
+    import types
+
+    from graphs import synthetic
+    from graphs.templates import _route_gaps, _Surrogates
+
+    pool = synthetic.generate("sift", 4000, 0, queries=True).astype(np.float32)
+    cent = synthetic.generate("sift", 16, 1).astype(np.float32)
+    router = types.SimpleNamespace(centroids=cent)
+    sur = _Surrogates(router, pool, 3, "l2", np.array([2, 5]))
+    probes, gap = _route_gaps(router, pool, 3, "l2")
+    for t in (2, 5):
+        for j in range(3):
+            rows = np.flatnonzero(probes[:, j] == t)
+            want = 1.05 if j else 1.0
+            got = sur.pick(np.array([t]), np.array([j]), np.array([want]))[0]
+            i = int(np.flatnonzero((pool == got).all(axis=1))[0])
+            assert probes[i, j] == t
+            assert abs(gap[i, j] - want) == pytest.approx(np.min(np.abs(gap[rows, j] - want)))
+
+
+def test_check_templates_prints_its_table(cache, capsys):
+    from experiments import check_templates
+
+    code = check_templates.main(["--scale", "tiny", "--systems", "base,cosmos",
+                                 "--datasets", "sift", "--cache-dir", str(cache),
+                                 "--tolerance", "0.5"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "| hops per query |" in out and "| cosmos: QPS |" in out
+    assert "within the tolerance of 50 %" in out
