@@ -6,6 +6,10 @@ import argparse
 import time
 from pathlib import Path
 
+#: graphs.index.GRAPH_KINDS, written out so that the command line starts without importing numpy
+#: (tests/test_graphs_vamana.py checks they are the same)
+GRAPH_KINDS = ("hnsw", "vamana", "vamana-paper")
+
 _DEFAULTS = dict(num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef_construction=100, seed=0,
                  graph="hnsw", R=64, L=100, alpha=1.2)
 
@@ -26,13 +30,14 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--M", type=int, default=_DEFAULTS["M"],
                    help="hnswlib M, 2..10000 (level-0 max degree 2M; hnswlib caps M at 10000)")
     p.add_argument("--ef-construction", type=int, default=_DEFAULTS["ef_construction"], help="hnswlib build beam width")
-    p.add_argument("--graph", choices=("hnsw", "vamana"), default=_DEFAULTS["graph"],
-                   help="graph of each cluster: hnsw (hnswlib level 0, --M, --ef-construction) or vamana "
-                        "(DiskANN's Vamana, --R, --L, --alpha); default hnsw")
+    p.add_argument("--graph", choices=GRAPH_KINDS, default=_DEFAULTS["graph"],
+                   help="graph of each cluster: hnsw (hnswlib level 0, --M, --ef-construction), vamana "
+                        "(DiskANN's Vamana as the DiskANN library builds it, --R, --L, --alpha) or "
+                        "vamana-paper (as the DiskANN paper describes it); default hnsw")
     p.add_argument("--R", type=int, default=_DEFAULTS["R"], help="Vamana max out-degree (default 64, DiskANN's)")
     p.add_argument("--L", type=int, default=_DEFAULTS["L"], help="Vamana build search list size (default 100, DiskANN's)")
     p.add_argument("--alpha", type=float, default=_DEFAULTS["alpha"],
-                   help="Vamana pruning factor of the second pass, >= 1 (default 1.2, DiskANN's)")
+                   help="Vamana pruning factor (the final one), >= 1 (default 1.2, DiskANN's)")
     p.add_argument("--threads", type=int, default=None,
                    help="threads building the graphs, >= 1 (default: the CPU count; the result does not depend on it)")
     p.add_argument("--clusters-out", type=Path, default=None,
@@ -135,7 +140,7 @@ def _params(args):
 
     params = IndexParams(num_clusters=args.num_clusters, M=args.M, ef_construction=args.ef_construction,
                          seed=args.seed, graph=args.graph, R=args.R, L=args.L, alpha=args.alpha)
-    if params.graph == "vamana":
+    if params.graph != "hnsw":
         from graphs.vamana import validate_vamana
 
         validate_vamana(params.R, params.L, params.alpha)
@@ -180,7 +185,7 @@ def _build(args) -> int:
     print(f"index: {path}")
     print(f"clusters: {idx.num_clusters} sizes min/mean/max {sizes.min()}/{sizes.mean():.1f}/{sizes.max()}")
     p = idx.params
-    kind = (f"vamana R={p.R} L={p.L} alpha={p.alpha}" if p.graph == "vamana"
+    kind = (f"{p.graph} R={p.R} L={p.L} alpha={p.alpha}" if p.graph != "hnsw"
             else f"hnsw M={p.M} ef_construction={p.ef_construction}")
     print(f"graph: {kind}")
     print(f"graph degree: mean {deg.mean():.2f} max {deg.max()} (limit {idx.max_degree})")

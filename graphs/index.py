@@ -1,8 +1,9 @@
 """Clustered graph indexes: k-means + one graph per cluster (hnswlib or Vamana), as CSR.
 
 Graph kinds (``IndexParams.graph``): ``"hnsw"`` (default), hnswlib's level-0 graph (max degree
-2*M) with its upper layers; ``"vamana"``, DiskANN's Vamana graph built by :mod:`graphs.vamana`
-(max degree R, no upper layers: its hierarchical entry point is the medoid, its level count 0).
+2*M) with its upper layers; ``"vamana"``, DiskANN's Vamana graph as the DiskANN library builds it,
+and ``"vamana-paper"``, as the DiskANN paper describes it (both by :mod:`graphs.vamana`; max
+degree R, no upper layers: the hierarchical entry point is the medoid, the level count 0).
 Both end up in the same CSR layout with the same medoid entry points, so the traced search and
 everything downstream run unchanged on either.
 
@@ -55,7 +56,10 @@ INDEX_FORMAT_VERSION = 1
 HNSWLIB_MAX_M = 10_000
 
 #: graph kinds of the per-cluster graphs (IndexParams.graph)
-GRAPH_KINDS = ("hnsw", "vamana")
+GRAPH_KINDS = ("hnsw", "vamana", "vamana-paper")
+
+#: Vamana graph kinds -> their builder (graphs.vamana.VARIANTS): the library's or the paper's
+VAMANA_KINDS = {"vamana": "diskann", "vamana-paper": "paper"}
 
 
 
@@ -69,11 +73,12 @@ class IndexParams:
     ef_construction: int = field(default=100, metadata={"help": "hnswlib build beam width (DiskANN's build L=100)"})
     seed: int = field(default=0, metadata={"help": "seed of k-means and of every cluster's graph"})
     kmeans_iters: int = field(default=20, metadata={"help": "Lloyd iterations"})
-    graph: str = field(default="hnsw", metadata={"help": "graph kind of each cluster: 'hnsw' (hnswlib level 0) "
-                                                          "or 'vamana' (DiskANN, graphs.vamana)"})
+    graph: str = field(default="hnsw", metadata={"help": "graph kind of each cluster: 'hnsw' (hnswlib level 0), "
+                                                          "'vamana' (as the DiskANN library builds it) or "
+                                                          "'vamana-paper' (as the DiskANN paper does; graphs.vamana)"})
     R: int = field(default=64, metadata={"help": "Vamana max out-degree (DiskANN's R=64)"})
     L: int = field(default=100, metadata={"help": "Vamana build search list size (DiskANN's L=100)"})
-    alpha: float = field(default=1.2, metadata={"help": "Vamana pruning factor of the second pass, >= 1 "
+    alpha: float = field(default=1.2, metadata={"help": "Vamana pruning factor (the final one), >= 1 "
                                                         "(DiskANN's alpha=1.2)"})
 
     def validate(self, n: int) -> None:
@@ -93,26 +98,34 @@ class IndexParams:
             raise UserError(f"seed={self.seed} must be >= 0")
         if self.graph not in GRAPH_KINDS:
             raise UserError(f"graph={self.graph!r} unknown; expected one of {', '.join(GRAPH_KINDS)}")
-        if self.graph == "vamana":
+        if self.graph in VAMANA_KINDS:
             from .vamana import validate_vamana
 
             validate_vamana(self.R, self.L, self.alpha)
 
     def key_dict(self) -> dict:
         """The parameters that determine the index (its cache key and file meta): the common ones
-        and those of its graph kind -- M and ef_construction for hnsw, graph, R, L and alpha for
-        Vamana. An hnsw index's key is thus the same as before graph kinds existed, so cached
-        hnsw indexes stay valid."""
+        and those of its graph kind -- M and ef_construction for hnsw (no graph entry: the key
+        of an hnsw index does not involve R, L, alpha); graph, R, L, alpha and ``builder`` (the
+        Vamana builder, :data:`VAMANA_KINDS`) for Vamana, so that no index is read from the cache
+        as one of another builder."""
         d = asdict(self)
         drop = ("graph", "R", "L", "alpha") if self.graph == "hnsw" else ("M", "ef_construction")
         for k in drop:
             del d[k]
+        if self.graph in VAMANA_KINDS:
+            d["builder"] = VAMANA_KINDS[self.graph]
         return d
+
+    @classmethod
+    def from_key_dict(cls, d: dict) -> "IndexParams":
+        """The parameters of a :meth:`key_dict` (its derived entries dropped)."""
+        return cls(**{k: v for k, v in d.items() if k != "builder"})
 
     @property
     def max_degree(self) -> int:
         """Degree bound of the cluster graphs: 2*M (hnswlib level 0) or R (Vamana)."""
-        return self.R if self.graph == "vamana" else 2 * self.M
+        return self.R if self.graph in VAMANA_KINDS else 2 * self.M
 
 
 _ARRAYS = (
@@ -234,7 +247,7 @@ class ClusteredIndex:
             if array_checksum(arrays[k]) != meta["checksums"].get(k):
                 raise ValueError(f"{path}: checksum of array '{k}' does not match (corrupted file)")
         idx = cls(
-            params=IndexParams(**meta["params"]),
+            params=IndexParams.from_key_dict(meta["params"]),
             metric=meta["metric"],
             n=meta["n"],
             dim=meta["dim"],
@@ -331,7 +344,8 @@ def _build_one(x: np.ndarray, metric: str, M: int, ef_construction: int, seed: i
 
 
 def _build_vamana_clusters(base, metric, params, cluster_ptr, cluster_nodes, medoid, threads, bar) -> list:
-    """One Vamana graph per cluster (graphs.vamana), in the layout of :func:`_build_one`'s result.
+    """One Vamana graph per cluster (graphs.vamana, the builder of ``params.graph``), in the layout
+    of :func:`_build_one`'s result.
 
     Clusters are built one after the other, each with ``threads`` numba threads inside (the
     graph does not depend on the thread count). A Vamana graph has no upper layers: the
@@ -349,7 +363,8 @@ def _build_vamana_clusters(base, metric, params, cluster_ptr, cluster_nodes, med
             s, e = cluster_ptr[c], cluster_ptr[c + 1]
             x = np.asarray(base[cluster_nodes[s:e]], dtype=np.float32)
             entry = int(medoid[c] - s)
-            ip, ix = build_vamana(x, metric, entry, params.R, params.L, params.alpha, _cluster_seed(params.seed, c))
+            ip, ix = build_vamana(x, metric, entry, params.R, params.L, params.alpha, _cluster_seed(params.seed, c),
+                                  variant=VAMANA_KINDS[params.graph])
             results.append((ip, ix, entry, 0, []))
             if bar is not None:
                 bar.update(int(e - s))
@@ -458,7 +473,7 @@ def build_index(
         from tqdm import tqdm
 
         bar = tqdm(total=n, desc=f"build {params.graph} graphs", unit="vec")
-    if params.graph == "vamana":
+    if params.graph in VAMANA_KINDS:
         results = _build_vamana_clusters(base, dataset.metric, params, cluster_ptr, cluster_nodes, medoid,
                                          threads, bar)
     else:

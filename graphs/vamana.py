@@ -1,76 +1,48 @@
-"""Vamana graphs (DiskANN), built by us in numba, deterministic for a seed whatever the thread count.
+"""Vamana graphs (DiskANN), built by us in numba, deterministic whatever the thread count.
 
-The algorithm is the one of Subramanya et al., "DiskANN: Fast Accurate Billion-point Nearest
-Neighbor Search on a Single Node", NeurIPS 2019 (Algorithms 1-3):
+Two builders of the same graph family, one graph kind each (``IndexParams.graph``):
 
-1. start from a random directed graph in which every point has ``R`` distinct out-neighbors
-   (all other points if there are at most ``R`` of them);
-2. the entry point ``s`` is the medoid (here: the member nearest to the cluster's centroid, the
-   same node the traced search enters at);
-3. two passes over the points in one random order, the first with ``alpha = 1``, the second
-   with the user's ``alpha`` (default 1.2): for each point ``p``, a greedy search for ``p``
-   from ``s`` with a list of ``L`` candidates gives the set ``V`` of expanded nodes;
-   ``N_out(p) = RobustPrune(p, V u N_out(p), alpha, R)``; then for every new neighbor ``j``
-   the reverse edge ``j -> p`` is added, and if ``j`` now has more than ``R`` neighbors,
-   ``N_out(j) = RobustPrune(j, N_out(j) u {p}, alpha, R)``.
+- ``"vamana"``: as the DiskANN library builds its in-memory index (the code ``diskannpy`` runs;
+  :mod:`graphs.vamana_diskann`): an empty start graph, one pass over the points in id order at
+  the final alpha from the point nearest the centroid, DiskANN's occlusion in rounds of alpha
+  (1, 1.2, ... up to alpha), reverse edges appended without a prune until a list holds 1.3 R
+  ids, and a last prune of every list longer than R.
+- ``"vamana-paper"``: as the DiskANN paper describes it (Subramanya et al., NeurIPS 2019,
+  Algorithms 1-3; :mod:`graphs.vamana_paper`): a random R-regular start graph, a pass at
+  alpha = 1 then a pass at alpha over one seeded random order, one RobustPrune round at the
+  pass's alpha, reverse edges pruned as soon as a list exceeds R.
 
-RobustPrune(p, C, alpha, R): sort C by distance to p; repeatedly move the nearest remaining
-``p*`` into the result and drop every remaining ``c`` with ``alpha * d(p*, c) <= d(p, c)``;
-stop at R results. ``alpha = 1`` keeps only edges not "dominated" by a closer neighbor (a
-relative neighborhood graph); ``alpha > 1`` keeps longer edges too, so that a greedy search
-makes ``alpha``-fold progress per hop (DiskANN section 2.2). Distances are the ones the traced
-search uses: squared L2, or ``1 - <a, b>`` for inner product; alpha multiplies that distance,
-as in DiskANN's code, whose L2 distance is squared too.
-
-Determinism with a parallel build
----------------------------------
-DiskANN inserts points concurrently, so its graph depends on thread timing. Here the points of a
-pass are taken in fixed batches of ``BATCH`` points (a constant, independent of the thread
-count). Within a batch every point's greedy search and prune read the graph as it was at the
-batch start and write only that point's new list into a batch buffer (numba ``prange``); the new
-lists are then installed; then the reverse edges of the batch are grouped by their target, in
-batch order, and each target merges its incoming edges (pruning once if it overflows R), one
-target per ``prange`` iteration. Every iteration writes only what it owns and computes the same
-floating-point operations whatever thread runs it, so the CSR arrays are identical for any
-number of threads (tests/test_graphs_vamana.py checks 1 vs 2 threads). Compared with DiskANN's
-lock-based insertion the only difference is that points of one batch do not see each other's
-new edges until the batch ends (DiskANN's concurrent threads do not always see them either).
-
-Bounds: a point's list never exceeds ``R`` (the graph's degree bound holds after every batch).
-The greedy search records at most ``4 * L`` expanded nodes (it stops expanding beyond that; at
-``L`` = 100 a build search expands about ``L`` to ``1.5 L`` nodes, so the cap is not reached in
-practice).
+The library's graphs are denser (mean out-degree 34 against 29 on siftsmall at R = 64,
+L = 100, alpha = 1.2; docs/graphs.md, "Vamana: the library's build and the paper's").
+Distances are the ones the traced search uses: squared L2, or ``1 - <a, b>`` for inner product;
+alpha multiplies (L2: divides) that distance, as in DiskANN's code, whose L2 distance is squared
+too. Both builders are deterministic: points are inserted in batches whose searches read the
+graph as of the batch start and whose edges are applied per target in a fixed order (module
+docstrings), so the graph is identical for any number of numba threads.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
-__all__ = ["VAMANA_DEFAULTS", "BATCH", "build_vamana", "robust_prune", "validate_vamana"]
+from cosmos_common import UserError
 
-#: DiskANN's defaults (Subramanya et al. 2019, section 4 / the DiskANN repository's build
-#: defaults: R = 64, L = 100, alpha = 1.2)
+from .vamana_diskann import BATCH, build_diskann, occlude
+from .vamana_kernels import METRIC_CODES, pair_dist
+from .vamana_paper import build_paper, prune_paper
+
+__all__ = ["VAMANA_DEFAULTS", "VARIANTS", "build_vamana", "robust_prune", "validate_vamana"]
+
+#: DiskANN's defaults (Subramanya et al. 2019, section 4; include/defaults.h of the DiskANN
+#: repository: MAX_DEGREE = 64, BUILD_LIST_SIZE = 100, ALPHA = 1.2)
 VAMANA_DEFAULTS = {"R": 64, "L": 100, "alpha": 1.2}
 
-#: points per batch of a pass (fixed: the graph must not depend on the thread count). An
-#: estimate: small enough that a batch is a small fraction of a 1M/64 = 15,600-point cluster
-#: (each batch's points miss only each other's new edges), large enough to keep 2-64 threads
-#: busy on the batch's searches.
-BATCH = 256
-
-#: per-batch worker slots: the batch's points are dealt to this many fixed slots (point i to
-#: slot i % SLOTS), each with its own scratch buffers; a constant, so the work of a slot does not
-#: depend on the thread count.
-SLOTS = 32
-
-_METRIC = {"l2": 0, "ip": 1}
+#: builders: "diskann" (the library's, graph kind "vamana") and "paper" (graph kind "vamana-paper")
+VARIANTS = ("diskann", "paper")
 
 
 def validate_vamana(R: int, L: int, alpha: float) -> None:
     """Raise :class:`cosmos_common.UserError` naming the first bad Vamana parameter."""
-    from cosmos_common import UserError
-
     if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or R < 1:
         raise UserError(f"Vamana R={R!r} must be an integer >= 1 (the graph's max out-degree; DiskANN uses 64)")
     if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
@@ -83,250 +55,35 @@ def validate_vamana(R: int, L: int, alpha: float) -> None:
         raise UserError(f"Vamana alpha={alpha!r} must be a finite number >= 1 (DiskANN uses 1.2)")
 
 
-# --------------------------------------------------------------------------- kernels
-@njit(cache=True, fastmath=True)
-def _pair_dist(x, a, b, metric):
-    """Distance between rows a and b of x (float32): squared L2 or 1 - <x_a, x_b>."""
-    s = np.float32(0.0)
-    if metric == 0:
-        for j in range(x.shape[1]):
-            t = x[a, j] - x[b, j]
-            s += t * t
-        return s
-    for j in range(x.shape[1]):
-        s += x[a, j] * x[b, j]
-    return np.float32(1.0) - s
+def _check_variant(variant: str) -> None:
+    if variant not in VARIANTS:
+        raise UserError(f"Vamana variant {variant!r} unknown; expected one of {', '.join(VARIANTS)}")
 
 
-@njit(cache=True)
-def _greedy(x, nbrs, deg, start, p, L, metric, stamp, tag, cid, cd, cexp, vis, vis_d):
-    """Greedy (beam) search for point ``p`` from ``start`` with list size ``L``.
-
-    ``stamp`` (m,) int32 marks visited nodes with ``tag``; ``cid``/``cd``/``cexp`` (L+1,) hold
-    the sorted candidate list. Writes the expanded nodes and their distances to ``vis``/``vis_d``
-    (capacity = their length) and returns their number.
-    """
-    cap = vis.shape[0]
-    nc = 1
-    cid[0] = start
-    cd[0] = _pair_dist(x, p, start, metric)
-    cexp[0] = False
-    stamp[start] = tag
-    nv = 0
-    while nv < cap:
-        # closest unexpanded candidate
-        i = 0
-        while i < nc and cexp[i]:
-            i += 1
-        if i == nc:
-            break
-        cexp[i] = True
-        u = cid[i]
-        vis[nv] = u
-        vis_d[nv] = cd[i]
-        nv += 1
-        for e in range(deg[u]):
-            v = nbrs[u, e]
-            if stamp[v] == tag:
-                continue
-            stamp[v] = tag
-            dv = _pair_dist(x, p, v, metric)
-            if nc == L and dv >= cd[nc - 1]:
-                continue
-            # insert sorted (ties: the earlier stays first)
-            pos = nc if nc < L else L - 1
-            while pos > 0 and cd[pos - 1] > dv:
-                if pos < L:
-                    cid[pos] = cid[pos - 1]
-                    cd[pos] = cd[pos - 1]
-                    cexp[pos] = cexp[pos - 1]
-                pos -= 1
-            cid[pos] = v
-            cd[pos] = dv
-            cexp[pos] = False
-            if nc < L:
-                nc += 1
-    return nv
-
-
-@njit(cache=True)
-def _prune(x, p, cand, cand_d, nc, alpha, R, metric, mark, tag, order_buf, alive, out):
-    """RobustPrune of point ``p`` over ``cand[:nc]`` (distances to p in ``cand_d``).
-
-    Duplicates and ``p`` itself are ignored (``mark`` (m,) int32 stamped with ``tag``). The
-    candidates are taken by increasing distance to p (ties by position in ``cand``, a
-    deterministic order). Writes the kept neighbors to ``out`` and returns their number (<= R).
-    """
-    k = 0
-    for i in range(nc):
-        c = cand[i]
-        if c == p or mark[c] == tag:
-            continue
-        mark[c] = tag
-        order_buf[k] = i
-        k += 1
-    keys = np.empty(k, dtype=np.float32)
-    for i in range(k):
-        keys[i] = cand_d[order_buf[i]]
-    o = np.argsort(keys, kind="mergesort")  # stable: ties keep candidate order
-    ids = np.empty(k, dtype=np.int32)
-    ds = np.empty(k, dtype=np.float32)
-    for i in range(k):
-        ids[i] = cand[order_buf[o[i]]]
-        ds[i] = keys[o[i]]
-        alive[i] = True
-    a = np.float32(alpha)
-    nout = 0
-    for i in range(k):
-        if not alive[i]:
-            continue
-        s = ids[i]
-        out[nout] = s
-        nout += 1
-        if nout == R:
-            break
-        for j in range(i + 1, k):
-            if alive[j] and a * _pair_dist(x, s, ids[j], metric) <= ds[j]:
-                alive[j] = False
-    return nout
-
-
-@njit(cache=True, parallel=True)
-def _pass(x, nbrs, deg, start, perm, L, alpha, R, metric, batch, slots):
-    """One Vamana pass over the points in ``perm`` order, in batches (see the module docstring)."""
-    m = x.shape[0]
-    cap = 4 * L
-    ccap = cap + R  # candidates of a point: expanded set + its current list
-    rcap = R + batch  # candidates of a reverse-edge target: its list + the batch's sources
-    stamp = np.zeros((slots, m), dtype=np.int32)
-    mark = np.zeros((slots, m), dtype=np.int32)
-    tags = np.zeros(slots, dtype=np.int32)
-    cid = np.empty((slots, L + 1), dtype=np.int32)
-    cd = np.empty((slots, L + 1), dtype=np.float32)
-    cexp = np.empty((slots, L + 1), dtype=np.bool_)
-    cand = np.empty((slots, max(ccap, rcap)), dtype=np.int32)
-    cand_d = np.empty((slots, max(ccap, rcap)), dtype=np.float32)
-    obuf = np.empty((slots, max(ccap, rcap)), dtype=np.int64)
-    alive = np.empty((slots, max(ccap, rcap)), dtype=np.bool_)
-    newl = np.empty((batch, R), dtype=np.int32)
-    rout = np.empty((slots, R), dtype=np.int32)
-    newd = np.zeros(batch, dtype=np.int32)
-    src = np.empty(batch * R, dtype=np.int32)
-    tgt = np.empty(batch * R, dtype=np.int64)
-    for b0 in range(0, m, batch):
-        nb = min(batch, m - b0)
-        # 1. searches + prunes against the graph as of the batch start
-        for w in prange(slots):
-            for i in range(w, nb, slots):
-                p = perm[b0 + i]
-                tags[w] += 1
-                nv = _greedy(x, nbrs, deg, start, p, L, metric, stamp[w], tags[w], cid[w], cd[w], cexp[w],
-                             cand[w], cand_d[w])
-                nc = nv
-                for e in range(deg[p]):
-                    v = nbrs[p, e]
-                    cand[w, nc] = v
-                    cand_d[w, nc] = _pair_dist(x, p, v, metric)
-                    nc += 1
-                newd[i] = _prune(x, p, cand[w], cand_d[w], nc, alpha, R, metric, mark[w], tags[w],
-                                 obuf[w], alive[w], newl[i])
-        # 2. install the new lists (distinct rows)
-        ne = 0
-        for i in range(nb):
-            p = perm[b0 + i]
-            deg[p] = newd[i]
-            for e in range(newd[i]):
-                nbrs[p, e] = newl[i, e]
-                src[ne] = p
-                # key: target, then the edge's rank in batch order (unique keys: any sort is exact)
-                tgt[ne] = np.int64(newl[i, e]) * (batch * R) + ne
-                ne += 1
-        # 3. reverse edges, grouped by target in batch order
-        o = np.argsort(tgt[:ne])
-        gstart = np.empty(ne + 1, dtype=np.int64)
-        ng = 0
-        prev = -1
-        for t in range(ne):
-            j = tgt[o[t]] // (batch * R)
-            if j != prev:
-                gstart[ng] = t
-                ng += 1
-                prev = j
-        gstart[ng] = ne
-        for w in prange(slots):
-            for g in range(w, ng, slots):
-                j = np.int32(tgt[o[gstart[g]]] // (batch * R))
-                tags[w] += 1
-                tg = tags[w]
-                st = mark[w]
-                nc = 0
-                for e in range(deg[j]):
-                    v = nbrs[j, e]
-                    st[v] = tg
-                    cand[w, nc] = v
-                    nc += 1
-                for t in range(gstart[g], gstart[g + 1]):
-                    s = src[o[t]]
-                    if s != j and st[s] != tg:
-                        st[s] = tg
-                        cand[w, nc] = s
-                        nc += 1
-                if nc <= R:
-                    for e in range(nc):
-                        nbrs[j, e] = cand[w, e]
-                    deg[j] = nc
-                else:
-                    for e in range(nc):
-                        cand_d[w, e] = _pair_dist(x, j, cand[w, e], metric)
-                    tags[w] += 1
-                    kept = _prune(x, j, cand[w], cand_d[w], nc, alpha, R, metric, mark[w], tags[w],
-                                  obuf[w], alive[w], rout[w])
-                    for e in range(kept):
-                        nbrs[j, e] = rout[w, e]
-                    deg[j] = kept
-
-
-@njit(cache=True)
-def _random_init(m, R, seed, nbrs, deg):
-    """Random start graph: every point gets min(R, m-1) distinct out-neighbors other than
-    itself, drawn uniformly (numba's generator seeded with ``seed``: deterministic)."""
-    np.random.seed(seed)
-    r = min(R, m - 1)
-    for p in range(m):
-        if r == m - 1:
-            k = 0
-            for v in range(m):
-                if v != p:
-                    nbrs[p, k] = v
-                    k += 1
-            deg[p] = k
-            continue
-        k = 0
-        while k < r:
-            v = np.random.randint(0, m - 1)
-            if v >= p:
-                v += 1
-            dup = False
-            for e in range(k):
-                if nbrs[p, e] == v:
-                    dup = True
-                    break
-            if not dup:
-                nbrs[p, k] = v
-                k += 1
-        deg[p] = k
+def _metric_code(metric: str) -> int:
+    if metric not in METRIC_CODES:
+        raise ValueError(f"metric {metric!r} unknown; expected one of {', '.join(METRIC_CODES)}")
+    return METRIC_CODES[metric]
 
 
 def build_vamana(x: np.ndarray, metric: str, start: int, R: int = 64, L: int = 100, alpha: float = 1.2,
-                 seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                 seed: int = 0, variant: str = "diskann", max_batch: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Build the Vamana graph of the points ``x`` (see the module docstring).
 
     Parameters
     ----------
     x : (m, d) uint8/int8/float32 ; metric : "l2" or "ip"
-    start : int, the entry point (medoid) every build search starts from, in 0..m-1
-    R, L, alpha : max out-degree, build search list size, pruning factor of the second pass
-    seed : int, seed of the random start graph and of the insertion order
+    start : int, the entry point every build search starts from, in 0..m-1 (the index passes the
+        member nearest to the cluster's centroid: DiskANN's ``calculate_medoid`` for one graph)
+    R, L, alpha : max out-degree, build search list size, pruning factor (the final one)
+    seed : int, seed of the random start graph and the insertion order of the ``"paper"``
+        variant; the ``"diskann"`` variant draws no random number (it inserts in id order)
+    variant : "diskann" (the library's build) or "paper" (the paper's two passes)
+    max_batch : int >= 1, optional, ``"diskann"`` only: points inserted together at most
+        (default :data:`graphs.vamana_diskann.BATCH`); 1 inserts them one by one, as a
+        single-threaded library build does, and gives the library's graph list for list
+        (tests/test_graphs_vamana.py, against diskannpy 0.7.0's graphs of siftsmall and bigann10k)
 
     Returns
     -------
@@ -334,8 +91,11 @@ def build_vamana(x: np.ndarray, metric: str, start: int, R: int = 64, L: int = 1
     ``R`` each. Identical for identical inputs whatever numba's thread count.
     """
     validate_vamana(R, L, alpha)
-    if metric not in _METRIC:
-        raise ValueError(f"metric {metric!r} unknown; expected one of {', '.join(_METRIC)}")
+    _check_variant(variant)
+    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, (int, np.integer))
+                                  or max_batch < 1):
+        raise UserError(f"Vamana max_batch={max_batch!r} must be an integer >= 1")
+    met = _metric_code(metric)
     xf = np.ascontiguousarray(x, dtype=np.float32)
     m = xf.shape[0]
     if not 0 <= start < m:
@@ -343,24 +103,27 @@ def build_vamana(x: np.ndarray, metric: str, start: int, R: int = 64, L: int = 1
     # a list never holds more than m - 1 points, a search list never more than m: larger R or L
     # change nothing but memory
     R, L = min(int(R), max(m - 1, 1)), min(int(L), m)
-    nbrs = np.full((m, R), -1, dtype=np.int32)
-    deg = np.zeros(m, dtype=np.int32)
-    ss = np.random.SeedSequence([int(seed), 0x7A3A4A]).generate_state(2)
-    if m > 1:
-        _random_init(m, R, int(ss[0] % (2**31 - 1)), nbrs, deg)
-        perm = np.random.default_rng(int(ss[1])).permutation(m).astype(np.int64)
-        met = _METRIC[metric]
-        for a in (1.0, float(alpha)):
-            _pass(xf, nbrs, deg, int(start), perm, L, a, R, met, BATCH, SLOTS)
+    if m > 1 and variant == "paper":
+        nbrs, deg = build_paper(xf, met, int(start), R, L, float(alpha), seed)
+    elif m > 1:
+        nbrs, deg = build_diskann(xf, met, int(start), R, L, float(alpha), max_batch or BATCH)
+    else:
+        nbrs, deg = np.full((m, R), -1, dtype=np.int32), np.zeros(m, dtype=np.int32)
     indptr = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(deg, out=indptr[1:])
-    mask = np.arange(R)[None, :] < deg[:, None]
+    mask = np.arange(nbrs.shape[1])[None, :] < deg[:, None]
     indices = nbrs[mask].astype(np.int32)
     return indptr, indices
 
 
-def robust_prune(x: np.ndarray, p: int, candidates, alpha: float, R: int, metric: str = "l2") -> np.ndarray:
-    """RobustPrune (DiskANN Algorithm 2) of point ``p`` of ``x`` over ``candidates``.
+def robust_prune(x: np.ndarray, p: int, candidates, alpha: float, R: int, metric: str = "l2",
+                 variant: str = "diskann") -> np.ndarray:
+    """Prune the candidate neighbors of point ``p`` of ``x`` as one of the builders does.
+
+    ``variant="diskann"``: DiskANN's ``occlude_list`` after its sort by (distance, id): rounds
+    at alpha = 1, 1.2, 1.44, ... up to ``alpha``, each taking, nearest first, the candidates no
+    kept neighbor occludes at that round's alpha. ``variant="paper"``: RobustPrune (DiskANN
+    paper, Algorithm 2), one round at ``alpha``.
 
     Parameters
     ----------
@@ -370,18 +133,19 @@ def robust_prune(x: np.ndarray, p: int, candidates, alpha: float, R: int, metric
 
     Returns
     -------
-    (<= R,) int32 kept neighbor ids, nearest first.
+    (<= R,) int32 kept neighbor ids in the order they were kept.
     """
     validate_vamana(int(R), 1, alpha)
+    _check_variant(variant)
+    met = _metric_code(metric)
     xf = np.ascontiguousarray(x, dtype=np.float32)
     m = xf.shape[0]
     cand = np.ascontiguousarray(candidates, dtype=np.int32)
     if cand.size and (cand.min() < 0 or cand.max() >= m) or not 0 <= p < m:
         raise ValueError(f"robust_prune: ids must be in 0..{m - 1}")
-    met = _METRIC[metric]
-    cd = np.array([_pair_dist(xf, p, int(c), met) for c in cand], dtype=np.float32)
-    nc = cand.size
-    out = np.empty(max(R, 1), dtype=np.int32)
-    k = _prune(xf, int(p), cand, cd, nc, float(alpha), int(R), met, np.zeros(m, np.int32), 1,
-               np.empty(max(nc, 1), np.int64), np.empty(max(nc, 1), np.bool_), out)
-    return out[:k].copy()
+    if variant == "paper":
+        cd = np.array([pair_dist(xf, int(p), int(c), met) for c in cand], dtype=np.float32)
+        return prune_paper(xf, int(p), cand, cd, float(alpha), int(R), met)
+    _, first = np.unique(cand, return_index=True)
+    distinct = cand[np.sort(first)]
+    return occlude(xf, int(p), distinct[distinct != p], float(alpha), int(R), met)

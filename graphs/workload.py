@@ -307,10 +307,10 @@ def check_groundtruth_k(dataset: Dataset, k: int, source: str | None = None) -> 
 def check_entry(graph: str, entry: str) -> None:
     """Raise UserError if ``entry`` cannot be used on ``graph`` graphs (the hierarchical entry
     needs hnswlib's upper layers, which a Vamana graph does not have)."""
-    if graph == "vamana" and entry == "hnsw":
+    if graph != "hnsw" and entry == "hnsw":
         from cosmos_common import UserError
 
-        raise UserError("entry 'hnsw' needs graph 'hnsw' (a Vamana graph has no upper layers); "
+        raise UserError(f"entry 'hnsw' needs graph 'hnsw' (a {graph} graph has no upper layers); "
                         "use entry 'medoid', DiskANN's entry point")
 
 
@@ -514,7 +514,7 @@ def make_workload(
         Base vectors and queries (defaults: all of a given set; 100,000 / 1,000 for synthetic).
     num_clusters, M, ef_construction, seed, graph, R, L, alpha :
         Index parameters (:class:`graphs.index.IndexParams`); ``num_clusters=1`` = single graph;
-        ``graph`` ``"hnsw"`` (M, ef_construction) or ``"vamana"`` (R, L, alpha).
+        ``graph`` ``"hnsw"`` (M, ef_construction), ``"vamana"`` or ``"vamana-paper"`` (R, L, alpha).
     num_probes, cand_list_len, k, entry :
         Search parameters (:func:`graphs.search.search`).
     cache_dir : path, optional
