@@ -4,7 +4,7 @@
     python experiments/perf_report.py --quick    # small sizes, about a minute with warm caches
 
 Runs each benchmark script of ``experiments/`` (bench_dram, bench_replay, bench_cosmos,
-bench_graphs, bench_placement) in its own process with ``--json``, so each peak-memory figure is that of its
+bench_graphs twice -- hnswlib and Vamana graphs --, bench_placement) in its own process with ``--json``, so each peak-memory figure is that of its
 own process, reads the figures from those JSON files (never from printed text) and writes
 the page atomically (a temporary file in the same folder, then a rename). The page names the
 CPU model once, at the top, then gives one table: the command a reader can run, what it
@@ -52,6 +52,11 @@ class Bench:
     warmup_full: tuple | None = None     # arguments of an untimed run that compiles the kernels
     warmup_quick: tuple | None = None
     env_full: dict = field(default_factory=dict)   # environment of the warm-up at full size
+    key: str | None = None               # name of its figures when a script runs twice (default: module)
+
+    @property
+    def name(self) -> str:
+        return self.key or self.module
 
 
 BENCHES = [
@@ -67,6 +72,9 @@ BENCHES = [
           warmup_quick=("--system", "cosmos", "--num-queries", "50"),
           env_full={"COSMOS_SPECIALIZE": "1"}),
     Bench("bench_graphs", (), ("--n", "20000", "--num-queries", "500")),
+    # the 1M-vector clustered Vamana index (goal: built within 10 minutes on 2 cores)
+    Bench("bench_graphs", ("--graph", "vamana", "--num-queries", "2000"),
+          ("--graph", "vamana", "--n", "20000", "--num-queries", "500"), key="bench_graphs_vamana"),
     Bench("bench_placement", ("--policies", "adjacency", "size_balanced", "round_robin", "random"),
           ("--side", "300", "--policies", "adjacency", "size_balanced", "round_robin", "random")),
 ]
@@ -95,7 +103,7 @@ def run_bench(b: Bench, quick: bool, tmp: Path) -> dict:
         subprocess.run([sys.executable, "-m", f"experiments.{b.module}", *warm], cwd=ROOT,
                        env=wenv, check=True, stdout=sys.stderr)
     args = list(b.quick if quick else b.full)
-    out = tmp / f"{b.module}.json"
+    out = tmp / f"{b.name}.json"
     if b.module == "bench_dram":
         args += ["--out", str(tmp / "results")]
     elif b.module == "bench_replay":
@@ -204,6 +212,19 @@ def table_rows(figs: dict) -> list:
                      f"recall@{cfg['k']} {g['recall_at_k']:.4f}"))
         rows.append(("", "the same: peak memory of the process",
                      f"{_n(g.get('peak_rss_MB', g['peak_rss_after_trace_MB']))} MB"))
+    v = figs.get("bench_graphs_vamana")
+    if v:
+        cfg = v["config"]
+        rows.append((_cmd("bench_graphs", v["_args"]),
+                     f"graphs, {_n(cfg['n'])} synthetic SIFT-like vectors, {v['cpus']} threads: index build "
+                     f"(k-means + {cfg['num_clusters']} Vamana graphs as the DiskANN library builds them, "
+                     f"R = {cfg['R']}, L = {cfg['L']}, alpha = {cfg['alpha']}; goal 600 s)",
+                     f"{v['build_s']:.1f} s ({v['build_cpu_s']:.1f} s CPU); index file "
+                     f"{_n(v['index_file_MB'])} MB"))
+        rows.append(("", f"the same: traced search of {_n(cfg['num_queries'])} queries "
+                         f"({cfg['num_probes']} probes, L = {cfg['cand_list_len']}), kernels warm",
+                     f"{v['trace_s']:.1f} s ({_n(cfg['num_queries'] / v['trace_s'])} queries/s); "
+                     f"recall@{cfg['k']} {v['recall_at_k']:.4f}"))
     p = figs.get("bench_placement")
     if p:
         c = _cmd("bench_placement", p["_args"])
@@ -276,8 +297,10 @@ STATIC = """\
   virtual machine, first-touching fresh memory costs a few milliseconds per MB, so the reader
   and the replay's set-up avoid copies of the trace's arrays.
 - **Graphs** (`bench_graphs.py`): the exact ground truth is BLAS matrix products; the index
-  build is k-means plus hnswlib graph construction (clusters built in parallel); the traced
-  search is a numba `prange` over queries.
+  build is k-means plus hnswlib graph construction (clusters built in parallel), or with
+  `--graph vamana` the Vamana graphs one cluster after the other, each by numba threads over
+  batches of points (`graphs/vamana_diskann.py`; the first points of a cluster go nearly one by
+  one, so about 1.4 of 2 cores are busy); the traced search is a numba `prange` over queries.
 - **Placement** (`bench_placement.py`): Algorithm 1 is vectorized per block of 4,096 clusters
   plus one short Python step per cluster (about half of its time).
 
@@ -329,15 +352,15 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (tooling check, about a minute)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "performance.md"),
                     help="the page to write (default docs/performance.md)")
-    ap.add_argument("--only", nargs="+", default=None, choices=[b.module for b in BENCHES],
+    ap.add_argument("--only", nargs="+", default=None, choices=list(dict.fromkeys(b.name for b in BENCHES)),
                     help="run only these scripts (the page then has only their rows)")
     a = ap.parse_args(argv)
     figs = {}
     with tempfile.TemporaryDirectory(prefix="perf_report-") as tmp:
         for b in BENCHES:
-            if a.only and b.module not in a.only:
+            if a.only and b.name not in a.only:
                 continue
-            figs[b.module] = run_bench(b, a.quick, Path(tmp))
+            figs[b.name] = run_bench(b, a.quick, Path(tmp))
     text = render(figs, a.quick, cpu_model())
     atomic_write_text(a.out, text, overwrite=True)
     print(f"wrote {a.out}")

@@ -83,3 +83,15 @@ def test_bench_replay_rows_give_wall_cpu_ratios_and_the_split():
     assert rows[0][2] == "2.00 s (1.60 s CPU): 4.4x Ramulator 2.1 by wall time, 5.5x by CPU time"
     assert "`--no-requests`" in rows[1][1] and rows[1][2].startswith("1.90 s")
     assert rows[2][2] == "0.40 s; 0.30 s; 0.90 s; 0.10 s; 0.30 s; peak memory 450 MB"
+
+
+def test_the_vamana_build_row_names_its_command_and_goal():
+    fig = {"_args": ["--graph", "vamana", "--num-queries", "2000"], "cpus": 2, "build_s": 300.0,
+           "build_cpu_s": 580.0, "index_file_MB": 250.0, "trace_s": 5.0, "recall_at_k": 0.999,
+           "config": {"n": 1_000_000, "num_clusters": 64, "R": 64, "L": 100, "alpha": 1.2, "num_queries": 2000,
+                      "num_probes": 8, "cand_list_len": 64, "k": 10}}
+    rows = perf_report.table_rows({"bench_graphs_vamana": fig})
+    assert rows[0][0] == "`python experiments/bench_graphs.py --graph vamana --num-queries 2000`"
+    assert "64 Vamana graphs" in rows[0][1] and "goal 600 s" in rows[0][1]
+    assert rows[0][2] == "300.0 s (580.0 s CPU); index file 250 MB"
+    assert [b.name for b in perf_report.BENCHES].count("bench_graphs_vamana") == 1
