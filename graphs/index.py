@@ -33,7 +33,7 @@ import hashlib
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +80,14 @@ class IndexParams:
     L: int = field(default=100, metadata={"help": "Vamana build search list size (DiskANN's L=100)"})
     alpha: float = field(default=1.2, metadata={"help": "Vamana pruning factor (the final one), >= 1 "
                                                         "(DiskANN's alpha=1.2)"})
+    #: the ``builder`` entry of a :meth:`key_dict`, accepted so that ``IndexParams(**key_dict())``
+    #: gives the same parameters; derived from ``graph`` (:data:`VAMANA_KINDS`), never stored
+    builder: InitVar[str | None] = None
+
+    def __post_init__(self, builder):
+        if builder is not None and builder != VAMANA_KINDS.get(self.graph):
+            raise UserError(f"builder={builder!r} does not belong to graph={self.graph!r} "
+                            f"(its builder: {VAMANA_KINDS.get(self.graph)!r})")
 
     def validate(self, n: int) -> None:
         """UserError naming the field if a parameter is outside its range for ``n`` base
@@ -116,11 +124,6 @@ class IndexParams:
         if self.graph in VAMANA_KINDS:
             d["builder"] = VAMANA_KINDS[self.graph]
         return d
-
-    @classmethod
-    def from_key_dict(cls, d: dict) -> "IndexParams":
-        """The parameters of a :meth:`key_dict` (its derived entries dropped)."""
-        return cls(**{k: v for k, v in d.items() if k != "builder"})
 
     @property
     def max_degree(self) -> int:
@@ -247,7 +250,7 @@ class ClusteredIndex:
             if array_checksum(arrays[k]) != meta["checksums"].get(k):
                 raise ValueError(f"{path}: checksum of array '{k}' does not match (corrupted file)")
         idx = cls(
-            params=IndexParams.from_key_dict(meta["params"]),
+            params=IndexParams(**meta["params"]),
             metric=meta["metric"],
             n=meta["n"],
             dim=meta["dim"],

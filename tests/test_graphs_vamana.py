@@ -270,6 +270,11 @@ def test_the_builder_is_in_the_cache_key(bigann, tmp_path):
     assert index_key(bigann, lib) != index_key(bigann, paper)
     unnamed = {k: v for k, v in lib.key_dict().items() if k != "builder"}
     assert lib.key_dict() != unnamed
+    # a key dict gives its parameters back; a builder of another kind is refused
+    for params in (lib, paper, IndexParams(graph="vamana", R=8, num_clusters=3)):
+        assert IndexParams(**params.key_dict()) == params
+    with pytest.raises(UserError, match="builder='paper' does not belong to graph='vamana'"):
+        IndexParams(graph="vamana", builder="paper")
     # a file whose meta lacks the builder is stale for the library kind
     p = IndexParams(num_clusters=2, graph="vamana", R=8, L=16)
     idx = build_index(bigann.subset(500, None), p, progress=False)
