@@ -11,7 +11,8 @@ Main entry points (imported lazily, so ``import graphs`` stays light):
 - :func:`graphs.get_dataset`, :class:`graphs.Dataset`, :func:`graphs.load_dataset`
 - :func:`graphs.get_index` / :func:`graphs.build_index`, :class:`graphs.IndexParams`
 - :func:`graphs.build_vamana` / :func:`graphs.robust_prune` -- DiskANN's Vamana graph of one set of
-  points (``IndexParams(graph="vamana")`` builds one per cluster)
+  points, as the DiskANN library builds it or as its paper does (``IndexParams(graph="vamana")``
+  or ``graph="vamana-paper"`` builds one per cluster)
 - :func:`graphs.search.search`, :func:`graphs.search.search_prefixes` (module functions),
   :func:`graphs.trace_index`, :func:`graphs.trace_indexes`
 - :func:`graphs.save_trace` / :func:`graphs.load_trace`, :func:`graphs.export_clusters`
