@@ -66,8 +66,17 @@ ALL_EXPERIMENTS = {**EXPERIMENTS, **ON_REQUEST}
 FULL_ON_REQUEST = ("recall_qps",)
 
 
+#: what ``cosmos reproduce --scale paper`` runs when ``--only`` is not given: the paper's
+#: figures and the per-query energy and RAG figures at a billion vectors (the sweeps over
+#: devices, ranks, load and parameters stay at the smaller scales, where an index is real)
+PAPER_SCALE = ("fig4a_qps", "fig4b_breakdown", "fig5a_lir", "fig5b_heatmap",
+               "energy_per_query", "rag_ttft")
+
+
 def reproduce_names(scale: str) -> list[str]:
     """The experiments ``cosmos reproduce`` runs at ``scale`` when ``--only`` is not given."""
+    if scale == "paper":
+        return [n for n in EXPERIMENTS if n in PAPER_SCALE]
     return [n for n in EXPERIMENTS if not (scale == "full" and n in FULL_ON_REQUEST)]
 
 

@@ -37,12 +37,14 @@ set of size n generated with the same seed (a 100k development set is a prefix o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 __all__ = ["SyntheticSpec", "SPECS", "generate", "generate_with_modes", "generate_mode",
-           "synthetic_dataset"]
+           "latents", "truncated_normal", "synthetic_dataset"]
 
 _BLOCK = 8192
 #: bump when the generated vectors change (part of the cache keys of synthetic datasets)
@@ -177,14 +179,99 @@ def generate_with_modes(spec: SyntheticSpec | str, n: int, seed: int = 0,
 
 
 def generate_mode(spec: SyntheticSpec | str, mode: int, rows: int, seed: int,
-                  key: tuple[int, ...]) -> np.ndarray:
+                  key: tuple[int, ...], box: tuple | None = None) -> np.ndarray:
     """``rows`` base vectors of the family drawn from its mixture mode ``mode`` alone (the
     base distribution conditioned on that mode), from the independent stream
-    ``default_rng([seed, 3, *key])``: what graphs.templates grows a template cluster from."""
+    ``default_rng([seed, 3, *key])``: what graphs.templates grows a template cluster from.
+
+    ``box = (U, lo, hi)`` conditions the latent ``z`` further on ``lo <= U @ z <= hi``
+    (``U`` (k, rank) orthonormal rows): the standard normal is rotation invariant, so ``z``'s
+    components along ``U`` are independent normals truncated to the box (drawn by inverse
+    CDF) and the rest of ``z`` is an unconditioned normal."""
     spec = _spec(spec)
-    model = _model(spec, seed)
+    centers, basis, w, shift = _model(spec, seed)
     rng = np.random.default_rng([seed, _STREAM_MODE, *key])
-    return _rows_of_modes(spec, model, rng, np.full(rows, mode, np.int64), _STREAM_BASE)
+    z = rng.normal(size=(rows, spec.rank))
+    if box is not None:
+        U, lo, hi = (np.asarray(a, np.float64) for a in box)
+        s = truncated_normal(rng.random(size=(rows, len(lo))), lo, hi)
+        z += (s - z @ U.T) @ U
+    x = centers[mode] + spec.noise * rng.normal(size=(rows, spec.dim))
+    x += z @ basis[mode]
+    return _post(spec, x)
+
+
+def latents(spec: SyntheticSpec | str, rows: np.ndarray, seed: int = 0) -> np.ndarray:
+    """The latent ``z`` (len(rows), rank) of the base stream's rows ``rows`` (what
+    :func:`generate` drew for them), regenerated block by block."""
+    spec = _spec(spec)
+    _, _, w, _ = _model(spec, seed)
+    rows = np.asarray(rows, np.int64)
+    out = np.empty((len(rows), spec.rank))
+    blocks = rows // _BLOCK
+    for b in np.unique(blocks):
+        rng = np.random.default_rng([seed, _STREAM_BASE, int(b)])
+        rng.choice(len(w), size=_BLOCK, p=w)
+        z = rng.normal(size=(_BLOCK, spec.rank))
+        sel = np.flatnonzero(blocks == b)
+        out[sel] = z[rows[sel] - int(b) * _BLOCK]
+    return out
+
+
+def truncated_normal(u: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Standard normal values truncated to ``[lo, hi]`` from uniforms ``u`` in [0, 1)
+    (inverse CDF, columns broadcast against ``lo`` and ``hi``)."""
+    return _truncnorm(np.ascontiguousarray(u, np.float64),
+                      np.ascontiguousarray(lo, np.float64), np.ascontiguousarray(hi, np.float64))
+
+
+@njit(cache=True)
+def _ndtr(x):
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+@njit(cache=True)
+def _ndtri(p):
+    """Inverse standard normal CDF: Acklam's rational approximation (relative error 1.2e-9)
+    refined by one Halley step on erfc."""
+    if p <= 0.0:
+        return -np.inf
+    if p >= 1.0:
+        return np.inf
+    a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+         1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00)
+    b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+         6.680131188771972e+01, -1.328068155288572e+01)
+    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+         -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00)
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+         3.754408661907416e+00)
+    if p < 0.02425:
+        q = math.sqrt(-2.0 * math.log(p))
+        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
+            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0)
+    elif p > 1.0 - 0.02425:
+        q = math.sqrt(-2.0 * math.log(1.0 - p))
+        x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
+            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0)
+    else:
+        q = p - 0.5
+        r = q * q
+        x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / \
+            (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0)
+    e = _ndtr(x) - p
+    g = e * math.sqrt(2.0 * math.pi) * math.exp(0.5 * x * x)
+    return x - g / (1.0 + 0.5 * x * g)
+
+
+@njit(cache=True)
+def _truncnorm(u, lo, hi):
+    out = np.empty_like(u)
+    for i in range(u.shape[0]):
+        for j in range(u.shape[1]):
+            a, b = _ndtr(lo[j]), _ndtr(hi[j])
+            out[i, j] = min(max(_ndtri(a + u[i, j] * (b - a)), lo[j]), hi[j])
+    return out
 
 
 def num_modes(spec: SyntheticSpec | str) -> int:

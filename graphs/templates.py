@@ -67,6 +67,7 @@ import json
 import os
 import time
 import types
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -81,11 +82,12 @@ from .index import (ClusteredIndex, IndexParams, _build_vamana_clusters, assembl
 from .kmeans import assign, centroid_adjacency, cluster_csr, kmeans
 from .search import (ENTRY_MODES, METRIC_CODES, _NO_ID, _merge_topk, _run, check_search_params,
                      route)
+from .io import atomic_write_bytes
 from .trace import TRACE_FORMAT_VERSION, LogicalTrace, load_trace, save_trace
 
 __all__ = ["TemplateParams", "LogicalGeometry", "TemplateIndex", "logical_geometry",
            "choose_templates", "template_assignment", "build_templates", "trace_templates",
-           "make_template_workload", "estimate_bytes", "positional"]
+           "make_template_workload", "cached_templates", "estimate_bytes", "positional"]
 
 #: bump when the templated workloads change (part of their cache keys)
 TEMPLATE_VERSION = 1
@@ -256,23 +258,75 @@ def template_assignment(sizes: np.ndarray, templates: np.ndarray) -> np.ndarray:
     return out.astype(np.int32)
 
 
+#: a mode's latent box needs at least this many sample members of the template from it
+_BOX_MIN_MEMBERS = 200
+#: latent directions of the box: the members' mean direction and the leading principal
+#: directions around it
+_BOX_DIMS = 4
+#: the box spans the sample members' projections with this fraction of its width to spare on
+#: each side
+_BOX_SPARE = 0.25
+
+
+def latent_box(z: np.ndarray) -> tuple | None:
+    """The latent box ``(U, lo, hi)`` of a template's sample members of one mode (their
+    latents ``z``): ``U`` the members' mean direction and the leading principal directions
+    orthogonal to it, the bounds their projections' range widened by :data:`_BOX_SPARE` of
+    it on each side; None with fewer than :data:`_BOX_MIN_MEMBERS` members."""
+    if len(z) < _BOX_MIN_MEMBERS:
+        return None
+    mean = z.mean(axis=0)
+    u1 = mean / max(np.linalg.norm(mean), 1e-12)
+    rest = z - np.outer(z @ u1, u1)
+    _, _, vt = np.linalg.svd(rest - rest.mean(axis=0), full_matrices=False)
+    U = np.vstack([u1, vt[:_BOX_DIMS - 1]])
+    U, _ = np.linalg.qr(U.T)              # orthonormal rows, u1's direction first
+    U = U.T
+    proj = z @ U.T
+    lo, hi = proj.min(axis=0), proj.max(axis=0)
+    spare = _BOX_SPARE * (hi - lo)
+    return U, lo - spare, hi + spare
+
+
+def _box_mass(box) -> float:
+    """Probability of the box under the standard normal latent."""
+    if box is None:
+        return 1.0
+    from math import erf, sqrt
+
+    _, lo, hi = box
+    return float(np.prod([0.5 * (erf(b / sqrt(2)) - erf(a / sqrt(2))) for a, b in zip(lo, hi)]))
+
+
 def _grow(spec_name: str, geo: LogicalGeometry, metric: str, t: int, need: int, seed: int,
-          mode_share: np.ndarray, mode_rate: np.ndarray) -> tuple[np.ndarray, int]:
+          members: np.ndarray, mode_total: np.ndarray, progress: bool = False
+          ) -> tuple[np.ndarray, int]:
     """``need`` more members of cluster ``t`` from the family's distribution conditioned on
-    the cluster (module docstring); returns them and the rows drawn."""
-    C = len(geo.sizes)
+    the cluster (module docstring); ``members`` are its sample rows. Returns the new
+    members and the rows drawn.
+
+    Per mode, in the sample members' proportions: vectors of that mode, with the latent
+    restricted to the box the sample members of that mode span (:func:`latent_box`, when
+    there are enough of them), kept when their nearest centroid over all C is ``t`` (first
+    among ``t`` and its nearest centroids, then exactly over all)."""
     spec = synthetic.SPECS[spec_name]
-    per_mode = _scaled_sizes(mode_share, need) if need else np.zeros(len(mode_share), np.int64)
+    modes = geo.sample_modes[members]
+    share = np.bincount(modes, minlength=len(mode_total)).astype(np.float64)
+    per_mode = _scaled_sizes(share, need) if need else np.zeros(len(share), np.int64)
     cent = geo.centroids
     near = np.argsort(((cent - cent[t]) ** 2).sum(axis=1), kind="stable")[:_GROW_CANDIDATES]
     near = np.concatenate([[t], near[near != t]])
+    z_all = synthetic.latents(spec, members, seed)
     parts, drawn = [], 0
+    t0 = time.perf_counter()
     for m in np.flatnonzero(per_mode):
         want, got, b = int(per_mode[m]), 0, 0
-        # expected draws: want / P(t | m) from the sample; refuse to loop far past that
-        limit = 50 * want / max(mode_rate[m], 1e-12) + 10 * _GROW_BLOCK
+        box = latent_box(z_all[modes == m])
+        # expected draws: want / P(t | m, box) from the sample; refuse to loop far past that
+        rate = share[m] / max(mode_total[m], 1) / _box_mass(box)
+        limit = 50 * want / max(rate, 1e-12) + 10 * _GROW_BLOCK
         while got < want:
-            y = synthetic.generate_mode(spec, int(m), _GROW_BLOCK, seed, (t, int(m), b))
+            y = synthetic.generate_mode(spec, int(m), _GROW_BLOCK, seed, (t, int(m), b), box)
             drawn += len(y)
             b += 1
             yf = y.astype(np.float32)
@@ -290,7 +344,11 @@ def _grow(spec_name: str, geo: LogicalGeometry, metric: str, t: int, need: int, 
             if drawn > limit and got < want:
                 raise RuntimeError(f"template {t}: only {got} of {want} members of mode {m} "
                                    f"after {drawn:,} draws (expected about "
-                                   f"{want / max(mode_rate[m], 1e-12):,.0f})")
+                                   f"{want / max(rate, 1e-12):,.0f})")
+        if progress:
+            print(f"  cluster {t}, mode {m}: {want:,} members from {b * _GROW_BLOCK:,} draws "
+                  f"(box mass {_box_mass(box):.3g}), {time.perf_counter() - t0:.0f} s",
+                  flush=True)
     out = np.concatenate(parts) if parts else np.zeros((0, spec.dim), spec.dtype)
     return out, drawn
 
@@ -341,19 +399,27 @@ def build_templates(p: TemplateParams, index: IndexParams = IndexParams(),
     mode_total = np.bincount(geo.sample_modes, minlength=modes).astype(np.float64)
     parts, grown = [], np.zeros(T, np.int64)
     t0 = time.perf_counter()
-    for j, t in enumerate(templates):
+    parts: list = [None] * T
+
+    def member_vectors(j):
+        t = int(templates[j])
         members = sample_nodes[sample_ptr[t]:sample_ptr[t + 1]]
         x = geo.sample[members]
         need = int(geo.sizes[t]) - len(members)
         if need > 0:
-            share = np.bincount(geo.sample_modes[members], minlength=modes).astype(np.float64)
-            rate = share / np.maximum(mode_total, 1)
-            extra, grown[j] = _grow(p.family, geo, metric, int(t), need, p.seed, share, rate)
+            extra, grown[j] = _grow(p.family, geo, metric, t, need, p.seed, members,
+                                    mode_total, progress)
             x = np.concatenate([x, extra])
             if progress:
                 print(f"template {j + 1}/{T} (cluster {t}): {need:,} members grown from "
                       f"{grown[j]:,} draws, {time.perf_counter() - t0:.0f} s", flush=True)
-        parts.append(x[: int(geo.sizes[t])])
+        parts[j] = x[: int(geo.sizes[t])]
+
+    # templates grow concurrently (numpy's generators, BLAS and large ufuncs release the
+    # GIL); each from its own streams, so the result does not depend on ``threads``
+    order = np.argsort(-geo.sizes[templates], kind="stable")
+    with ThreadPoolExecutor(max_workers=threads) as ex:
+        list(ex.map(member_vectors, order))
     vectors = np.concatenate(parts)
     del parts
     tptr = np.zeros(T + 1, np.int64)
@@ -619,6 +685,44 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
         node_pos=node_pos, template_of=ti.template_of)
 
 
+#: arrays of a TemplateIndex saved beside its ClusteredIndex
+_TEMPLATE_ARRAYS = ("centroids", "sizes", "templates", "template_of", "vectors", "grown_rows")
+
+
+def cached_templates(p: TemplateParams, index: IndexParams, cache: Path,
+                     threads: int | None = None, progress: bool = True) -> TemplateIndex:
+    """:func:`build_templates`, built once and cached (kind ``indexes``: the templates'
+    :class:`ClusteredIndex` and their vectors and logical geometry, under a key of every
+    parameter), so the traces of several probe counts or query sets share one build."""
+    request = {"kind": "templates", "v": TEMPLATE_VERSION, "gen": synthetic.GENERATOR_VERSION,
+               "p": p.to_dict(), "index": index.key_dict()}
+    key = cacheio.key_of(request)
+    short = hashlib.blake2b(json.dumps(request, sort_keys=True).encode(), digest_size=8).hexdigest()
+    stem = f"templates-{p.family}-N{p.n}-C{p.num_clusters}-T{p.num_templates}-{short}"
+    folder = cache / "indexes"
+    ipath, apath = folder / f"{stem}.npz", folder / f"{stem}.arrays.npz"
+    record = cacheio.record_path(folder, stem)
+    meta = cacheio.read_files(record, "indexes", key, [ipath, apath])
+    if meta is not None:
+        try:
+            idx = ClusteredIndex.load(ipath, verify=False)
+            with np.load(apath, allow_pickle=False) as z:
+                arrays = {name: z[name] for name in _TEMPLATE_ARRAYS}
+            return TemplateIndex(p, index, idx.metric, arrays["centroids"], arrays["sizes"],
+                                 arrays["templates"], arrays["template_of"], idx,
+                                 arrays["vectors"], bool(meta["exact_geometry"]),
+                                 arrays["grown_rows"])
+        except (ValueError, KeyError, OSError) as exc:
+            cacheio.report(ipath, f"does not load ({exc})")
+    ti = build_templates(p, index, threads, progress)
+    arrays = {name: getattr(ti, name) for name in _TEMPLATE_ARRAYS}
+    cacheio.store_files(record, "indexes", key, {
+        ipath: lambda f: ti.index.save(f, overwrite=True),
+        apath: lambda f: atomic_write_bytes(f, lambda fh: np.savez(fh, **arrays), overwrite=True),
+    }, meta={"exact_geometry": bool(ti.exact_geometry)})
+    return ti
+
+
 def make_template_workload(family: str, n: int, num_queries: int, num_clusters: int,
                            num_templates: int, num_probes: int = 8, cand_list_len: int = 64,
                            k: int = 10, seed: int = 0, index: IndexParams | None = None,
@@ -652,7 +756,7 @@ def make_template_workload(family: str, n: int, num_queries: int, num_clusters: 
             return load_trace(path, verify=False)
         except ValueError as exc:
             cacheio.report(path, f"does not load ({exc})")
-    ti = build_templates(p, ip, threads, progress)
+    ti = cached_templates(p, ip, cache, threads, progress)
     queries = synthetic.generate(family, int(num_queries), int(seed), queries=True)
     tr = trace_templates(ti, queries, num_probes, cand_list_len, k, entry, progress=progress,
                          carry=carry)
