@@ -12,6 +12,7 @@ for the same inputs on the same machine and BLAS.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 __all__ = ["kmeans", "assign", "cluster_csr", "centroid_adjacency"]
 
@@ -36,6 +37,18 @@ def assign(x: np.ndarray, centroids: np.ndarray, metric: str = "l2", block: int 
     for s in range(0, len(x), block):
         out[s : s + block] = np.argmin(_scores(np.asarray(x[s : s + block], dtype=np.float32), c, metric), axis=1)
     return out
+
+
+@njit(cache=True)
+def _cluster_sums(xs, a, k):
+    """(k, d) float64 sums of the rows of each cluster, added in row order (what
+    ``np.add.at(sums, a, xs)`` computes, bit for bit, without its per-element overhead)."""
+    sums = np.zeros((k, xs.shape[1]), dtype=np.float64)
+    for i in range(xs.shape[0]):
+        c = a[i]
+        for j in range(xs.shape[1]):
+            sums[c, j] += np.float64(xs[i, j])
+    return sums
 
 
 def _kmeanspp(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -88,8 +101,7 @@ def kmeans(
     for _ in range(iters):
         a = np.argmin(_scores(xs, c, metric), axis=1)
         counts = np.bincount(a, minlength=k)
-        sums = np.zeros((k, xs.shape[1]), dtype=np.float64)
-        np.add.at(sums, a, xs)
+        sums = _cluster_sums(xs, a, k)
         nonempty = counts > 0
         c[nonempty] = (sums[nonempty] / counts[nonempty, None]).astype(np.float32)
         for j in np.flatnonzero(~nonempty):  # split the largest cluster (faiss does the same)

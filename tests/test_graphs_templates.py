@@ -185,3 +185,50 @@ def test_check_templates_prints_its_table(cache, capsys):
     assert code == 0
     assert "| hops per query |" in out and "| cosmos: QPS |" in out
     assert "within the tolerance of 50 %" in out
+
+
+def test_latents_are_the_ones_generate_drew():
+    """Rebuilding rows from their latents (mode, z) and the stream's noise gives generate's
+    rows: the latent box of a template is measured on the real draws."""
+    from graphs import synthetic
+
+    spec = synthetic.SPECS["deep"]
+    x, modes = synthetic.generate_with_modes(spec, 20_000, 0)
+    rows = np.array([0, 3, 8191, 8192, 19_999])
+    z = synthetic.latents(spec, rows, 0)
+    centers, basis, w, _ = synthetic._model(spec, 0)
+    for r, zr in zip(rows, z):
+        b = r // 8192
+        rng = np.random.default_rng([0, 1, b])
+        rng.choice(len(w), size=8192, p=w)
+        rng.normal(size=(8192, spec.rank))
+        eps = rng.normal(size=(8192, spec.dim))[r - b * 8192]
+        v = centers[modes[r]] + spec.noise * eps + zr @ basis[modes[r]]
+        np.testing.assert_allclose(v / np.linalg.norm(v), x[r], rtol=1e-5, atol=1e-6)
+
+
+def test_truncated_normal_stays_in_its_box_with_the_right_mean():
+    from graphs.synthetic import truncated_normal
+
+    u = np.random.default_rng(0).random((100_000, 3))
+    lo, hi = np.array([1.0, -0.5, -4.0]), np.array([3.0, 0.5, -2.0])
+    t = truncated_normal(u, lo, hi)
+    assert np.all(t >= lo) and np.all(t <= hi)
+    # means of the truncated standard normal: (phi(a) - phi(b)) / (Phi(b) - Phi(a))
+    from math import erf, exp, pi, sqrt
+
+    def mean(a, b):
+        phi = lambda v: exp(-v * v / 2) / sqrt(2 * pi)      # noqa: E731
+        Phi = lambda v: 0.5 * (1 + erf(v / sqrt(2)))       # noqa: E731
+        return (phi(a) - phi(b)) / (Phi(b) - Phi(a))
+    for j in range(3):
+        assert t[:, j].mean() == pytest.approx(mean(lo[j], hi[j]), abs=0.01)
+
+
+def test_fused_sift_post_processing_matches_the_generator():
+    from graphs import synthetic
+
+    spec = synthetic.SPECS["sift"]
+    x = np.random.default_rng(3).normal(size=(5000, 128)) + 0.4
+    np.testing.assert_array_equal(synthetic._post(spec, x.copy()),
+                                  synthetic._post_sift_rows(x.copy()))
