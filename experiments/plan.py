@@ -53,6 +53,7 @@ __all__ = ["simulation_tasks", "run_shared", "plan", "format_plan", "makespan",
 #: 7 % of the DRAM requests simulated (5,404 requests per query against 5,068 lines on a
 #: 20,000-vector SIFT-like trace).
 REQUESTS_PER_QUERY = {
+    "paper": {"sift": 45_000, "deep": 130_000},
     "full": {"sift": 27_000, "deep": 77_000},
     "default": {"sift": 14_000, "deep": 35_000},
     "tiny": {"sift": 2_000, "deep": 5_300},
@@ -73,6 +74,29 @@ REQUESTS_PER_CPU_S = 3.17e6
 #: probe count asked for gives the traces of the smaller ones); dataset generation is not
 #: counted (seconds).
 BUILD_CPU_S = {"groundtruth": 65.4, "index": 118.5, "trace_8_probes": 27.2}
+
+#: CPU seconds of a cluster-template workload's parts (graphs.templates), measured on the
+#: paper scale's SIFT-like build (1e9 vectors, 1,024 clusters, 8 templates, 2 shared cores;
+#: docs/performance.md): the geometry (k-means of 1,024 centroids on 262,144 vectors and the
+#: assignment of 2 M, per 1,024 clusters), growing a template beyond the sample (per million
+#: members: 20-60 M draws at 2-5 % acceptance), its hnswlib graph (per million vectors) and
+#: the traced search of 10,000 queries at 8 probes. DEEP-like reuses SIFT-like's (an
+#: estimate: its draws are cheaper, its vectors 3 times larger).
+TEMPLATE_CPU_S = {"sift": {"geometry": 190.0, "grow_per_M": 450.0, "graph_per_M": 250.0,
+                           "trace_10k_8_probes": 60.0}}
+
+
+def templated_build_cpu_s(family: str, sc, probes) -> float:
+    """CPU seconds to build a cluster-template workload (graphs.templates) from nothing:
+    the logical geometry (k-means on 256 vectors per centroid, the sample's assignment),
+    growing and building the templates (each of the mean cluster size) and one traced search
+    per probe count; the constants are :data:`TEMPLATE_CPU_S`, measured at the paper scale."""
+    t = TEMPLATE_CPU_S[family if family in TEMPLATE_CPU_S else "sift"]
+    mean_m = sc.n / sc.num_clusters / 1e6
+    return (t["geometry"] * sc.num_clusters / 1024
+            + sc.templates * mean_m * (t["grow_per_M"] + t["graph_per_M"])
+            + sum(t["trace_10k_8_probes"] * sc.num_queries / 1e4 * p / 8 for p in probes))
+
 
 #: experiments' simulations that depend on results of others (rates set by saturation runs):
 #: experiment -> (module, its systems attribute, its rate-fractions attribute, what); at most
@@ -422,11 +446,14 @@ def plan(names, ctx) -> dict:
     workloads = []
     for fam in ctx.families:
         probes = sorted({p or sc.num_probes for f, p in traces if f == fam})
-        cpu = (BUILD_CPU_S["groundtruth"] * frac_n * frac_q + BUILD_CPU_S["index"] * frac_n
-               + BUILD_CPU_S["trace_8_probes"] * frac_q * max(probes) / 8)
+        if sc.templates:
+            cpu = templated_build_cpu_s(fam, sc, probes)
+        else:
+            cpu = (BUILD_CPU_S["groundtruth"] * frac_n * frac_q + BUILD_CPU_S["index"] * frac_n
+                   + BUILD_CPU_S["trace_8_probes"] * frac_q * max(probes) / 8)
         workloads.append({"family": fam, "n": sc.n, "queries": sc.num_queries,
                           "clusters": sc.num_clusters, "trace_probes": probes,
-                          "est_cpu_s": cpu})
+                          "templates": sc.templates, "est_cpu_s": cpu})
     # simulations of the shared pool
     sims: dict[str, dict] = {}
     asked = 0
@@ -531,8 +558,10 @@ def format_plan(p: dict) -> str:
              f"written); experiments: {', '.join(p['experiments'])}", "",
              "1. workloads (each built once and cached; estimates from docs/performance.md):"]
     for w in p["workloads"]:
-        lines.append(f"   {w['family']}: {w['n']:,} vectors, {w['queries']:,} queries, exact "
-                     f"ground truth, {w['clusters']} clusters, traces at "
+        kind = (f"{w['templates']} template clusters (graphs.templates)" if w.get("templates")
+                else "exact ground truth")
+        lines.append(f"   {w['family']}: {w['n']:,} vectors, {w['queries']:,} queries, {kind}, "
+                     f"{w['clusters']} clusters, traces at "
                      f"{'/'.join(map(str, w['trace_probes']))} probes: "
                      f"~{w['est_cpu_s']:,.0f} CPU s")
     sims = p["simulations"]

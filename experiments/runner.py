@@ -53,6 +53,7 @@ EXPERIMENTS = {
 #: studies of the model itself, too long to be part of every reproduction
 ON_REQUEST = {
     "sensitivity": "experiments.sensitivity",
+    "scale_n": "experiments.scale_n",
 }
 
 #: every experiment, by name

@@ -279,3 +279,19 @@ def test_shared_pool_builds_workloads_and_compiles_each_engine_build_once(tmp_pa
                  and c != "requests_per_wall_s"} for k, (row, _) in plain.items()}
     assert {k: {c: v for c, v in row.items() if not c.startswith("wall_s")
                 and c != "requests_per_wall_s"} for k, (row, _) in shared.items()} == strip
+
+
+def test_paper_scale_plan_builds_templated_workloads():
+    """--scale paper: a billion vectors per dataset as cluster-template workloads, the paper's
+    figures and the energy and RAG figures, nothing built to make the plan."""
+    from experiments.runner import reproduce_names
+
+    names = reproduce_names("paper")
+    assert names == ["fig4a_qps", "fig4b_breakdown", "fig5a_lir", "fig5b_heatmap", "rag_ttft",
+                     "energy_per_query"]
+    p = P.plan(names, P.plan_context(_args(scale="paper")))
+    for w in p["workloads"]:
+        assert (w["n"], w["clusters"], w["templates"], w["queries"]) == \
+            (10**9, 1024, 8, 10_000)
+        assert 1_000 < w["est_cpu_s"] < 20_000
+    assert "8 template clusters (graphs.templates)" in P.format_plan(p)
