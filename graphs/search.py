@@ -460,18 +460,10 @@ def _search(index, vectors, queries, num_probes, cand_list_len, k, entry, chunk,
     metric = METRIC_CODES[index.metric]
     vecs = np.ascontiguousarray(vectors[index.cluster_nodes])  # position order
     nodes = index.cluster_nodes
-    if entry == "medoid":
-        entries = index.medoid.astype(np.int64)
-        levels = np.zeros(index.num_clusters, dtype=np.int32)
-    else:
-        entries = index.hnsw_entry.astype(np.int64)
-        levels = index.hnsw_levels.astype(np.int32)
+    entries, levels, hcap, rcap = search_setup(index, entry, cand_list_len)
     Q = len(queries)
     L = int(cand_list_len)
     P = int(num_probes)
-    maxdeg = max(1, int(index.degrees().max(initial=1)), int(np.diff(index.upper_indptr).max(initial=1)))
-    hcap = 2 * L + 16 * int(levels.max(initial=0)) + 32
-    rcap = hcap * max(8, maxdeg // 2)
 
     out_ids = np.full((Q, k), -1, dtype=np.int64)
     out_d = np.full((Q, k), np.inf, dtype=np.float32)
@@ -539,6 +531,23 @@ def _search(index, vectors, queries, num_probes, cand_list_len, k, entry, chunk,
         hop_cand_inserts=cat("hop_ins", np.int32),
     )
     return out, topk_ids, topk_dists
+
+
+def search_setup(index: ClusteredIndex, entry: str, cand_list_len: int):
+    """``(entries, levels, hcap, rcap)`` of searches of ``index``: each cluster's entry
+    position and upper levels for ``entry`` (``"medoid"``: level 0 only), and the first
+    capacities of the per-search hop and read buffers (:func:`_run` widens them where a
+    search needs more)."""
+    if entry == "medoid":
+        entries = index.medoid.astype(np.int64)
+        levels = np.zeros(index.num_clusters, dtype=np.int32)
+    else:
+        entries = index.hnsw_entry.astype(np.int64)
+        levels = index.hnsw_levels.astype(np.int32)
+    maxdeg = max(1, int(index.degrees().max(initial=1)), int(np.diff(index.upper_indptr).max(initial=1)))
+    hcap = 2 * int(cand_list_len) + 16 * int(levels.max(initial=0)) + 32
+    rcap = hcap * max(8, maxdeg // 2)
+    return entries, levels, hcap, rcap
 
 
 def _alloc(S, hcap, rcap, k):

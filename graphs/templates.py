@@ -81,7 +81,7 @@ from .index import (ClusteredIndex, IndexParams, _build_vamana_clusters, assembl
                     build_hnsw_clusters, cluster_medoids, default_cache_dir)
 from .kmeans import assign, centroid_adjacency, cluster_csr, kmeans
 from .search import (ENTRY_MODES, METRIC_CODES, _NO_ID, _merge_topk, _run, check_search_params,
-                     route)
+                     search_setup)
 from .io import atomic_write_bytes
 from .trace import TRACE_FORMAT_VERSION, LogicalTrace, load_trace, save_trace
 
@@ -539,16 +539,8 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
     cptr = ti.cluster_ptr
     tptr = idx.cluster_ptr
     tsize = np.diff(tptr)
-    if entry == "medoid":
-        entries = idx.medoid.astype(np.int64)
-        levels = np.zeros(T, np.int32)
-    else:
-        entries = idx.hnsw_entry.astype(np.int64)
-        levels = idx.hnsw_levels.astype(np.int32)
+    entries, levels, hcap, rcap = search_setup(idx, entry, cand_list_len)
     L, P = int(cand_list_len), int(num_probes)
-    maxdeg = max(1, int(idx.degrees().max(initial=1)), int(np.diff(idx.upper_indptr).max(initial=1)))
-    hcap = 2 * L + 16 * int(levels.max(initial=0)) + 32
-    rcap = hcap * max(8, maxdeg // 2)
     code = METRIC_CODES[metric]
     router = types.SimpleNamespace(centroids=ti.centroids)
     cent = ti.centroids.astype(np.float32)
