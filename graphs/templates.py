@@ -377,9 +377,13 @@ class TemplateIndex:
 
 
 def build_templates(p: TemplateParams, index: IndexParams = IndexParams(),
-                    threads: int | None = None, progress: bool = True) -> TemplateIndex:
+                    threads: int | None = None, progress: bool = True,
+                    geometry: LogicalGeometry | None = None,
+                    timings: dict | None = None) -> TemplateIndex:
     """Geometry, templates and their graphs (module docstring). Refuses (UserError) a request
-    that cannot be built or would not fit this machine's memory, before building anything."""
+    that cannot be built or would not fit this machine's memory, before building anything.
+    ``geometry``: the one :func:`logical_geometry` gave for ``p`` (else it is computed);
+    ``timings``: a dict that receives the wall seconds of ``grow`` and ``graphs``."""
     spec = synthetic.SPECS[p.family] if p.family in synthetic.SPECS else None
     if spec is None:
         raise UserError(f"family={p.family!r}: expected one of {', '.join(synthetic.SPECS)}")
@@ -388,7 +392,7 @@ def build_templates(p: TemplateParams, index: IndexParams = IndexParams(),
     if index.num_clusters != p.num_clusters:
         index = IndexParams(**{**index.key_dict(), "num_clusters": p.num_clusters})
     _check_fits(p, index, None, threads)
-    geo = logical_geometry(p, metric, index.kmeans_iters)
+    geo = geometry if geometry is not None else logical_geometry(p, metric, index.kmeans_iters)
     _check_fits(p, index, geo.sizes, threads)
     templates = choose_templates(geo.sizes, p.num_templates)
     template_of = template_assignment(geo.sizes, templates)
@@ -422,6 +426,7 @@ def build_templates(p: TemplateParams, index: IndexParams = IndexParams(),
         list(ex.map(member_vectors, order))
     vectors = np.concatenate(parts)
     del parts
+    t_grown = time.perf_counter()
     tptr = np.zeros(T + 1, np.int64)
     np.cumsum(geo.sizes[templates], out=tptr[1:])
     nodes = np.arange(tptr[-1], dtype=np.int32)
@@ -442,6 +447,8 @@ def build_templates(p: TemplateParams, index: IndexParams = IndexParams(),
         bar.close()
     indptr, indices, entry, levels, up_ptr, up_idx = assemble_graphs(results, tptr)
     del results
+    if timings is not None:
+        timings.update(grow=t_grown - t0, graphs=time.perf_counter() - t_grown)
     fp = hashlib.blake2b(json.dumps({**p.to_dict(), "v": TEMPLATE_VERSION,
                                      "gen": synthetic.GENERATOR_VERSION},
                                     sort_keys=True).encode(), digest_size=16).hexdigest()
