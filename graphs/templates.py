@@ -87,7 +87,8 @@ from .trace import TRACE_FORMAT_VERSION, LogicalTrace, load_trace, save_trace
 
 __all__ = ["TemplateParams", "LogicalGeometry", "TemplateIndex", "logical_geometry",
            "choose_templates", "template_assignment", "build_templates", "trace_templates",
-           "make_template_workload", "cached_templates", "estimate_bytes", "positional"]
+           "make_template_workload", "cached_templates", "estimate_bytes", "positional",
+           "probe_coverage"]
 
 #: bump when the templated workloads change (part of their cache keys)
 TEMPLATE_VERSION = 1
@@ -762,6 +763,31 @@ def make_template_workload(family: str, n: int, num_queries: int, num_clusters: 
     del ti
     cacheio.store_files(record, "traces", key, {path: lambda f: save_trace(f, tr, overwrite=True)})
     return tr
+
+
+def probe_coverage(trace: LogicalTrace, family: str, rows: int = 1_000_000, k: int = 10,
+                   seed: int = 0) -> dict:
+    """How much of each query's neighbourhood its probes cover, as far as it can be computed
+    at ``trace.meta['n']`` vectors: the share of the query's ``k`` nearest vectors among the
+    first ``rows`` vectors of the family's base stream (a uniform sample of the N-vector set,
+    so these stand for its ``k x N / rows`` nearest) whose cluster is one the query probes.
+    With ``rows >= N`` it is exact: the share of the true top-k in the probed clusters, the
+    bound routing puts on recall. Returns ``{"mean", "p10", "rows", "stands_for_k"}``."""
+    n = int(trace.meta["n"])
+    rows = int(min(rows, n))
+    x = synthetic.generate(family, rows, seed)
+    metric = trace.meta["metric"]
+    labels = assign(x, trace.centroids, metric) if trace.num_clusters > 1 \
+        else np.zeros(rows, np.int64)
+    queries = synthetic.generate(family, trace.num_queries, seed, queries=True)
+    ids, _ = exact_knn(x, queries, min(k, rows), metric)
+    Q, P = trace.num_queries, int(trace.meta["num_probes"])
+    probed = np.zeros((Q, trace.num_clusters), bool)
+    qrow = np.repeat(np.arange(Q), np.diff(trace.query_ptr))
+    probed[qrow, np.asarray(trace.search_cluster, np.int64)] = True
+    cov = probed[np.arange(Q)[:, None], labels[ids]].mean(axis=1)
+    return {"mean": float(cov.mean()), "p10": float(np.percentile(cov, 10)), "rows": rows,
+            "stands_for_k": int(round(k * n / rows)), "num_probes": P}
 
 
 def positional(trace: LogicalTrace) -> dict:

@@ -232,3 +232,13 @@ def test_fused_sift_post_processing_matches_the_generator():
     x = np.random.default_rng(3).normal(size=(5000, 128)) + 0.4
     np.testing.assert_array_equal(synthetic._post(spec, x.copy()),
                                   synthetic._post_sift_rows(x.copy()))
+
+
+def test_probe_coverage_is_exact_when_the_sample_is_the_whole_set(real, identity):
+    """At a size the sample holds, the coverage is the share of each query's true top-10 in
+    its probed clusters: at least the recall the search reaches."""
+    from graphs.templates import probe_coverage
+
+    cov = probe_coverage(identity, "sift", rows=10**6)
+    assert cov["rows"] == SMALL["n"] and cov["stands_for_k"] == 10
+    assert real.meta["recall"] <= cov["mean"] <= 1.0
