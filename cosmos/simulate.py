@@ -368,13 +368,23 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         n_inst = D
         layout_dev = cluster_device
         cap = min(cfg.device.capacity_bytes, dcfg.capacity_bytes)
-    layout = build_layout(tr.cluster_ptr, tr.cluster_nodes, layout_dev, n_inst,
-                          vector_bytes=int(tr.meta["vector_bytes"]),
-                          max_degree=int(tr.meta["max_degree"]), capacity_bytes=cap,
-                          spread=cfg.layout_spread,
-                          vector_ranks=dcfg.ranks if model.rank_pus else 1, fields=fields,
-                          code_bytes=int(tr.meta["code_bytes"]) if model.index != "graph"
-                          else 0, node_pos=tr.node_pos)
+    try:
+        layout = build_layout(tr.cluster_ptr, tr.cluster_nodes, layout_dev, n_inst,
+                              vector_bytes=int(tr.meta["vector_bytes"]),
+                              max_degree=int(tr.meta["max_degree"]), capacity_bytes=cap,
+                              spread=cfg.layout_spread,
+                              vector_ranks=dcfg.ranks if model.rank_pus else 1, fields=fields,
+                              code_bytes=int(tr.meta["code_bytes"]) if model.index != "graph"
+                              else 0, node_pos=tr.node_pos)
+    except ValueError as exc:
+        if "more than the capacity" not in str(exc):
+            raise
+        where = ("the host DRAM (host.dram_channels x host.dram_ranks = "
+                 f"{cfg.host.dram_channels} x {cfg.host.dram_ranks})" if model.index_in_host
+                 else "a device (device.capacity_bytes, device.channels x device.ranks)")
+        raise ValueError(f"{label}: {exc}: the index of {tr.vectors:,} vectors does not fit "
+                         f"{where}; give it more capacity (e.g. --set host.dram_ranks=2 or "
+                         "more devices)") from None
     if model.host_cache:
         # the host DRAM graph cache is one more memory instance, after the devices
         gc = cfg.graph_cache

@@ -242,3 +242,15 @@ def test_probe_coverage_is_exact_when_the_sample_is_the_whole_set(real, identity
     cov = probe_coverage(identity, "sift", rows=10**6)
     assert cov["rows"] == SMALL["n"] and cov["stands_for_k"] == 10
     assert real.meta["recall"] <= cov["mean"] <= 1.0
+
+
+def test_an_index_larger_than_the_host_dram_is_one_line_naming_the_fields():
+    """At a billion vectors the DRAM-only system's host DRAM (16 x 1 ranks, 256 GiB) is too
+    small for the index: one line naming the fields that set its capacity."""
+    from tests.cosmos_helpers import make_trace
+
+    t = make_trace(num_queries=2, num_clusters=2, cluster_size=8, probes=1, hops=2,
+                   reads_per_hop=2, dim=128, vector_bytes=40 * 2**30)
+    with pytest.raises(ValueError, match=r"does not fit the host DRAM \(host.dram_channels x "
+                                         r"host.dram_ranks = 16 x 1\)"):
+        simulate(get_preset("dram-only"), t, progress=False)
