@@ -629,7 +629,13 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
         bar.close()
     hop = np.concatenate(parts.pop("hop"))
     read = np.concatenate(parts.pop("read"))
-    node_pos = np.unique(np.concatenate([entry_all, hop, read]))
+    # the touched positions, increasing: a mark per logical position (n bytes) holds less than
+    # sorting the hundreds of millions of reads of a paper-scale trace would
+    mark = np.zeros(p.n, np.bool_)
+    for a in (entry_all, hop, read):
+        mark[a] = True
+    node_pos = np.flatnonzero(mark).astype(np.int64)
+    del mark
     hop_node = np.searchsorted(node_pos, hop).astype(np.int32)
     del hop
     read_node = np.searchsorted(node_pos, read).astype(np.int32)
