@@ -31,6 +31,16 @@ DEFAULT_TEMPLATES = {"tiny": 4, "default": 8, "full": 8}
 DEVICES = 4     # the paper's four CXL devices
 
 
+def _placement_load(tr) -> tuple[float, int]:
+    """Mean per-query LIR and the busiest device's probes of ``tr``'s clusters placed by
+    Algorithm 1 on :data:`DEVICES` devices."""
+    sizes = np.diff(np.asarray(tr.cluster_ptr))
+    dev = placement.place(sizes, DEVICES, "adjacency", adjacency=np.asarray(tr.cluster_adjacency))
+    lir = placement.query_lir(dev, tr.query_ptr, tr.search_cluster, DEVICES).mean()
+    return float(lir), int(placement.device_loads(dev, tr.query_ptr, tr.search_cluster,
+                                                  DEVICES).max())
+
+
 def compare(family: str, scale: str, templates: int, systems, queries: int | None,
             cache_dir=None, progress: bool = False) -> list[dict]:
     """Rows ``{metric, real, templated, rel}`` of one dataset (module docstring)."""
@@ -49,17 +59,9 @@ def compare(family: str, scale: str, templates: int, systems, queries: int | Non
     pa, pb = real.per_query(), tmpl.per_query()
     add("hops per query", pa["hops"].mean(), pb["hops"].mean())
     add("distances per query", pa["distances"].mean(), pb["distances"].mean())
-    for tr, key in ((real, "real"), (tmpl, "templated")):
-        sizes = np.diff(np.asarray(tr.cluster_ptr))
-        dev = placement.place(sizes, DEVICES, "adjacency", adjacency=np.asarray(tr.cluster_adjacency))
-        lir = placement.query_lir(dev, tr.query_ptr, tr.search_cluster, DEVICES).mean()
-        load = placement.device_loads(dev, tr.query_ptr, tr.search_cluster, DEVICES)
-        if key == "real":
-            lir_a, load_a = lir, np.sort(load)
-        else:
-            lir_b, load_b = lir, np.sort(load)
+    (lir_a, busy_a), (lir_b, busy_b) = _placement_load(real), _placement_load(tmpl)
     add("per-query LIR (adjacency, 4 devices)", lir_a, lir_b)
-    add("busiest device's probes", load_a[-1], load_b[-1])
+    add("busiest device's probes", busy_a, busy_b)
     n_q = queries or sc.sweep_queries
     for name in systems:
         cfg = get_preset(name)

@@ -65,8 +65,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from math import erf, sqrt
 import time
-import types
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -79,8 +79,8 @@ from . import synthetic
 from .groundtruth import exact_knn, recall_at_k
 from .index import (ClusteredIndex, IndexParams, _build_vamana_clusters, assemble_graphs,
                     build_hnsw_clusters, cluster_medoids, default_cache_dir)
-from .kmeans import assign, centroid_adjacency, cluster_csr, kmeans
-from .search import (ENTRY_MODES, METRIC_CODES, _NO_ID, _merge_topk, _run, check_search_params,
+from .kmeans import _scores, assign, centroid_adjacency, cluster_csr, kmeans
+from .search import (METRIC_CODES, _NO_ID, _merge_topk, _run, check_search_params,
                      search_setup)
 from .io import atomic_write_bytes
 from .trace import TRACE_FORMAT_VERSION, LogicalTrace, load_trace, save_trace
@@ -193,12 +193,6 @@ class LogicalGeometry:
         """The sample is the whole N-vector set: the geometry is the real index's."""
         return len(self.sample) == self.n
 
-    @property
-    def cluster_ptr(self) -> np.ndarray:
-        ptr = np.zeros(len(self.sizes) + 1, np.int64)
-        np.cumsum(self.sizes, out=ptr[1:])
-        return ptr
-
 
 def _scaled_sizes(counts: np.ndarray, n: int) -> np.ndarray:
     """``n x counts / counts.sum()`` in integers summing to ``n`` (largest remainder, ties to
@@ -293,8 +287,6 @@ def _box_mass(box) -> float:
     """Probability of the box under the standard normal latent."""
     if box is None:
         return 1.0
-    from math import erf, sqrt
-
     _, lo, hi = box
     return float(np.prod([0.5 * (erf(b / sqrt(2)) - erf(a / sqrt(2))) for a, b in zip(lo, hi)]))
 
@@ -330,11 +322,7 @@ def _grow(spec_name: str, geo: LogicalGeometry, metric: str, t: int, need: int, 
             y = synthetic.generate_mode(spec, int(m), _GROW_BLOCK, seed, (t, int(m), b), box)
             drawn += len(y)
             b += 1
-            yf = y.astype(np.float32)
-            if metric == "ip":
-                score = -(yf @ cent[near].T)
-            else:
-                score = (cent[near] ** 2).sum(axis=1)[None, :] - 2.0 * (yf @ cent[near].T)
+            score = _scores(y.astype(np.float32), cent[near], metric)
             cand = np.flatnonzero(np.argmin(score, axis=1) == 0)
             if cand.size:      # exact: the index's assignment rule over all C centroids
                 cand = cand[assign(y[cand], cent, metric) == t]
@@ -402,7 +390,7 @@ def build_templates(p: TemplateParams, index: IndexParams = IndexParams(),
     sample_ptr, sample_nodes = cluster_csr(geo.labels, len(geo.sizes))
     modes = synthetic.num_modes(p.family)
     mode_total = np.bincount(geo.sample_modes, minlength=modes).astype(np.float64)
-    parts, grown = [], np.zeros(T, np.int64)
+    grown = np.zeros(T, np.int64)
     t0 = time.perf_counter()
     parts: list = [None] * T
 
@@ -474,14 +462,12 @@ def default_pool(num_clusters: int) -> int:
     return int(min(2_000_000, max(50_000, 100 * num_clusters)))
 
 
-def _route_gaps(router, q: np.ndarray, P: int, metric: str):
+def _route_gaps(centroids: np.ndarray, q: np.ndarray, P: int, metric: str):
     """The ``P`` nearest logical centroids of each query (as :func:`graphs.search.route`) and
     each probe's gap: its distance over the nearest probe's (L2), or its score minus the
     nearest's (inner product)."""
-    c = router.centroids
     q = np.asarray(q, dtype=np.float32)
-    dots = q @ c.T
-    score = -dots if metric == "ip" else np.einsum("ij,ij->i", c, c)[None, :] - 2.0 * dots
+    score = _scores(q, centroids, metric)
     probes = np.argsort(score, axis=1, kind="stable")[:, :P].astype(np.int64)
     top = np.take_along_axis(score, probes, axis=1).astype(np.float64)
     if metric == "ip":
@@ -496,9 +482,10 @@ class _Surrogates:
     """For a probe of logical cluster c at probe rank j standing in for template t: the pool
     query whose rank-j probe is t with the nearest gap (ties to the first in the pool)."""
 
-    def __init__(self, router, pool: np.ndarray, P: int, metric: str, templates: np.ndarray):
+    def __init__(self, centroids: np.ndarray, pool: np.ndarray, P: int, metric: str,
+                 templates: np.ndarray):
         self.pool = np.asarray(pool, np.float32)
-        probes, gap = _route_gaps(router, self.pool, P, metric)
+        probes, gap = _route_gaps(centroids, self.pool, P, metric)
         self.table = {}
         for t in templates:
             for j in range(P):
@@ -537,8 +524,6 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
     C, T = len(ti.sizes), len(ti.templates)
     check_search_params(p.n, len(queries), C, num_probes, cand_list_len, k, entry)
     surrogate_pool = default_pool(C) if surrogate_pool is None else int(surrogate_pool)
-    if entry not in ENTRY_MODES:
-        raise UserError(f"entry={entry!r}: expected one of {ENTRY_MODES}")
     idx = ti.index
     metric = ti.metric
     slot = np.full(C, -1, np.int64)
@@ -550,7 +535,6 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
     entries, levels, hcap, rcap = search_setup(idx, entry, cand_list_len)
     L, P = int(cand_list_len), int(num_probes)
     code = METRIC_CODES[metric]
-    router = types.SimpleNamespace(centroids=ti.centroids)
     cent = ti.centroids.astype(np.float32)
 
     def logical(pos, c):
@@ -565,7 +549,7 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
     surrogates = None
     if carry == "surrogate" and np.any(ti.template_of != np.arange(C)):
         pool = synthetic.generate(p.family, Q + surrogate_pool, p.seed, queries=True)[Q:]
-        surrogates = _Surrogates(router, pool, P, metric, ti.templates)
+        surrogates = _Surrogates(cent, pool, P, metric, ti.templates)
     out_ids = np.full((Q, k), -1, np.int64)
     parts = {name: [] for name in ("hop", "deg", "ins", "nread", "read")}
     nh_all = np.zeros(Q * P, np.int64)
@@ -582,7 +566,7 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
     for q0 in range(0, Q, chunk):
         qb = np.ascontiguousarray(queries[q0:q0 + chunk], dtype=np.float32)
         nq = len(qb)
-        probes2, gap2 = _route_gaps(router, qb, P, metric)
+        probes2, gap2 = _route_gaps(cent, qb, P, metric)
         probes = probes2.ravel()                               # (S,) logical clusters
         S = nq * P
         qrow = np.repeat(np.arange(nq), P)

@@ -155,16 +155,13 @@ def test_memory_estimate_grows_with_templates():
 def test_surrogate_queries_probe_their_template_at_the_same_rank():
     """A surrogate of a probe at rank j for template t is a pool query whose rank-j probe is
     t, the one with the nearest gap."""
-    import types
-
     from graphs import synthetic
     from graphs.templates import _route_gaps, _Surrogates
 
     pool = synthetic.generate("sift", 4000, 0, queries=True).astype(np.float32)
     cent = synthetic.generate("sift", 16, 1).astype(np.float32)
-    router = types.SimpleNamespace(centroids=cent)
-    sur = _Surrogates(router, pool, 3, "l2", np.array([2, 5]))
-    probes, gap = _route_gaps(router, pool, 3, "l2")
+    sur = _Surrogates(cent, pool, 3, "l2", np.array([2, 5]))
+    probes, gap = _route_gaps(cent, pool, 3, "l2")
     for t in (2, 5):
         for j in range(3):
             rows = np.flatnonzero(probes[:, j] == t)
