@@ -44,6 +44,10 @@ import numpy as np
 LINE_BYTES = 64
 
 
+class CapacityError(ValueError):
+    """The index does not fit the capacity of its fullest memory instance."""
+
+
 def lines_for(nbytes: int) -> int:
     """Number of 64-byte lines needed for ``nbytes`` bytes."""
     return max(1, -(-int(nbytes) // LINE_BYTES))
@@ -285,7 +289,7 @@ def build_layout(
         region = int(used.max()) if C else 0
         bytes_used = used + per_dev_count * vec_bytes
         if region + max_nodes * vec_bytes > capacity_bytes:
-            raise ValueError(f"the index needs {region + max_nodes * vec_bytes} bytes on its "
+            raise CapacityError(f"the index needs {region + max_nodes * vec_bytes} bytes on its "
                              f"fullest device, more than the capacity {capacity_bytes}")
         S = 1
         if spread and max_nodes > 0:
@@ -300,7 +304,7 @@ def build_layout(
     else:
         bytes_used = per_dev_count * (node_bytes + vec_bytes)
         if max_nodes * (node_bytes + vec_bytes) > capacity_bytes:
-            raise ValueError(f"the index needs {max_nodes * (node_bytes + vec_bytes)} bytes on "
+            raise CapacityError(f"the index needs {max_nodes * (node_bytes + vec_bytes)} bytes on "
                              f"its fullest device, more than the capacity {capacity_bytes}")
         S = 1
         if spread and max_nodes > 0:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cosmos.config import SystemConfig, bytes_per_cycle, ns_to_cycles, TCK_PS
-from cosmos.layout import (AddressFields, Layout, build_layout, graph_cache_nodes,
-                           with_graph_cache)
+from cosmos.layout import (AddressFields, CapacityError, Layout, build_layout,
+                           graph_cache_nodes, with_graph_cache)
 from cosmos.program import Program, build_program, pool_sizes
 from cosmos.systems import model_for
 from cosmos.trace_input import TraceArrays, as_trace, check_trace_for
@@ -376,9 +376,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                               vector_ranks=dcfg.ranks if model.rank_pus else 1, fields=fields,
                               code_bytes=int(tr.meta["code_bytes"]) if model.index != "graph"
                               else 0, node_pos=tr.node_pos)
-    except ValueError as exc:
-        if "more than the capacity" not in str(exc):
-            raise
+    except CapacityError as exc:
         where = ("the host DRAM (host.dram_channels x host.dram_ranks = "
                  f"{cfg.host.dram_channels} x {cfg.host.dram_ranks})" if model.index_in_host
                  else "a device (device.capacity_bytes, device.channels x device.ranks)")
