@@ -44,6 +44,12 @@ import numpy as np
 LINE_BYTES = 64
 
 
+#: Nodes per block when the per-node addresses are computed: bounds the temporaries (about a
+#: dozen int64 arrays of this length, ~400 MB) at any index size, a billion-vector templated
+#: trace's 150 M touched nodes included. Results do not depend on it.
+LAYOUT_BLOCK = 1 << 22
+
+
 class CapacityError(ValueError):
     """The index does not fit the capacity of its fullest memory instance."""
 
@@ -268,16 +274,14 @@ def build_layout(
     if node_pos is None:
         member_cluster = np.repeat(np.arange(C, dtype=np.int64), sizes)
         pos_in_cluster = np.arange(n, dtype=np.int64) - np.repeat(cluster_ptr[:-1], sizes)
-        local = np.empty(n, dtype=np.int64)
+        all_local = np.empty(n, dtype=np.int64)
         node_device = np.full(n, -1, dtype=np.int64)
-        local[cluster_nodes] = cl_offset[member_cluster] + pos_in_cluster
+        all_local[cluster_nodes] = cl_offset[member_cluster] + pos_in_cluster
         node_device[cluster_nodes] = cluster_device[member_cluster]
         if n and node_device.min() < 0:
             raise ValueError("cluster_nodes does not cover every node exactly once")
-    else:   # only the nodes a templated trace touches, by logical position
-        member_cluster = np.searchsorted(cluster_ptr, node_pos, side="right") - 1
-        local = cl_offset[member_cluster] + node_pos - cluster_ptr[member_cluster]
-        node_device = cluster_device[member_cluster]
+    else:   # only the nodes a templated trace touches, by logical position (block by block)
+        node_device = np.empty(n, dtype=np.int64)
 
     max_nodes = int(per_dev_count.max()) if C else 0
     list_addr = None
@@ -300,7 +304,6 @@ def build_layout(
         node_stride = node_bytes
         vector_stride = vec_bytes * S
         graph_bytes = region
-        node_addr = np.zeros(n, dtype=np.uint64)      # no graph: no node entries
     else:
         bytes_used = per_dev_count * (node_bytes + vec_bytes)
         if max_nodes * (node_bytes + vec_bytes) > capacity_bytes:
@@ -315,17 +318,44 @@ def build_layout(
         node_stride = node_bytes * S
         vector_stride = vec_bytes * S
         graph_bytes = max_nodes * node_stride
-        node_addr = (local * node_stride).astype(np.uint64)
     scan = {"list_addr": list_addr, "code_bytes": int(code_bytes)}
 
+    if vector_ranks:
+        vector_address = _channel_local(fields, int(vector_ranks), vector_lines, graph_bytes,
+                                        capacity_bytes, max_nodes, spread)
+        R = int(vector_ranks)
+    else:
+        def vector_address(local):
+            return (graph_bytes + local * vector_stride).astype(np.uint64)
+
+    node_addr = np.zeros(n, dtype=np.uint64)      # a scan index has no node entries
+    vector_addr = np.empty(n, dtype=np.uint64)
+    for lo in range(0, n, LAYOUT_BLOCK):
+        hi = min(n, lo + LAYOUT_BLOCK)
+        if node_pos is None:
+            local = all_local[lo:hi]
+        else:
+            pos = node_pos[lo:hi]
+            member_cluster = np.searchsorted(cluster_ptr, pos, side="right") - 1
+            local = cl_offset[member_cluster] + pos - cluster_ptr[member_cluster]
+            node_device[lo:hi] = cluster_device[member_cluster]
+        if not code_bytes:
+            node_addr[lo:hi] = (local * node_stride).astype(np.uint64)
+        vector_addr[lo:hi] = vector_address(local)
+
     if not vector_ranks:
-        vector_addr = (graph_bytes + local * vector_stride).astype(np.uint64)
         return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
                       node_stride, vector_stride, S, 1, 0, LINE_BYTES, bytes_used, **scan)
+    return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
+                  node_stride, vector_stride, S, R, LINE_BYTES * fields.divisor("rank"),
+                  LINE_BYTES * fields.divisor("column"), bytes_used, **scan)
 
+
+def _channel_local(fields, R, vector_lines, graph_bytes, capacity_bytes, max_nodes, spread):
+    """The channel-local vector layout (module docstring) as a function of the local index:
+    checks the mapping once, returns ``local (int64 array) -> vector address (uint64)``."""
     if fields is None:
         raise ValueError("a channel-local vector layout needs the DRAM address mapping (fields)")
-    R = int(vector_ranks)
     if R < 1 or fields.radix("rank") < R:
         raise ValueError(f"vector_ranks must be in [1, {fields.radix('rank')}] (ranks of the "
                          f"address mapping), got {R}")
@@ -352,27 +382,29 @@ def build_layout(
         S_v = max(1, (units * n_ch * vec_per_row) // max_nodes)
         if S_v % 2 == 0:
             S_v -= 1
-    slot = local * S_v
-    channel = slot % n_ch
-    k = slot // n_ch
-    col = (k % vec_per_row) * seg_per_rank
-    rest = rest0 + k // vec_per_row
-    # fill the remaining fields (rank when not partitioned, bank group, bank, row), lowest first
-    values = {"channel": channel, "column": col}
-    if R > 1:
-        values["rank"] = np.zeros_like(channel)
-    r = rest.copy()
-    for name, radix in fields.fields:
-        if name in in_vec:
-            continue
-        values[name] = r % radix
-        r = r // radix
-    if np.any(r > 0):
-        raise ValueError("the channel-local vector layout does not fit the address space")
-    vector_addr = fields.compose(values)
-    return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
-                  node_stride, vector_stride, S, R, LINE_BYTES * fields.divisor("rank"),
-                  LINE_BYTES * fields.divisor("column"), bytes_used, **scan)
+
+    def vector_address(local):
+        slot = local * S_v
+        channel = slot % n_ch
+        k = slot // n_ch
+        col = (k % vec_per_row) * seg_per_rank
+        rest = rest0 + k // vec_per_row
+        # fill the remaining fields (rank when not partitioned, bank group, bank, row),
+        # lowest first
+        values = {"channel": channel, "column": col}
+        if R > 1:
+            values["rank"] = np.zeros_like(channel)
+        r = rest.copy()
+        for name, radix in fields.fields:
+            if name in in_vec:
+                continue
+            values[name] = r % radix
+            r = r // radix
+        if np.any(r > 0):
+            raise ValueError("the channel-local vector layout does not fit the address space")
+        return fields.compose(values)
+
+    return vector_address
 
 
 def graph_cache_nodes(trace, hops: int, capacity_bytes: int, node_lines: int) -> np.ndarray:

@@ -185,6 +185,27 @@ def test_rank_partitioned_vectors_stay_in_one_channel_split_across_ranks():
     assert len(np.unique(lay.vector_addr[on0])) == on0.sum()
 
 
+@pytest.mark.parametrize("kw", [dict(spread=True, vector_ranks=2, fields=FIELDS),
+                                dict(spread=True), dict(spread=False, code_bytes=16),
+                                dict(spread=True, vector_ranks=1, fields=FIELDS,
+                                     templated=True)])
+def test_layout_does_not_depend_on_its_block_size(monkeypatch, kw):
+    """The per-node addresses are computed block by block (bounded memory at a billion
+    vectors): any block size gives the same layout."""
+    import cosmos.layout as layout_mod
+
+    kw = dict(kw)
+    if kw.pop("templated", False):       # every third logical position, as node_pos
+        kw["node_pos"] = np.arange(0, 200, 3, dtype=np.int64)
+    whole = _cluster_layout(**kw)[2]
+    monkeypatch.setattr(layout_mod, "LAYOUT_BLOCK", 7)
+    blocks = _cluster_layout(**kw)[2]
+    for name in ("node_device", "node_addr", "vector_addr", "bytes_used"):
+        a, b = getattr(whole, name), getattr(blocks, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert whole.spread == blocks.spread and whole.vector_stride == blocks.vector_stride
+
+
 def test_address_fields_match_the_dram_models_mapping():
     from dram.config import DRAMConfig
 
