@@ -26,6 +26,7 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
+from experiments.capacity import fit_for
 from experiments.common import add_ratio_ci, error_bars, pyplot, save_figure, write_csv
 from experiments.sim import simulate_task, split_per_device
 
@@ -45,10 +46,13 @@ PAPER_VS_CXLANNS = {("sift", "cosmos"): PAPER_COSMOS_VS_CXLANNS,
 def system_task(ctx, family: str, system: str, tags: dict | None = None) -> dict:
     """fig4a's simulation of preset ``system`` on ``family``'s trace: every query of the
     trace, closed loop, or until the scale's ``ci_target`` (with ``tags``; default: dataset
-    and system)."""
+    and system). Where the preset's memory cannot hold the index (DRAM-only at the paper
+    scale), with the overrides that make it fit (experiments.capacity)."""
+    fit = fit_for(ctx, family, system)
     return dict(system=system, trace_path=str(ctx.trace_file(family)), seed=ctx.seed,
                 per_device=True, ci_target=ctx.scale.ci_target,
-                tags={"dataset": family, "system": system} if tags is None else tags)
+                tags={"dataset": family, "system": system} if tags is None else tags,
+                **({"overrides": fit} if fit else {}))
 
 
 def system_tasks(ctx, systems) -> list:
@@ -76,10 +80,12 @@ def sweep_task(ctx, family: str, system: str, overrides: dict | None, tags: dict
     configuration, the load sweep's and rag_ttft's saturation runs and fig4a's bars are one
     simulation (``cosmos reproduce`` runs it once) and agree. Elsewhere it is
     ``simulate_task(system, trace, overrides=overrides, **options)``: the sweep's own
-    queries (``num_queries``) and options."""
+    queries (``num_queries``) and options (overrides completed by experiments.capacity
+    where the memory cannot hold the index)."""
     if is_preset(system, overrides):
         return system_task(ctx, family, system, tags)
-    return dict(system=system, trace_path=str(ctx.trace_file(family)), overrides=overrides,
+    return dict(system=system, trace_path=str(ctx.trace_file(family)),
+                overrides=fit_for(ctx, family, system, overrides),
                 seed=ctx.seed, tags=tags, **options)
 
 

@@ -1,7 +1,9 @@
 """Fig. 4b: single-query latency breakdown of each system on one device.
 
-Queries run one at a time (one in flight) on a system with a single CXL device, so nothing
-queues behind other queries; each query's latency is split along its critical path into graph
+Queries run one at a time (one in flight) on a system with a single CXL device (the preset's
+devices where one cannot hold the index, and DRAM-only with the host DRAM that holds it:
+experiments.capacity; the ``devices`` column says which), so nothing queues behind other
+queries; each query's latency is split along its critical path into graph
 traversal, distance calculation, candidate update, host/link transfer (and context queueing,
 which is zero here). The bars are the mean over the first queries of the trace.
 """
@@ -16,6 +18,8 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
+from cosmos.presets import get_preset
+from experiments.capacity import fit_for
 from experiments.common import pyplot, save_figure, write_csv
 from experiments.sim import simulate_task
 
@@ -33,17 +37,20 @@ def simulation_tasks(ctx) -> list:
     for fam in ctx.families:
         path = ctx.trace_file(fam)
         for system in SYSTEMS:
+            overrides = fit_for(ctx, fam, system, {"device.count": 1})
+            devices = overrides.get("device.count", get_preset(system).device.count)
             tasks.append(dict(system=system, trace_path=str(path), seed=ctx.seed,
-                              overrides={"device.count": 1}, max_inflight=1,
+                              overrides=overrides, max_inflight=1,
                               num_queries=QUERIES, warmup=0.0,
-                              tags={"dataset": fam, "system": system}))
+                              tags={"dataset": fam, "system": system, "devices": devices}))
     return tasks
 
 
 def run(ctx) -> dict:
     rows = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="fig4b breakdown")
     df = pd.DataFrame(rows)
-    cols = ["dataset", "system", "latency_mean_ns"] + [f"breakdown_{c}_ns" for c in CATEGORIES]
+    cols = (["dataset", "system", "devices", "latency_mean_ns"]
+            + [f"breakdown_{c}_ns" for c in CATEGORIES])
     write_csv(ctx.out / "breakdown.csv", df[cols + ["num_queries"]])
     out = {}
     for fam in ctx.families:
@@ -71,7 +78,9 @@ def plot(folder) -> None:
                 bottom += v
         ax.set_xticks(x, sub.system, rotation=20)
         ax.set_ylabel("latency per query (us)")
-        ax.set_title(f"Fig. 4b: {fam}, one device, one query in flight", fontsize=9)
+        devices = sorted(set(sub.devices)) if "devices" in sub else [1]
+        where = "one device" if devices == [1] else f"{max(devices)} devices"
+        ax.set_title(f"Fig. 4b: {fam}, {where}, one query in flight", fontsize=9)
         ax.legend(frameon=False, fontsize=7)
     save_figure(fig, folder, "fig4b_breakdown")
     plt.close(fig)
