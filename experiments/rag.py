@@ -551,6 +551,15 @@ def simulate_pipeline(cfg: PipelineConfig, retrieval: RetrievalProfile | None, r
                           float(decode_compute + stalls[keep].mean()))
 
 
+def retrieval_share_unqueued(cfg: PipelineConfig, retrieval_s) -> np.ndarray:
+    """Retrieval's share of TTFT with no prefill queueing: ``r / (encode + r + prefill)``
+    for one-shot retrieval latencies ``r`` (s) and the prompt of ``cfg``: the share a
+    lightly loaded service sees (a queued prefill only lowers it)."""
+    cfg = cfg.validate()
+    r = np.asarray(retrieval_s, dtype=np.float64)
+    return r / (encode_s(cfg) + r + prefill_s(cfg, cfg.prompt_tokens))
+
+
 def llm_only_ttft_s(cfg: PipelineConfig, rate_rps: float, replicas: int, *,
                     num_requests: int = 4000, seed: int = 0, warmup: float = 0.1) -> np.ndarray:
     """TTFT (s) of each request of the same service without encoding or retrieval."""

@@ -89,6 +89,15 @@ def test_idle_replica_ttft_is_the_sum_of_the_stages():
     np.testing.assert_allclose(res.ttft_s, want, rtol=1e-12)
 
 
+def test_unqueued_share_is_the_pipelines_share_at_no_load():
+    p = profile(latency_s=5e-3)
+    res = rag.simulate_pipeline(CFG, p, 1e-3, 1, num_requests=500, seed=0)
+    # no queueing: mean TTFT = encode + mean retrieval + prefill
+    share = rag.retrieval_share_unqueued(CFG, res.retrieval_s.mean())
+    assert share == pytest.approx(res.retrieval_share, rel=1e-12)
+    assert rag.retrieval_share_unqueued(CFG, [0.0, 1e9]) == pytest.approx([0.0, 1.0])
+
+
 def test_twice_slower_retrieval_raises_the_share_accordingly():
     p = profile(latency_s=5e-3)
     one = rag.simulate_pipeline(CFG, p, 1e-3, 1, num_requests=1000, seed=0)

@@ -33,4 +33,6 @@ def test_scale_n_runs_at_the_tiny_scale(tmp_path, monkeypatch):
     base = df[df.system == "base"]
     assert (base.qps_vs_base == 1.0).all() and (df.requests_per_query > 0).all()
     assert (df[df.system == "cosmos"].qps_vs_base > 1).all()
+    share = df.rag_retrieval_share_of_ttft
+    assert share.between(0, 1, inclusive="neither").all()
     assert (out / "scale_n.png").exists() and "Cosmos / Base" in (out / "summary.md").read_text()
