@@ -213,6 +213,10 @@ def replay(args) -> int:
     bad = [s for s in systems if s not in known]
     if bad:
         raise ValueError(f"--systems: unknown {bad}; expected some of {known}")
+    twice = sorted({s for s in systems if systems.count(s) > 1})
+    if twice:
+        raise ValueError(f"--systems: {', '.join(twice)} named more than once; name each "
+                         "system once")
     if args.num_queries is not None and args.num_queries < 1:
         raise ValueError(f"--num-queries must be >= 1, got {args.num_queries}")
     if args.workers is not None and args.workers < 1:

@@ -43,6 +43,8 @@ def test_replay_compares_systems(small_trace, tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["replay", "missing.npz"], "trace file not found: missing.npz"),
     (["replay", "TRACE", "--systems", "base,warp"], "unknown ['warp']"),
+    # refused before any simulation (a duplicate once ran them all, then failed in pandas)
+    (["replay", "TRACE", "--systems", "base,cosmos,base"], "base named more than once"),
     (["replay", "TRACE", "--set", "device.count"], "expected FIELD=VALUE"),
     (["reproduce", "--only", "fig9"], "unknown experiment(s) ['fig9']"),
     (["reproduce", "--queries", "q.fbin"], "--queries/--groundtruth/--metric need --dataset"),
