@@ -115,7 +115,9 @@ def run(args) -> int:
     count = np.bincount(device, minlength=D)
     loads = None
     if args.trace is not None:
-        probes = load_probes(args.trace, args.work, num_clusters=C, clusters_file=args.clusters)
+        probes = load_probes(args.trace, args.work, num_clusters=C, clusters_file=args.clusters,
+                             cluster_sizes=meta.sizes if meta.unit == "vectors" else None,
+                             centroids=meta.centroids)
         loads = device_loads(device, probes.query_ptr, probes.search_cluster, D, probes.weights)
 
     print(f"{C} clusters from {args.clusters} (sizes: {meta.unit}) on {D} devices, policy {args.policy}")

@@ -237,14 +237,16 @@ def _load_clusters_csv(path: Path) -> ClusterMetadata:
 
 
 def load_probes(path, work: str = "searches", num_clusters: int | None = None,
-                clusters_file=None) -> Probes:
+                clusters_file=None, cluster_sizes=None, centroids=None) -> Probes:
     """Read the probes (and optional per-search work) of a logical trace ``.npz``.
 
     ``work`` is one of ``searches`` (1 per search), ``hops`` or ``distances`` (see
     :func:`placement.search_work`). With ``num_clusters``, the trace must be of an index with
     that many clusters (its ``cluster_ptr``, else its meta ``num_clusters``, when it has one)
     and probe only those; ``clusters_file`` names where ``num_clusters`` came from in the
-    message.
+    message. With ``cluster_sizes`` (in vectors) and ``centroids``, a trace that states its
+    clusters' sizes (``cluster_ptr``) or centroids must have those: the clusters file and the
+    trace of one index.
     """
     path = Path(path)
     if work not in WORK_KINDS:
@@ -264,7 +266,46 @@ def load_probes(path, work: str = "searches", num_clusters: int | None = None,
             raise UserError(f"{path}: {exc}") from None
         if num_clusters is not None:  # probes in range, but of an index with other clusters?
             _check_cluster_count(z, meta, path, int(num_clusters), clusters_file)
+        if cluster_sizes is not None and "cluster_ptr" in z.files:
+            _check_cluster_sizes(np.asarray(z["cluster_ptr"]), path,
+                                 np.asarray(cluster_sizes), clusters_file)
+        if centroids is not None and "centroids" in z.files:
+            _check_centroids(np.asarray(z["centroids"]), path, np.asarray(centroids),
+                             clusters_file)
     return Probes(qp, sc, weights, work, meta)
+
+
+def _check_centroids(own: np.ndarray, path: Path, given: np.ndarray, clusters_file) -> None:
+    """The trace's centroids must be ``given`` (to float32 rounding) where both have them."""
+    if own.shape != given.shape:
+        if own.ndim == given.ndim == 2 and own.shape[0] == given.shape[0]:   # other dims
+            raise UserError(f"{path}: the trace's centroids have shape {own.shape}, "
+                            f"{clusters_file or 'the clusters file'}'s {given.shape}; give the "
+                            "clusters file and the trace of the same index")
+        return
+    close = np.isclose(own.astype(np.float64), given.astype(np.float64), rtol=1e-5, atol=1e-6)
+    bad = np.flatnonzero(~close.all(axis=1))
+    if bad.size:
+        raise UserError(f"{path}: cluster {int(bad[0])}'s centroid differs from "
+                        f"{clusters_file or 'the clusters file'}'s ({bad.size} of "
+                        f"{given.shape[0]} clusters differ); give the clusters file and the "
+                        "trace of the same index")
+
+
+def _check_cluster_sizes(ptr: np.ndarray, path: Path, sizes: np.ndarray, clusters_file) -> None:
+    """The trace's cluster sizes (``cluster_ptr``) must be ``sizes`` (same count checked)."""
+    own = np.diff(ptr.astype(np.int64))
+    if own.shape != sizes.shape:
+        return                  # the count check names that mismatch
+    differ = np.flatnonzero(own != sizes)
+    if differ.size:
+        c = int(differ[0])
+        where = clusters_file or "the clusters file"
+        raise UserError(
+            f"{path}: cluster {c} holds {int(own[c])} vectors in the trace but {int(sizes[c])} in "
+            f"{where} ({differ.size} of {sizes.size} clusters differ); give the clusters file "
+            "and the trace of the same index"
+        )
 
 
 def _check_cluster_count(z, meta: dict, path: Path, num_clusters: int, clusters_file) -> None:

@@ -183,6 +183,28 @@ def test_trace_of_another_index_is_rejected_naming_both_files(files, capsys):
     assert load_probes(d / "probes_only.npz", num_clusters=C).query_ptr[-1] > 0
 
 
+def test_trace_of_another_index_with_as_many_clusters_is_rejected(files, capsys):
+    """Same cluster count, other index (issue 55, bug 4): the sizes or centroids differ."""
+    d, sizes, cen, adj, *_ = files
+    with np.load(d / "trace.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    other = dict(arrays, cluster_ptr=np.concatenate([[0], np.cumsum(sizes[::-1])]))
+    np.savez(d / "other_sizes.npz", **other)            # a trace as the clusters file
+    rc = main(["place", "--clusters", str(d / "other_sizes.npz"), "--policy", "round_robin",
+               "--trace", str(d / "trace.npz")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    assert "vectors in the trace but" in err and "other_sizes.npz" in err
+    np.savez(d / "other_cen.npz", sizes=sizes, centroids=cen + 1.0, cluster_adjacency=adj)
+    rc = main(["place", "--clusters", str(d / "other_cen.npz"), "--policy", "round_robin",
+               "--trace", str(d / "trace.npz")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cluster 0's centroid differs from" in err and "Traceback" not in err
+    # the same index's clusters file is taken
+    assert main(["place", "--clusters", str(d / "clusters.npz"), "--policy", "round_robin",
+                 "--trace", str(d / "trace.npz")]) == 0
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--neighbors", "-1"], "--neighbors must be >= 1"),
     (["--neighbors", "0"], "--neighbors must be >= 1"),
