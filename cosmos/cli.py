@@ -40,6 +40,7 @@ COMMANDS = {
 
 
 from cosmos_common import UserError  # noqa: F401  (re-exported: the one user-facing error type)
+from cosmos_common.signals import Terminated, exit_status, stop_on_signals
 
 
 def _is_temporary(path: str) -> bool:
@@ -94,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with stop_on_signals():     # SIGTERM / SIGHUP stop a command as Ctrl-C does
+            return int(args.func(args) or 0)
     except (UserError, ValueError, FileNotFoundError, FileExistsError) as exc:
         print(f"cosmos {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -118,13 +120,15 @@ def main(argv: list[str] | None = None) -> int:
         what = exc.strerror or str(exc) or type(exc).__name__
         print(f"cosmos {args.command}: error: {where}{what}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        # Ctrl-C, or SIGTERM / SIGHUP (cosmos_common.signals.Terminated)
         note = ""
         if args.command in ("reproduce", "run") and not getattr(args, "no_sim_cache", True):
             note = ("; the simulations that finished are kept in the simulation cache: the "
                     "same command resumes from them")
-        print(f"cosmos {args.command}: interrupted{note}", file=sys.stderr)
-        return 130
+        what = f"stopped by {exc.name}" if isinstance(exc, Terminated) else "interrupted"
+        print(f"cosmos {args.command}: {what}{note}", file=sys.stderr)
+        return exit_status(exc)
 
 
 if __name__ == "__main__":

@@ -242,7 +242,8 @@ class RunFolder:
     ``with RunFolder(folder, "simulate", ["per_query.csv", ...]) as rf:`` writes the marker;
     ``rf.done(name)`` records that ``name`` was written (the marker is rewritten with what is
     left); a normal exit removes the marker. An exception leaves it, with a final line:
-    ``interrupted (Ctrl-C); missing: ...`` or ``failed: <error>; missing: ...``.
+    ``interrupted (Ctrl-C); missing: ...``, ``stopped by SIGTERM; missing: ...`` or
+    ``failed: <error>; missing: ...``.
 
     One exception: a run refused because of its input (``ValueError``, which includes
     UserError) before it wrote anything leaves no trace: the marker is removed, and so is the
@@ -293,7 +294,11 @@ class RunFolder:
 
     def fail(self, exc: BaseException | None) -> None:
         """Leave the marker with a final line saying why the run stopped and what is missing."""
-        if isinstance(exc, KeyboardInterrupt):
+        from cosmos_common.signals import Terminated
+
+        if isinstance(exc, Terminated):     # SIGTERM or SIGHUP
+            why = f"stopped by {exc.name}"
+        elif isinstance(exc, KeyboardInterrupt):
             why = "interrupted (Ctrl-C)"
         else:
             text = " ".join(str(exc).split()) if exc is not None else ""

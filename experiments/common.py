@@ -8,7 +8,9 @@ Sweeps (many independent simulations) run through :func:`run_sweep`: in this pro
 processes (the default), or over a Dask distributed cluster given its scheduler address. Each
 task is a top-level function called with keyword arguments and must be deterministic in them
 (seeds are arguments), so the results are identical whichever way the sweep runs; they are
-always returned in input order.
+always returned in input order. A local sweep that is stopped (Ctrl-C, or SIGTERM / SIGHUP
+under :func:`cosmos_common.signals.stop_on_signals`) ends its worker processes at once, and a
+worker ends when this process does, however it ends (:func:`cosmos_common.signals.worker_init`).
 """
 
 from __future__ import annotations
@@ -222,7 +224,10 @@ def _run_local(fn, tasks: list, n_workers: int, cost, finished) -> None:
             for j in finished(i, fn(**tasks[i])):
                 add(j)
         return
-    with ProcessPoolExecutor(max_workers=n_workers) as pool:
+    from cosmos_common.signals import worker_init
+
+    with ProcessPoolExecutor(max_workers=n_workers, initializer=worker_init,
+                             initargs=(os.getpid(),)) as pool:
         running: dict = {}
         try:
             while waiting or running:
@@ -233,12 +238,36 @@ def _run_local(fn, tasks: list, n_workers: int, cost, finished) -> None:
                 for fut in sorted(done, key=running.get):
                     for j in finished(running.pop(fut), fut.result()):
                         add(j)
-        except BaseException:
-            # interrupted or failed: start no more tasks (the pool's exit then waits only
-            # for the ones running)
+        except BaseException as exc:
+            # failed: start no more tasks (the pool's exit then waits only for the ones
+            # running); stopped (Ctrl-C, SIGTERM, SIGHUP: a KeyboardInterrupt, or an exit):
+            # the running tasks' results would be dropped, so their workers end now
             for fut in running:
                 fut.cancel()
+            if not isinstance(exc, Exception):
+                _stop_workers(pool)
             raise
+
+
+def _stop_workers(pool: ProcessPoolExecutor, wait_s: float = 5.0) -> None:
+    """End ``pool``'s worker processes now, running tasks included (SIGTERM, which they do not
+    catch: :func:`cosmos_common.signals.worker_init`; SIGKILL for one still there after
+    ``wait_s`` seconds), and start no more."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in procs:
+        try:
+            proc.terminate()
+        except (OSError, ValueError):
+            pass            # already ended
+    for proc in procs:
+        try:
+            proc.join(wait_s)
+            if proc.exitcode is None:
+                proc.kill()
+                proc.join(wait_s)
+        except (OSError, ValueError, AssertionError):
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _run_dask(fn, tasks: list, scheduler: str, workers: int | None, finished) -> None:
