@@ -103,6 +103,7 @@ def test_no_worker_of_a_sweep_outlives_its_stopped_parent(tmp_path, sig):
         proc.wait(timeout=30)       # the parent stops at once, not after its 120 s tasks
         assert _wait_gone(workers) == set(), f"workers alive after {sig} to their parent"
     finally:
+        workers |= _descendants(proc.pid)   # (whatever failed: leave no process behind)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -129,6 +130,7 @@ def test_sigterm_to_cosmos_reproduce_ends_its_workers(tmp_path):
         out, err = proc.communicate(timeout=60)
         assert _wait_gone(children) == set(), "a worker outlived cosmos reproduce"
     finally:
+        children |= _descendants(proc.pid)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
