@@ -117,8 +117,14 @@ def _check_options(args) -> None:
         if args.num_probes < 1 or args.num_probes > args.num_clusters:
             raise UserError(f"--num-probes={args.num_probes} must be in 1..--num-clusters="
                             f"{args.num_clusters}")
-        if getattr(args, "index", "graph") == "graph" and not 1 <= args.k <= args.cand_list_len:
-            raise UserError(f"-k={args.k} must be in 1..--cand-list-len={args.cand_list_len}")
+        if getattr(args, "index", "graph") == "graph":
+            if args.cand_list_len < 1:
+                raise UserError(f"--cand-list-len={args.cand_list_len} must be >= 1 (the "
+                                "search's candidate list)")
+            if args.cand_list_len < args.k:
+                raise UserError(f"--cand-list-len={args.cand_list_len} is below -k={args.k}: "
+                                "the search keeps that many candidates and returns k of them; "
+                                "raise --cand-list-len or lower -k")
     if args.threads is not None and args.threads < 1:
         raise UserError(f"--threads={args.threads} must be >= 1 (default: the CPU count)")
     node_bytes = getattr(args, "node_bytes", None)
@@ -264,7 +270,8 @@ def _scan_trace(args) -> int:
     if args.index == "exact" and args.rerank:
         raise UserError("--rerank applies to --index ivfpq only (an exact scan reads full vectors)")
     if args.rerank is not None and args.rerank < 0 or 0 < rerank < args.k:
-        raise UserError(f"--rerank={rerank} must be 0 (no re-ranking) or >= -k={args.k}")
+        raise UserError(f"--rerank={rerank} must be 0 (no re-ranking) or at least -k ({args.k}): "
+                        "the re-ranked candidates hold the k returned")
     if args.index == "ivfpq" and args.pq_m < 1:
         raise UserError(f"--pq-m={args.pq_m} must be >= 1 (sub-spaces; code bytes)")
     ds = _trace_outputs_and_queries(args)

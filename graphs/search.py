@@ -258,7 +258,8 @@ def check_search_params(n: int, num_queries: int | None, num_clusters: int, num_
     if k < 1:
         raise UserError(f"k={k} must be >= 1")
     if cand_list_len < k:
-        raise UserError(f"k={k} must be <= cand_list_len={cand_list_len} (the search keeps only L candidates)")
+        raise UserError(f"cand_list_len={cand_list_len} is below k={k} (the search keeps L "
+                        "candidates and returns k of them)")
     if k > n:
         raise UserError(f"k={k} must be <= {n}, the number of base vectors")
     if entry not in ENTRY_MODES:
@@ -460,9 +461,8 @@ def _search(index, vectors, queries, num_probes, cand_list_len, k, entry, chunk,
     metric = METRIC_CODES[index.metric]
     vecs = np.ascontiguousarray(vectors[index.cluster_nodes])  # position order
     nodes = index.cluster_nodes
-    entries, levels, hcap, rcap = search_setup(index, entry, cand_list_len)
+    entries, levels, L, hcap, rcap = search_setup(index, entry, cand_list_len)
     Q = len(queries)
-    L = int(cand_list_len)
     P = int(num_probes)
 
     out_ids = np.full((Q, k), -1, dtype=np.int64)
@@ -534,8 +534,11 @@ def _search(index, vectors, queries, num_probes, cand_list_len, k, entry, chunk,
 
 
 def search_setup(index: ClusteredIndex, entry: str, cand_list_len: int):
-    """``(entries, levels, hcap, rcap)`` of searches of ``index``: each cluster's entry
-    position and upper levels for ``entry`` (``"medoid"``: level 0 only), and the first
+    """``(entries, levels, L, hcap, rcap)`` of searches of ``index``: each cluster's entry
+    position and upper levels for ``entry`` (``"medoid"``: level 0 only); ``L``, the list
+    length the search runs with: ``cand_list_len`` capped at the largest cluster's size (the
+    list holds distinct nodes of one cluster, so a longer one never fills and the search is
+    the same; the cap bounds the buffers by the data, whatever the option); and the first
     capacities of the per-search hop and read buffers (:func:`_run` widens them where a
     search needs more)."""
     if entry == "medoid":
@@ -545,9 +548,10 @@ def search_setup(index: ClusteredIndex, entry: str, cand_list_len: int):
         entries = index.hnsw_entry.astype(np.int64)
         levels = index.hnsw_levels.astype(np.int32)
     maxdeg = max(1, int(index.degrees().max(initial=1)), int(np.diff(index.upper_indptr).max(initial=1)))
-    hcap = 2 * int(cand_list_len) + 16 * int(levels.max(initial=0)) + 32
+    L = min(int(cand_list_len), max(1, int(np.diff(index.cluster_ptr).max(initial=1))))
+    hcap = 2 * L + 16 * int(levels.max(initial=0)) + 32
     rcap = hcap * max(8, maxdeg // 2)
-    return entries, levels, hcap, rcap
+    return entries, levels, L, hcap, rcap
 
 
 def _alloc(S, hcap, rcap, k):

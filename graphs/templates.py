@@ -532,8 +532,8 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
     cptr = ti.cluster_ptr
     tptr = idx.cluster_ptr
     tsize = np.diff(tptr)
-    entries, levels, hcap, rcap = search_setup(idx, entry, cand_list_len)
-    L, P = int(cand_list_len), int(num_probes)
+    entries, levels, L, hcap, rcap = search_setup(idx, entry, cand_list_len)
+    P = int(num_probes)
     code = METRIC_CODES[metric]
     cent = ti.centroids.astype(np.float32)
 

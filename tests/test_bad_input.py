@@ -197,6 +197,9 @@ def test_npz_files_on_the_command_line(corpus, name, tmp_path, capsys):
     (["--M", "1"], "--M=1 must be in 2..10000"),
     (["--num-clusters", "41"], "num_clusters=41 must be in 1..40"),
     (["--num-probes", "2"], "--num-probes=2 must be in 1..--num-clusters=1"),
+    # the list length is named for a bad list length, not -k (issue 55)
+    (["--cand-list-len", "0"], "--cand-list-len=0 must be >= 1"),
+    (["--cand-list-len", "3"], "--cand-list-len=3 is below -k=5"),
 ])
 def test_trace_options_are_refused_before_any_work(corpus, tmp_path, capsys, extra, expect):
     good = corpus / "good" / "base.fbin"

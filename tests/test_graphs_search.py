@@ -108,6 +108,21 @@ def test_trace_equals_reference_implementation(bigann, clustered):
             assert out.search_entry[s] == nodes[clustered.medoid[c]]
 
 
+def test_a_list_longer_than_any_cluster_searches_as_one_of_the_largest_clusters_size(
+        bigann, clustered):
+    """The list holds distinct nodes of one cluster, so a longer one never fills: the search
+    runs with the largest cluster's size, and a huge --cand-list-len allocates nothing more
+    (issue 55: it once asked for 596 GiB)."""
+    q = generate("sift", 4, seed=5, queries=True)
+    largest = int(np.diff(clustered.cluster_ptr).max())
+    a = search(clustered, bigann.base, q, num_probes=2, cand_list_len=largest, k=5,
+               progress=False)
+    b = search(clustered, bigann.base, q, num_probes=2, cand_list_len=10**12, k=5,
+               progress=False)
+    for name in ("hop_node", "read_node", "search_hop_ptr", "hop_read_ptr", "result_ids"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
 def test_trace_invariants_and_degrees(bigann, clustered):
     q = generate("sift", 50, seed=4, queries=True)
     out = search(clustered, bigann.base, q, num_probes=4, cand_list_len=32, k=10, progress=False)
@@ -133,7 +148,7 @@ def test_trace_invariants_and_degrees(bigann, clustered):
 def test_bad_search_parameters(bigann, clustered):
     with pytest.raises(ValueError, match="num_probes=17 must be in 1..num_clusters=16"):
         search(clustered, bigann.base, bigann.queries, num_probes=17, progress=False)
-    with pytest.raises(ValueError, match="k=20 must be <= cand_list_len=10"):
+    with pytest.raises(ValueError, match="cand_list_len=10 is below k=20"):
         search(clustered, bigann.base, bigann.queries, 2, cand_list_len=10, k=20, progress=False)
     with pytest.raises(ValueError, match="queries: dimension 100 does not match the index dimension 128"):
         search(clustered, bigann.base, np.zeros((3, 100), np.float32), 2, progress=False)

@@ -85,7 +85,7 @@ def test_inconsistent_trace_rejected(trace):
 def test_bad_parameters_fail_before_building(tmp_path):
     with pytest.raises(ValueError, match="num_probes=9 must be in 1..num_clusters=8"):
         graphs.make_workload("sift", cache_dir=tmp_path, **{**KW, "num_probes": 9})
-    with pytest.raises(ValueError, match="k=30 must be <= cand_list_len=24"):
+    with pytest.raises(ValueError, match="cand_list_len=24 is below k=30"):
         graphs.make_workload("sift", cache_dir=tmp_path, **{**KW, "k": 30})
     from cosmos_common import UserError
 
