@@ -432,7 +432,8 @@ _CHECKED: set = set()
 def _check_user_files(plan: dict) -> None:
     """The parts of the user's files a run reads: float vectors finite, ground truth wide and
     long enough and within the base (ValueError naming the option, file and row)."""
-    from graphs.io import check_finite, groundtruth_shape, read_groundtruth, read_vectors
+    from graphs.io import (check_finite, check_groundtruth_ids, groundtruth_shape,
+                           read_groundtruth, read_vectors)
     from graphs.workload import DEFAULTS
 
     def ident(path):
@@ -464,10 +465,7 @@ def _check_user_files(plan: dict) -> None:
                 raise ValueError(f"--groundtruth {gt}: {rows} rows for the {nq} queries used "
                                  "(one row per query needed)")
             ids, _ = read_groundtruth(gt, n=nq, k=k)
-            if ids.size and (ids.min() < 0 or ids.max() >= n):
-                raise ValueError(f"--groundtruth {gt}: ids span [{int(ids.min())}, "
-                                 f"{int(ids.max())}], outside the {n} base vectors of --dataset "
-                                 f"{path} (expected 0..{n - 1})")
+            check_groundtruth_ids(ids, n, f"--groundtruth {gt} (for --dataset {path})")
     _CHECKED.add(key)
 
 

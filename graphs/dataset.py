@@ -11,7 +11,7 @@ import numpy as np
 
 from cosmos_common import UserError
 
-from .io import check_finite, read_groundtruth, read_vectors
+from .io import check_finite, check_groundtruth_ids, read_groundtruth, read_vectors
 
 __all__ = ["Dataset", "METRICS", "load_dataset", "real_dataset"]
 
@@ -181,8 +181,7 @@ def load_dataset(
             gt = exact_knn(b, q, min(ids.shape[1], b.shape[0]), metric)[0]
         else:
             gt = ids[: len(q)]
-            if gt.size and gt.max() >= b.shape[0]:
-                raise UserError(f"{groundtruth}: ids up to {gt.max()} but {base} holds {b.shape[0]} vectors")
+            check_groundtruth_ids(gt, b.shape[0], f"{groundtruth} (for {base})")
     name = name or Path(base).stem + (f"[:{n}]" if n is not None else "")
     return Dataset(name=name, base=b, queries=q, groundtruth=gt, metric=metric)
 

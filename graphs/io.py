@@ -34,6 +34,7 @@ __all__ = [
     "read_vectors",
     "write_vectors",
     "read_groundtruth",
+    "check_groundtruth_ids",
     "write_groundtruth",
     "atomic_write_bytes",
     "check_finite",
@@ -341,6 +342,29 @@ def read_groundtruth(
         ids = ids[:, :k]
         dists = None if dists is None else dists[:, :k]
     return ids, dists
+
+
+def check_groundtruth_ids(ids: np.ndarray, num_base: int, label: str) -> None:
+    """A ground truth's ids must be base rows, ``0 .. num_base - 1``, and distinct within
+    each query's row (a query's k nearest are k vectors): UserError naming ``label`` and the
+    first offending row otherwise (a file repeating one id would read as recall 0)."""
+    from cosmos_common import UserError
+
+    ids = np.asarray(ids)
+    if ids.size == 0:
+        return
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0 or hi >= num_base:
+        row = int(np.flatnonzero(((ids < 0) | (ids >= num_base)).any(axis=1))[0])
+        raise UserError(f"{label}: ids span [{lo}, {hi}], outside the {num_base} base vectors "
+                        f"(expected 0..{num_base - 1}; first in row {row})")
+    srt = np.sort(ids, axis=1)
+    dup = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))
+    if dup.size:
+        r = int(dup[0])
+        same = srt[r, 1:][srt[r, 1:] == srt[r, :-1]][0]
+        raise UserError(f"{label}: row {r} repeats id {int(same)} ({dup.size} of {len(ids)} "
+                        "rows repeat an id); a query's nearest neighbors are distinct vectors")
 
 
 def write_groundtruth(

@@ -222,6 +222,8 @@ def _bad_user_files(tmp_path):
     bad_ids = exact_knn(base, q, 10, "l2")[0]
     bad_ids[2, 0] = 5000
     write_groundtruth(tmp_path / "gt_ids.ivecs", bad_ids)
+    # one id repeated in every row: once read as a recall of 0.0 (issue 55)
+    write_groundtruth(tmp_path / "gt_same.ivecs", np.full((len(q), 10), 7, np.int64))
 
 
 @pytest.mark.parametrize("args, message", [
@@ -231,7 +233,9 @@ def _bad_user_files(tmp_path):
     (["--dataset", "tailinf.fbin"], "tailinf.fbin: row 1197 holds inf at column 5"),
     (["--queries", "q.fbin", "--groundtruth", "gt_few.ivecs"], "gt_few.ivecs: 5 rows for the 20 queries"),
     (["--queries", "q.fbin", "--groundtruth", "gt_ids.ivecs"],
-     ", 5000], outside the 1200 base vectors of --dataset"),
+     ", 5000], outside the 1200 base vectors (expected 0..1199; first in row 2)"),
+    (["--queries", "q.fbin", "--groundtruth", "gt_same.ivecs"],
+     "base.fbin): row 0 repeats id 7 (20 of 20 rows repeat an id)"),
     (["--seed", "-1"], "--seed must be >= 0, got -1"),
 ])
 def test_run_rejects_bad_user_files_and_seed_in_one_line(tmp_path, capsys, monkeypatch, args,
