@@ -131,6 +131,8 @@ def check_options(args) -> None:
 
     if args.num_queries is not None and args.num_queries < 1:
         raise UserError(f"--num-queries must be >= 1, got {args.num_queries}")
+    if args.seed < 0:     # as cosmos run and graphs refuse it (numpy seeds are >= 0)
+        raise UserError(f"--seed must be >= 0, got {args.seed}")
     if args.max_inflight is not None and args.max_inflight < 1:
         raise UserError(f"--max-inflight must be >= 1, got {args.max_inflight}")
     if not 0 <= args.warmup < 0.5:

@@ -75,6 +75,8 @@ def _check_options(args) -> None:
     """Reject bad numeric options before any file is read."""
     if args.devices < 1:
         raise UserError(f"--devices must be >= 1, got {args.devices}")
+    if args.seed < 0:
+        raise UserError(f"--seed must be >= 0, got {args.seed}")
     if args.neighbors is not None and args.neighbors < 1:
         raise UserError(f"--neighbors must be >= 1 (neighbors per cluster), got {args.neighbors}")
     if args.batch is not None:

@@ -212,6 +212,7 @@ def test_trace_of_another_index_with_as_many_clusters_is_rejected(files, capsys)
     (["--batch", "-2", "--trace", "TRACE"], "--batch must be >= 1"),
     (["--batch", "4"], "--batch needs --trace"),
     (["--devices", "0"], "--devices must be >= 1"),
+    (["--seed", "-5"], "--seed must be >= 0, got -5"),
     (["--capacity", str(2**63)], f"--capacity: {2**63} is outside 0..2**63-1"),
 ])
 def test_cli_rejects_bad_counts(files, capsys, extra, message):
