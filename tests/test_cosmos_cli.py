@@ -130,6 +130,7 @@ def test_a_result_file_that_appears_during_the_run_is_kept(tmp_path, monkeypatch
     (["--mode", "open"], "--mode open needs --rate > 0"),
     (["--rate", "1000"], "--rate applies only to --mode open"),
     (["--num-queries", "0"], "--num-queries must be >= 1"),
+    (["--seed", "-5"], "--seed must be >= 0, got -5"),       # as cosmos run refuses it
     (["--max-inflight", "0"], "--max-inflight must be >= 1"),
     (["--warmup", "0.5"], "--warmup must be in [0, 0.5)"),
     (["--ci-target", "0"], "--ci-target must be a relative half-width in (0, 1)"),
