@@ -77,6 +77,9 @@ def reproduce(args) -> int:
                                     dataset_note, reproduce_names, run_experiment)
 
     names = reproduce_names(args.scale)
+    if args.only is not None and not args.only.strip(", "):
+        raise ValueError(f"--only {args.only!r}: no experiment named; give a comma-separated "
+                         f"list from {list(ALL_EXPERIMENTS)}, or leave --only out to run all")
     if not args.only and len(names) < len(EXPERIMENTS):
         left = [n for n in EXPERIMENTS if n not in names]
         print(f"cosmos reproduce --scale {args.scale}: {', '.join(left)} not included (hours "

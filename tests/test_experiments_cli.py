@@ -47,6 +47,8 @@ def test_replay_compares_systems(small_trace, tmp_path, capsys):
     (["replay", "TRACE", "--systems", "base,cosmos,base"], "base named more than once"),
     (["replay", "TRACE", "--set", "device.count"], "expected FIELD=VALUE"),
     (["reproduce", "--only", "fig9"], "unknown experiment(s) ['fig9']"),
+    (["reproduce", "--only", ""], "--only '': no experiment named"),       # not: run all
+    (["reproduce", "--only", " , "], "--only ' , ': no experiment named"),
     (["reproduce", "--queries", "q.fbin"], "--queries/--groundtruth/--metric need --dataset"),
     (["reproduce", "--dataset", "nowhere.fbin"], "--dataset nowhere.fbin: no such file"),
     (["reproduce", "--metric", "ip"], "--queries/--groundtruth/--metric need --dataset"),
