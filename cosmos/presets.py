@@ -102,6 +102,15 @@ DESCRIPTIONS: dict[str, str] = {
 }
 
 
+def presets_for_index(index: str) -> tuple[str, ...]:
+    """The presets (graph and scan) whose system replays traces of ``index`` (``"graph"``,
+    ``"ivfpq"``, ``"exact"``): the names ``--system`` accepts for such a trace."""
+    from cosmos.systems import model_for    # systems registers models over these configs
+
+    return tuple(name for name, cfg in {**PRESETS, **SCAN_PRESETS}.items()
+                 if model_for(cfg).index == index)
+
+
 def get_preset(name: str, **replace) -> SystemConfig:
     """The preset ``name`` (optionally with top-level fields replaced); clear error if unknown."""
     known = {**PRESETS, **SCAN_PRESETS}

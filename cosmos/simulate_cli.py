@@ -206,7 +206,8 @@ def run(args) -> int:
         from cosmos.trace_input import check_trace_for
 
         trace = as_trace(args.trace)  # validated before the results folder is made
-        check_trace_for(model_for(cfg), trace, args.trace)   # a family the system replays
+        check_trace_for(model_for(cfg), trace, args.trace,   # a family the system replays
+                        system=args.system)
         _note_num_queries(args.num_queries, trace.num_queries, args.trace)
     created = not out.exists()
     prepare_out_dir(out, "simulate")   # created (and checked writable) before the long work

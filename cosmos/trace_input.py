@@ -421,12 +421,14 @@ def _scan_arrays(src, label, kind, meta, arrays, verify) -> dict:
     return out
 
 
-def check_trace_for(model, tr: "TraceArrays", label: str = "trace") -> None:
+def check_trace_for(model, tr: "TraceArrays", label: str = "trace",
+                    system: str | None = None) -> None:
     """Refuse (one line, UserError) a trace that ``model`` (cosmos.systems.SystemModel) does
     not replay: a scan trace given to a graph system, a graph trace to a scan system, an
-    IVF-PQ trace to an exact-scan system and the reverse."""
+    IVF-PQ trace to an exact-scan system and the reverse. ``system``: the name the user gave
+    (a preset; default: the model's); the message lists the presets that do replay it."""
     from cosmos_common import UserError
-    from cosmos.systems import systems_for_index
+    from cosmos.presets import presets_for_index
 
     kind = tr.index_kind
     if kind == model.index:
@@ -434,6 +436,7 @@ def check_trace_for(model, tr: "TraceArrays", label: str = "trace") -> None:
     what = {"graph": "a 'graph' trace (hops)", "ivfpq": "an 'ivfpq' trace (IVF-PQ: scan "
             "elements of PQ codes)", "exact": "an 'exact' trace (exact scan: scan elements of "
             "full vectors)"}
-    raise UserError(f"{label}: {what[kind]} cannot be replayed by system {model.name!r}, "
-                    f"which replays {model.index!r} traces; systems for {kind!r} traces: "
-                    f"{', '.join(systems_for_index(kind)) or 'none registered'}")
+    raise UserError(f"{label}: {what[kind]} cannot be replayed by system "
+                    f"{system or model.name!r}, which replays {model.index!r} traces; systems "
+                    f"for {kind!r} traces: "
+                    f"{', '.join(presets_for_index(kind)) or 'no preset'}")

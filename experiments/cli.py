@@ -242,8 +242,8 @@ def replay(args) -> int:
 
     loaded = load_trace(trace)     # validates the file (checksums) before any simulation starts
     arrays = as_trace(loaded, name=str(trace))   # and the simulator's own checks of its arrays
-    for cfg in configs.values():   # every system replays the trace's family (graph, scan)
-        check_trace_for(model_for(cfg), arrays, str(trace))
+    for s, cfg in configs.items():   # every system replays the trace's family (graph, scan)
+        check_trace_for(model_for(cfg), arrays, str(trace), system=s)
     meta = loaded.meta
     if args.num_queries is not None and args.num_queries > loaded.num_queries:
         import sys

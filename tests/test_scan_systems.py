@@ -233,8 +233,17 @@ def test_a_trace_of_the_wrong_family_is_refused_in_one_line(tmp_path):
     graph = make_trace(num_queries=2, num_clusters=4, cluster_size=20, hops=2, reads_per_hop=2)
     with pytest.raises(UserError, match=r"^trace: a 'graph' trace \(hops\) cannot be replayed "
                                         r"by system 'ivfpq-pnm', which replays 'ivfpq' traces; "
-                                        r"systems for 'graph' traces: host-cxl"):
+                                        r"systems for 'graph' traces: base, dram-only, "
+                                        r"cxl-anns, "):
         simulate(get_preset("ivfpq-pnm"), graph, progress=False)
+    # the preset names --system accepts, and the name the user gave (issue 55)
+    from cosmos.systems import model_for
+    from cosmos.trace_input import as_trace, check_trace_for
+    with pytest.raises(UserError, match=r"cannot be replayed by system 'base', which replays "
+                                        r"'graph' traces; systems for 'ivfpq' traces: "
+                                        r"ivfpq-host, ivfpq-pnm$"):
+        check_trace_for(model_for(get_preset("base")), as_trace(scan_trace_dict("ivfpq")),
+                        system="base")
     path = tmp_path / "scan.npz"
     np.savez(path, **scan_trace_dict("ivfpq"))
     with pytest.raises(UserError, match=rf"^{path}: an 'ivfpq' trace \(IVF-PQ: scan elements "
