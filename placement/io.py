@@ -155,6 +155,9 @@ def _load_clusters_npz(path: Path) -> ClusterMetadata:
 def _validated_sizes(path: Path, sizes: np.ndarray) -> np.ndarray:
     """:func:`placement.policies.validate_sizes` (int64, >= 0, fits int64, total below 2**62),
     its ValueError naming the file."""
+    if np.asarray(sizes).size == 0:     # a header and no rows: nothing to place
+        raise UserError(f"{path}: no clusters (the file holds no cluster rows); expected one "
+                        "row per cluster")
     try:
         return validate_sizes(sizes)
     except ValueError as exc:

@@ -183,6 +183,19 @@ def test_trace_of_another_index_is_rejected_naming_both_files(files, capsys):
     assert load_probes(d / "probes_only.npz", num_clusters=C).query_ptr[-1] > 0
 
 
+@pytest.mark.parametrize("name, write", [
+    ("empty.csv", lambda p: p.write_text("cluster,size\n")),
+    ("empty.npz", lambda p: np.savez(p, sizes=np.zeros(0, np.int64))),
+])
+def test_cluster_metadata_without_clusters_is_refused(tmp_path, capsys, name, write):
+    """A header without rows once printed a table for 0 clusters (issue 55)."""
+    path = tmp_path / name
+    write(path)
+    rc = main(["place", "--clusters", str(path), "--policy", "round_robin"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{path}: no clusters" in err and "Traceback" not in err
+
+
 def test_trace_of_another_index_with_as_many_clusters_is_rejected(files, capsys):
     """Same cluster count, other index (issue 55, bug 4): the sizes or centroids differ."""
     d, sizes, cen, adj, *_ = files
