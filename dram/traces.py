@@ -564,6 +564,25 @@ def _word_key(word: str) -> int:
     return sum(b << (8 * j) for j, b in enumerate(word.upper().encode()))
 
 
+#: characters of a bad line quoted in an error; bytes of a binary one
+SHOWN_CHARS, SHOWN_BYTES = 200, 32
+
+
+def shown_line(raw: bytes) -> str:
+    """A bad line as an error quotes it: its text, cut at :data:`SHOWN_CHARS` and escaped
+    (``repr``); a line that is not printable UTF-8 text is named binary data, with its first
+    :data:`SHOWN_BYTES` bytes escaped, so no junk reaches the terminal."""
+    raw = raw.rstrip(b"\r")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or any(not (c.isprintable() or c == "\t") for c in text):
+        cut = "..." if len(raw) > SHOWN_BYTES else ""
+        return f"binary data {raw[:SHOWN_BYTES]!r}{cut} (not a text trace)"
+    return repr(text[:SHOWN_CHARS] + "..." if len(text) > SHOWN_CHARS else text)
+
+
 class _BlockText:
     """One block of text (whole lines, each ending with a newline) and the error message for
     one of its lines. Where the lines start is found only when a message needs it."""
@@ -601,12 +620,10 @@ class _BlockText:
 
     def error(self, li: int, reason: str) -> TraceError:
         """The error for block line ``li``: source, line number, reason, text, expected form."""
-        text = self.text(li)
-        if len(text) > 200:
-            text = text[:200] + "..."
+        s, e = int(self.line_start[li]), int(self.nl[li])
         line = self.first_line + li
         return TraceError(
-            f"{self.name}, line {line}: {reason} in {text!r}; "
+            f"{self.name}, line {line}: {reason} in {shown_line(bytes(self.raw[s:e]))}; "
             f"expected {self.fmt} lines {FORMATS[self.fmt]}",
             line,
         )
@@ -864,9 +881,9 @@ def _detect(blocks: Iterator[tuple[bytes, int]], name: str) -> tuple[str, list[t
             if tokens:
                 fmt = _classify(tokens)
                 if fmt is None:
-                    shown = raw[:200].decode("utf-8", "replace").rstrip("\r")
                     raise TraceError(
-                        f"{name}, line {line}: cannot tell the trace format from {shown!r}; "
+                        f"{name}, line {line}: cannot tell the trace format from "
+                        f"{shown_line(bytes(raw))}; "
                         "expected " + "; or ".join(f"{k} {v}" for k, v in FORMATS.items())
                         + " (or pass the format explicitly)", line)
                 return fmt, kept

@@ -349,6 +349,23 @@ def save_trace(path: str | os.PathLike, trace: LogicalTrace, overwrite: bool = F
     return atomic_write_bytes(path, lambda f: np.savez(f, **arrays), overwrite=overwrite)
 
 
+#: columns of the DRAM model's per-request records (dram.output.REQUEST_DTYPES), told apart
+#: from a logical trace in load_trace's message
+_DRAM_RECORDS = ("addr", "is_write", "arrival_cycle", "completion_cycle")
+
+
+def _check_archive(path: Path) -> None:
+    """UserError naming what ``path`` holds when it is not a .npz (zip) archive at all: a
+    single .npy array, or anything else (text, binary junk), before numpy reads it."""
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    want = "expected a logical trace .npz (cosmos graphs trace, graphs.save_trace)"
+    if magic.startswith(b"\x93NUMPY"):
+        raise UserError(f"{path}: not a trace file: it holds a single numpy array (.npy); {want}")
+    if not magic.startswith(b"PK"):
+        raise UserError(f"{path}: not a trace file: not a .npz (zip) archive; {want}")
+
+
 def load_trace(path: str | os.PathLike, verify: bool = True) -> LogicalTrace:
     """Read a trace written by :func:`save_trace`. Its arrays are read-only memory maps of
     the file (cosmos_common.npz): nothing is read until used.
@@ -362,8 +379,13 @@ def load_trace(path: str | os.PathLike, verify: bool = True) -> LogicalTrace:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such trace file")
+    _check_archive(path)
     try:
         with np.load(path, allow_pickle=False) as z:
+            if "meta" not in z.files and set(_DRAM_RECORDS) <= set(z.files):
+                raise UserError(f"{path}: not a logical trace: it holds a DRAM model's "
+                                "per-request records (requests.npz of cosmos dram replay); "
+                                "a logical trace comes from cosmos graphs trace")
             meta = json.loads(str(npz_array(z, "meta", path)))
             missing = [k for k in TRACE_ARRAYS if k not in z.files]
             if missing:

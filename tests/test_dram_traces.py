@@ -86,6 +86,22 @@ def test_detect_format(tmp_path):
         detect_format(write(tmp_path, "x.txt", "# c\n\nfoo bar\n"))
 
 
+def test_binary_junk_is_named_not_echoed(tmp_path):
+    """A binary file's bytes are escaped and cut in the error, never sent to the terminal as
+    they are (issue 55)."""
+    junk = bytes(range(256)) * 4
+    (tmp_path / "junk.trace").write_bytes(junk)
+    with pytest.raises(ValueError) as err:
+        detect_format(tmp_path / "junk.trace")
+    msg = str(err.value)
+    assert "line 1: cannot tell the trace format from binary data b'" in msg
+    assert "(not a text trace)" in msg and msg.isprintable() and len(msg) < 800
+    # a bad line of a trace whose format is known: the same rule
+    (tmp_path / "mixed.trace").write_bytes(b"0x40 READ 1\n0x8\x00\xff READ 2\n")
+    with pytest.raises(ValueError, match=r"line 2: .*binary data b'0x8\\x00\\xff READ 2'"):
+        read_trace(tmp_path / "mixed.trace", "dramsim3")
+
+
 def test_explicit_format_mismatch_names_the_line(tmp_path):
     path = write(tmp_path, "t.trace", DRAMSIM3)
     with pytest.raises(ValueError, match=r"t\.trace, line 2: .*expected ramulator lines"):

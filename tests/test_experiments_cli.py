@@ -55,16 +55,21 @@ def test_replay_compares_systems(small_trace, tmp_path, capsys):
     (["run", "fig5a_lir", "--dataset", "TRACE"], "unknown vector file extension '.npz'"),
     (["run", "fig5a_lir", "--dataset", "GT"], "siftsmall_groundtruth.ivecs: holds int32 values"),
     (["reproduce", "--dataset", "BASE", "--groundtruth", "BASE"], "needs --queries"),
+    (["replay", "JUNK"], "junk.npz: not a trace file: not a .npz (zip) archive"),
+    (["replay", "TEXT"], "text.npz: not a trace file: not a .npz (zip) archive"),
 ])
 def test_bad_input_is_one_clear_line(argv, message, small_trace, tmp_path, capsys):
+    (tmp_path / "junk.npz").write_bytes(bytes(range(256)) * 8)    # once: numpy's pickle hint
+    (tmp_path / "text.npz").write_text("hello\n")
     names = {"TRACE": str(small_trace), "BASE": str(DATA / "siftsmall_base.u8bin"),
-             "GT": str(DATA / "siftsmall_groundtruth.ivecs")}
+             "GT": str(DATA / "siftsmall_groundtruth.ivecs"), "JUNK": str(tmp_path / "junk.npz"),
+             "TEXT": str(tmp_path / "text.npz")}
     argv = [names.get(a, a) for a in argv]
     rc = main(argv + ["--out-root", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2
     assert message in err and "Traceback" not in err
-    assert not any(tmp_path.iterdir())  # nothing written
+    assert not any(p.name not in ("junk.npz", "text.npz") for p in tmp_path.iterdir())
 
 
 DATA = __import__("pathlib").Path(__file__).parent / "data" / "graphs"
@@ -312,3 +317,18 @@ def test_devices_sweep_simulates_enough_queries_for_a_steady_state():
             _, _, mask = steady_window(np.arange(1, q + 1), WARMUP)
             assert mask.sum() >= inflight, (system, devices, q)
     assert queries_for("cosmos", 16, 160) == 325 and queries_for("cosmos", 4, 160) == 160
+
+
+def test_replay_names_a_dram_requests_file(tmp_path, capsys):
+    """A DRAM model's requests.npz given as a logical trace is named for what it is (issue 55:
+    it was called damaged)."""
+    from pathlib import Path
+
+    dram_trace = Path(__file__).parent / "data" / "dram" / "4ch_random_rw_L0.50_s10.head2000.trace.gz"
+    assert main(["dram", "replay", str(dram_trace), "--out", str(tmp_path / "d")]) == 0
+    capsys.readouterr()
+    records = tmp_path / "d" / "requests.npz"
+    assert main(["replay", str(records), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "requests.npz: not a logical trace: it holds a DRAM model's per-request records" in err
+    assert "Traceback" not in err and not (tmp_path / "r").exists()

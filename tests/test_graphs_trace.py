@@ -51,7 +51,8 @@ def test_corrupted_trace_is_rejected(tmp_path, trace):
     with pytest.raises(ValueError, match=r"bad\.npz: checksum of 'read_node'"):
         load_trace(tmp_path / "bad.npz")
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
-    with pytest.raises(ValueError, match=r"junk\.npz: not a (readable|valid) trace file"):
+    with pytest.raises(ValueError, match=r"junk\.npz: not a trace file: not a \.npz \(zip\) "
+                                         r"archive"):
         load_trace(tmp_path / "junk.npz")
 
 
