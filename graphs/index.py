@@ -466,7 +466,15 @@ def build_index(
     sizes = np.diff(cluster_ptr)
     if np.any(sizes == 0):
         # cannot happen for C <= n after re-seeding, except with duplicate points: fail clearly
-        raise ValueError(f"k-means produced {int(np.sum(sizes == 0))} empty clusters; use fewer num_clusters")
+        distinct = len(np.unique(np.asarray(base[: min(n, 1_000_000)]), axis=0))
+        among = " among its first 1,000,000" if n > 1_000_000 else ""
+        cause = (f"the base has only {distinct:,} distinct vectors{among} for "
+                 f"num_clusters={C} (identical vectors fall into one cluster); use at most "
+                 "that many clusters" if distinct < C else
+                 f"the base holds many identical vectors ({distinct:,} distinct{among}); "
+                 "use fewer clusters")
+        raise UserError(f"{dataset.name}: k-means left {int(np.sum(sizes == 0))} of {C} "
+                        f"clusters empty: {cause}")
 
     medoid = cluster_medoids(base, centroids, cluster_ptr, cluster_nodes)
 

@@ -212,6 +212,20 @@ def test_trace_options_are_refused_before_any_work(corpus, tmp_path, capsys, ext
     assert not out.exists() and not (tmp_path / "cache" / "indexes").exists()
 
 
+def test_identical_vectors_name_the_file_and_the_cause(tmp_path, capsys):
+    """k-means on a base of identical vectors: the file and why, not only "7 empty clusters"
+    (issue 55)."""
+    same = tmp_path / "same.fbin"
+    same.write_bytes(_fbin(40, 4, np.ones(160)))
+    out = tmp_path / "t.npz"
+    assert main(["graphs", "trace", "--base", str(same), "--queries", str(same),
+                 "--num-clusters", "8", "--num-probes", "1", "-k", "5",
+                 "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "same: k-means left" in err and "only 1 distinct vectors for num_clusters=8" in err
+    assert "Traceback" not in err and not out.exists()
+
+
 def test_place_refuses_fractional_devices_in_python_and_on_the_command_line(corpus, capsys):
     import placement
     from cosmos_common import UserError
