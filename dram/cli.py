@@ -219,15 +219,30 @@ def _read_config_json(path: Path):
 
 
 def _load_config_file(path: Path):
+    """The DRAM configuration of ``--config``: an earlier run's ``config.json`` (its
+    ``dram_config``) or a dict of DRAMConfig fields. An empty one is refused; fields it
+    leaves out take their defaults, and one line on stderr names them."""
+    import dataclasses
+    import sys
+
+    from dram.config import DRAMConfig
+
     data = _read_config_json(path)
     if isinstance(data, dict) and "dram_config" in data:
         data = data["dram_config"]
+    if isinstance(data, dict) and not data:
+        raise ValueError(f"{path}: holds no DRAM configuration field; expected an earlier "
+                         "run's config.json or a dict of DRAMConfig fields (cosmos dram "
+                         "presets lists them)")
     try:
         cfg = config_from_dict(data)
         cfg.validate()          # a wrong-typed or out-of-range field is named with the file
-        return cfg
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: {exc}") from None
+    left = [f.name for f in dataclasses.fields(DRAMConfig) if f.name not in data]
+    if left:
+        print(f"{path}: fields not given, defaults used: {', '.join(left)}", file=sys.stderr)
+    return cfg
 
 
 #: Trace options of a replay and their values when neither the command line nor --config

@@ -354,6 +354,32 @@ def test_a_wrong_typed_field_of_config_names_the_file(capsys, tmp_path, field, v
     assert f"{cfg}: " in err and expected in err
 
 
+@pytest.mark.parametrize("content", [{}, {"dram_config": {}}])
+def test_an_empty_config_is_refused(capsys, tmp_path, content):
+    """``--config`` holding ``{}`` once ran the defaults silently (issue 55)."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(content))
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x0 READ 0\n")
+    rc, out, err = run(capsys, "dram", "replay", str(trace), "--config", str(cfg),
+                       "--out", str(tmp_path / "r"))
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert f"{cfg}: holds no DRAM configuration field" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_partial_config_names_the_defaulted_fields(capsys, tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"dram_config": {"channels": 2}}))
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x0 READ 0\n")
+    rc, out, err = run(capsys, "dram", "replay", str(trace), "--config", str(cfg),
+                       "--out", str(tmp_path / "r"))
+    assert rc == 0
+    assert f"{cfg}: fields not given, defaults used: " in err and "ranks" in err
+    assert "channels," not in err.split("defaults used: ")[1]
+
+
 # ---------------------------------------------------------------------------------------------
 # Per-request records: npz (default), csv, none; read back equal to the in-memory result
 # ---------------------------------------------------------------------------------------------
