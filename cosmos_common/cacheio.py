@@ -58,6 +58,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from cosmos_common.outdir import named_error
+
 __all__ = [
     "FORMAT", "KINDS", "RECORD_SUFFIX", "CacheWarning", "default_cache_dir", "key_of",
     "canonical", "report", "write_value", "read_value", "store_files", "read_files",
@@ -142,8 +144,11 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:      # e.g. a full disk: name the cache file being written
+            raise named_error(exc, path) from exc
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)      # mkstemp creates 0600; give the usual permissions

@@ -169,6 +169,16 @@ def check_new_file(path: str | os.PathLike | None, force: bool = False,
     return path
 
 
+def named_error(exc: OSError, path: str | os.PathLike) -> OSError:
+    """``exc`` naming ``path`` when it names no file, or only a temporary one (a full disk
+    inside numpy's or zipfile's writer raises "No space left on device" without a name):
+    the same errno, so the command line prints "PATH: No space left on device"."""
+    name = getattr(exc, "filename", None)
+    if name is not None and not Path(str(name)).name.endswith(".tmp"):
+        return exc
+    return OSError(exc.errno, exc.strerror or str(exc) or type(exc).__name__, str(path))
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], None], *,
                  overwrite: bool = False) -> Path:
     """Create ``path`` by ``write(tmp)`` into a temporary file of the same folder, then rename.
@@ -189,7 +199,10 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None], *,
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600; results are ordinary files
-        write(tmp_path)
+        try:
+            write(tmp_path)
+        except OSError as exc:
+            raise named_error(exc, path) from exc
         if overwrite:
             os.replace(tmp_path, path)
         else:

@@ -138,3 +138,47 @@ def test_a_refusal_before_anything_was_written_leaves_nothing(tmp_path):
         with RunFolder(kept, "simulate", ["a.csv"], created=False):
             raise UserError("bad trace")
     assert kept.is_dir() and not any(kept.iterdir())
+
+
+def test_a_full_disk_names_the_file_being_written(tmp_path, monkeypatch):
+    """A writer that fails without a file name (numpy, zipfile on a full disk) is reported
+    with the path being written, output or cache (issue 55)."""
+    import errno
+
+    from cosmos_common import cacheio
+    from cosmos_common.outdir import atomic_write
+
+    def full(tmp):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError) as err:
+        atomic_write(tmp_path / "out.npz", full)
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(tmp_path / "out.npz")
+    assert list(tmp_path.iterdir()) == []            # the temporary file is gone too
+
+    class FullFile:
+        def __init__(self, fd, mode):
+            os.close(fd)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cacheio.os, "fdopen", FullFile)
+    with pytest.raises(OSError) as err:
+        cacheio.atomic_write(tmp_path / "entry.json", b"x")
+    monkeypatch.undo()
+    assert err.value.filename == str(tmp_path / "entry.json")
+    assert list(tmp_path.iterdir()) == []
+    # an error that already names a file of its own keeps it
+    def denied(tmp):
+        raise PermissionError(errno.EACCES, "Permission denied", "/elsewhere/x")
+
+    with pytest.raises(PermissionError) as err:
+        atomic_write(tmp_path / "y.npz", denied)
+    assert err.value.filename == "/elsewhere/x"
