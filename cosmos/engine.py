@@ -102,7 +102,8 @@ from numba.extending import intrinsic
 from dram import kernel as dk
 from dram.kernel import _u
 
-from cosmos.program import STEP_MEM, STEP_XFER, STEP_COMPUTE, OBJ_READS, OBJ_VECTOR, Program
+from cosmos.program import (MAX_CYCLES, STEP_MEM, STEP_XFER, STEP_COMPUTE, OBJ_READS,
+                            OBJ_VECTOR, Program)
 import cosmos.program as _program
 import dram.config as _dram_config
 from dram.jitcache import drop_stale
@@ -111,8 +112,7 @@ from dram.jitcache import drop_stale
 drop_stale(__file__, dk.__file__, _dram_config.__file__, _program.__file__)
 
 EV_RESP, EV_STEP = 1, 2   # (kind 0 was a request reaching its FIFO: no event now)
-_T_SHIFT = 24  # event key = time << 24 | kind << 22 | id
-_ID_MASK = (1 << 22) - 1
+_ID_MASK = (1 << 22) - 1   # an event's tag: kind << 22 | id
 MAX_IDS = 1 << 22
 
 # scalar slots of EngineState.scal
@@ -121,7 +121,8 @@ SC_REQS_DONE, SC_EVENTS = 6, 7
 SC_DMIN = 8      # min(ch_next, next FIFO arrival + 1): no channel changes before this cycle
 SC_DHEAD, SC_DLEN = 9, 10    # the ring of served reads waiting for their completion cycle
 SC_RHEAD, SC_RLEN, SC_RLAST = 11, 12, 13   # the ring of responses (rsp_*) and its last cycle
-N_SC = 14
+SC_CLOCK = 14    # 0, or the latest cycle beyond MAX_CYCLES an event was asked for
+N_SC = 15
 INF = dk.INF
 
 # float config slots
@@ -166,7 +167,7 @@ class EngineState(NamedTuple):
     NR request slots, G global channels, P pools, D devices."""
 
     scal: np.ndarray            # (N_SC,) int64
-    heap: np.ndarray            # (NH,) int64 event keys
+    heap: np.ndarray            # (2 NH,) int64 events: (cycle, kind << 22 | id) pairs
     req_rec: np.ndarray         # (NR * RW,) int64 one 64-byte record per request (RQ_*)
     req_free: np.ndarray        # (NR,) int64 free stack
     fifo: np.ndarray            # (G, 2 NR) int64 ring buffers per channel: position k holds
@@ -269,62 +270,97 @@ def _prefetch_step(pg, s):
 
 # ----------------------------------------------------------------------------- heap
 @nb.njit(cache=True, _nrt=False)
-def _hpush(h, scal, key):
-    """4-ary min-heap of unique int64 keys in ``h[:scal[SC_HEAP]]`` (children of ``i`` at
-    ``4i+1..4i+4``): insert ``key``. Keys are unique, so the pop order is that of any heap;
-    four children per node halve the depth, and a pop's hole descends half as many levels
-    (4.6 % less time for 1,000 default ``cosmos`` queries than the binary heap, with
-    ``_step_end`` inlined, which saved pushing the two state tuples on every call)."""
+def _hpush(h, scal, t, tag):
+    """4-ary min-heap of unique events in ``h`` (event ``i`` at ``h[2i]`` = its cycle and
+    ``h[2i + 1]`` = its tag, ``kind << 22 | id``; ``scal[SC_HEAP]`` events; children of
+    ``i`` at ``4i+1..4i+4``), ordered by (cycle, tag): insert event (``t``, ``tag``). The
+    cycle has a word of its own, so any cycle up to :data:`MAX_CYCLES` is an event time (one
+    word ``cycle << 24 | tag`` would leave the cycle 39 bits). Events are unique, so the pop
+    order is that of any heap; four children per node halve the depth, and a pop's hole
+    descends half as many levels (4.6 % less time for 1,000 default ``cosmos`` queries than
+    the binary heap, with ``_step_end`` inlined, which saved pushing the two state tuples on
+    every call)."""
     i = scal[SC_HEAP]
     scal[SC_HEAP] = i + 1
-    _sift_up(h, i, key)
+    _sift_up(h, i, t, tag)
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
-def _sift_up(h, i, key):
-    """Place ``key`` at hole ``i``, moving larger parents down into the hole."""
+def _sift_up(h, i, t, tag):
+    """Place event (``t``, ``tag``) at hole ``i``, moving larger parents down into the hole."""
     while i > 0:
         p = (i - 1) >> 2
-        hp = h[_u(p)]
-        if hp <= key:
+        pt = h[_u(2 * p)]
+        ptag = h[_u(2 * p + 1)]
+        if pt < t or (pt == t and ptag <= tag):
             break
-        h[_u(i)] = hp
+        h[_u(2 * i)] = pt
+        h[_u(2 * i + 1)] = ptag
         i = p
-    h[_u(i)] = key
+    h[_u(2 * i)] = t
+    h[_u(2 * i + 1)] = tag
 
 
 @nb.njit(cache=True, _nrt=False)
 def _hpop(h, scal):
-    """Remove and return the smallest key. The hole left at the root moves down along the
-    smallest children to a leaf, then the last key moves up into it from there (fewer
-    comparisons than sifting the last key down from the root; the same heap order)."""
+    """Remove the smallest event; return its tag (its cycle is ``h[0]`` before the call).
+    The hole left at the root moves down along the smallest children to a leaf, then the last
+    event moves up into it from there (fewer comparisons than sifting the last event down
+    from the root; the same heap order)."""
     n = scal[SC_HEAP] - 1
     scal[SC_HEAP] = n
-    top = h[0]
-    last = h[_u(n)]
+    top = h[1]
+    lt = h[_u(2 * n)]
+    lg = h[_u(2 * n + 1)]
     i = 0
     while True:
         c = 4 * i + 1
         if c >= n:
             break
         m = c
-        hm = h[_u(c)]
+        mt = h[_u(2 * c)]
+        mg = h[_u(2 * c + 1)]
         e = min(c + 4, n)
         for j in range(c + 1, e):
-            v = h[_u(j)]
-            if v < hm:
+            vt = h[_u(2 * j)]
+            if vt < mt or (vt == mt and h[_u(2 * j + 1)] < mg):
                 m = j
-                hm = v
-        h[_u(i)] = hm
+                mt = vt
+                mg = h[_u(2 * j + 1)]
+        h[_u(2 * i)] = mt
+        h[_u(2 * i + 1)] = mg
         i = m
-    _sift_up(h, i, last)
+    _sift_up(h, i, lt, lg)
     return top
 
 
 @nb.njit(cache=True, _nrt=False)
 def _event(st, t, kind, ident):
-    """Schedule event ``kind`` of ``ident`` at cycle ``t``."""
-    _hpush(st.heap, st.scal, (t << _T_SHIFT) | (kind << 22) | ident)
+    """Schedule event ``kind`` of ``ident`` at cycle ``t``. A cycle beyond the engine's
+    clock (:data:`MAX_CYCLES`) is recorded (:func:`_past_clock`) and the event kept at
+    ``MAX_CYCLES``: the driver then stops with an error."""
+    if t > MAX_CYCLES:
+        _past_clock(st, t)
+        t = MAX_CYCLES
+    _hpush(st.heap, st.scal, t, (kind << 22) | ident)
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _past_clock(st, t):
+    """Record that something was due at cycle ``t`` > :data:`MAX_CYCLES` (``scal[SC_CLOCK]``
+    keeps the latest such cycle; cosmos.simulate stops after the chunk with an error)."""
+    if t > st.scal[SC_CLOCK]:
+        st.scal[SC_CLOCK] = t
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _cycle_at(x):
+    """The first whole cycle at or after ``x`` (a float cycle: a core's busy-until time, a
+    transfer's arrival), up to the tolerance of float sums; :data:`INF` for a cycle that
+    large or larger (beyond the clock: :func:`_event`)."""
+    if x >= INF:
+        return INF
+    return np.int64(np.ceil(x - 1e-9))
 
 
 # ----------------------------------------------------------------------------- links
@@ -351,7 +387,10 @@ def _link_send(st, cf, ci, dev, direction, nbytes, t):
     x = _serialize(st, dev, direction, x, nbytes, cf[CF_DEV_BPC]) + ci[CI_LINK_LAT]
     if direction == 1 and ci[CI_SWITCH] != 0:
         x = _serialize(st, D, direction, x, nbytes, cf[CF_UP_BPC]) + ci[CI_SW_LAT]
-    return np.int64(np.ceil(x - 1e-9))
+    arr = _cycle_at(x)
+    if arr > MAX_CYCLES:
+        _past_clock(st, arr)
+    return arr
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
@@ -581,7 +620,7 @@ def _response(pg, st, cf, ci, params, req, t):
     if st.ctx_rec[_cx(ctx, CX_TODO)] > 0:
         _issue(pg, st, cf, ci, params, ctx, t)
     if st.ctx_rec[_cx(ctx, CX_TODO)] == 0 and st.ctx_rec[_cx(ctx, CX_OUT)] == 0:
-        end = np.int64(np.ceil(st.ctx_cpu[_cx(ctx, CX_CPU)] - 1e-9))
+        end = _cycle_at(st.ctx_cpu[_cx(ctx, CX_CPU)])
         if end < t:
             end = t
         s = st.ctx_rec[_cx(ctx, CX_STEP)]
@@ -652,7 +691,7 @@ def _next_work(st, ci, open_arrivals, nt):
         if te < nt:
             nt = te
     if st.scal[SC_HEAP] > 0:
-        te = st.heap[0] >> _T_SHIFT
+        te = st.heap[0]
         if te < nt:
             nt = te
     if ci[CI_OPEN] != 0 and st.scal[SC_NEXTQ] < st.q_done.shape[0]:
@@ -677,8 +716,7 @@ def _responses(pg, st, cf, ci, params, t):
         nd += 1
         st.scal[SC_RHEAD] = dk._wrap(h + 1, NR)
         st.scal[SC_RLEN] -= 1
-    while st.scal[SC_HEAP] > 0 and (st.heap[0] >> _T_SHIFT) <= t and \
-            ((st.heap[0] >> 22) & 3) == EV_RESP:
+    while st.scal[SC_HEAP] > 0 and st.heap[0] <= t and ((st.heap[1] >> 22) & 3) == EV_RESP:
         due[_u(nd)] = _hpop(st.heap, st.scal) & _ID_MASK
         nd += 1
     for i in range(1, nd):                  # insertion sort by id (a few per cycle)
@@ -714,10 +752,10 @@ def _engine_window(pg, st, cf, ci, params, open_arrivals, t, t_end):
         # event's cycle.)
         if _next_work(st, ci, open_arrivals, INF) <= t:
             _responses(pg, st, cf, ci, params, t)
-        while st.scal[SC_HEAP] > 0 and (st.heap[0] >> _T_SHIFT) <= t:
-            key = _hpop(st.heap, st.scal)
+        while st.scal[SC_HEAP] > 0 and st.heap[0] <= t:
+            tag = _hpop(st.heap, st.scal)
             st.scal[SC_EVENTS] += 1
-            _step_end(pg, st, cf, ci, params, key & _ID_MASK, t)
+            _step_end(pg, st, cf, ci, params, tag & _ID_MASK, t)
         # 3. the reads that complete at t + 1
         if _next_done(st) <= t + 1:
             _deliver(pg, st, cf, ci, t + 1)
@@ -957,7 +995,7 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
     D, I = int(num_devices), int(num_instances)
     i8, f8 = np.int64, np.float64
     sizes = dict(
-        scal=N_SC, heap=NH, req_rec=NR * RW, req_free=NR,
+        scal=N_SC, heap=2 * NH, req_rec=NR * RW, req_free=NR,
         fifo=(G, 2 * NR), fifo_head=G, fifo_len=G, fifo_arr=G, offer_pend=G,
         ch_next=G,
         ctx_pool=NC, ctx_task=NC, ctx_rec=NC * CW, ctx_cpu=NC * CW,

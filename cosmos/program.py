@@ -65,6 +65,11 @@ from cosmos.layout import LINE_BYTES, Layout
 from graphs.ivfpq import PQ_KSUB
 
 STEP_MEM, STEP_XFER, STEP_COMPUTE = 0, 1, 2
+#: The engine's clock: cycles up to 2**53 (about 43 days of simulated time at tCK = 416 ps)
+#: are event times (cosmos.engine) and exact in its float fields (a core's busy-until cycle,
+#: a link's free cycle); a step's compute is capped here, and a run asking for a later cycle
+#: stops with an error (cosmos.simulate).
+MAX_CYCLES = 1 << 53
 CAT_TRAVERSAL, CAT_DISTANCE, CAT_CANDIDATE, CAT_TRANSFER, CAT_QUEUE = 0, 1, 2, 3, 4
 CATEGORIES = ("traversal", "distance", "candidate", "transfer", "queue")
 
@@ -257,6 +262,16 @@ C_RANGE_LINES = N_COUNTS    # (not a declared count) lines of the scan element's
 
 
 @nb.njit(cache=True, inline="always")
+def _after_cycles(x):
+    """Whole cycles of a step's compute of ``x`` cycles (rounded up), at most
+    :data:`MAX_CYCLES` (a longer one takes the run past the engine's clock, which stops it)."""
+    c = np.ceil(x)
+    if c >= MAX_CYCLES:
+        return MAX_CYCLES
+    return int(c)
+
+
+@nb.njit(cache=True, inline="always")
 def _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec, node_lines_max, cached, slot_wire,
           slot_bytes):
     """Append step ``si`` (arrays ``sa``) of step-table row ``row`` for a search on device
@@ -266,7 +281,7 @@ def _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec, node_lines_max, cached
     alt = rt[R_ALT, row]
     if alt >= 0 and cached[node] != 0:
         row = alt
-    ct, cl, cset = ca
+    ct, cl, cset, nmax = ca
     D1 = cset.shape[0] // rt.shape[1]
     op = rt[R_OP, row]
     dv = rt[R_DEV, row]
@@ -311,12 +326,14 @@ def _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec, node_lines_max, cached
         else:
             obj = r0
             nreq = cnt[C_READS] * vec[3]
-        after = int(np.ceil(rf[F_C0, row] + n * rf[F_C1, row]))
+        after = _after_cycles(rf[F_C0, row] + n * rf[F_C1, row])
     elif op == STEP_XFER:
+        if n > nmax[row]:
+            nmax[row] = n       # (the payload is checked against the limit after the build)
         wire = (1 + (rt[R_PAY_FIXED, row] + rt[R_PAY_PER, row] * n + slot_bytes - 1)
                 // slot_bytes) * slot_wire
     else:
-        after = int(np.ceil(rf[F_C0, row] + n * rf[F_C1, row]))
+        after = _after_cycles(rf[F_C0, row] + n * rf[F_C1, row])
     sa[0][si] = c
     sa[1][si] = obj
     sa[2][si] = nreq
@@ -357,7 +374,9 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
           np.empty(max_steps, np.int32), np.empty(max_steps, np.int64),
           np.empty(max_steps, np.float64))
     K = rt.shape[1] * (D + 2)
-    ca = (np.zeros((N_CLS_INT, K), np.int64), np.zeros(K, np.float64), np.zeros(K, np.int64))
+    # class tables, classes filled, and per step-table row the largest count of its messages
+    ca = (np.zeros((N_CLS_INT, K), np.int64), np.zeros(K, np.float64), np.zeros(K, np.int64),
+          np.zeros(rt.shape[1], np.int64))
     vec = (vec_R, vec_rstep, vec_cstep, vector_lines)     # a vector's lines (OBJ_READS: each)
     cnt = np.zeros(N_COUNTS + 1, np.int64)
     cnt[C_ONE] = 1
@@ -501,12 +520,50 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
     # take no memory, while copies would raise the build's peak.
     return (query_task_ptr, task_query[:ti], task_pool[:ti], task_succ[:ti], task_npred[:ti],
             task_device[:ti], task_step_ptr[:ti + 1], sa[0][:si], sa[1][:si], sa[2][:si],
-            sa[3][:si], sa[4][:si], ca[0], ca[1])
+            sa[3][:si], sa[4][:si], ca[0], ca[1], ca[3])
 
 
 _CATEGORY_CODE = {name: i for i, name in enumerate(CATEGORIES)}
 _OBJ_CODE = {"entry-vector": OBJ_VECTOR, "adjacency": OBJ_ADJACENCY, "hop-vectors": OBJ_READS,
              "list-codes": OBJ_RANGE, "list-vectors": OBJ_RANGE, "rerank-vectors": OBJ_READS}
+
+
+def check_message(model, where: str, send, vector_bytes: int, count: int = 0) -> int:
+    """The payload in bytes of the Send step ``send`` of ``model`` (at ``where``, e.g.
+    ``"dispatch[0]"``) for vectors of ``vector_bytes`` and its count ``count``; UserError
+    naming the step's largest field if it is beyond cosmos.systems.MAX_MESSAGE_BYTES."""
+    from cosmos.systems import MAX_MESSAGE_BYTES
+    from cosmos_common import UserError
+
+    parts = {"vectors": send.vectors * int(vector_bytes), "bytes": send.bytes,
+             "per_item_bytes": send.per_item_bytes * int(count)}
+    total = sum(parts.values())
+    if total > MAX_MESSAGE_BYTES:
+        field = max(parts, key=parts.get)
+        terms = [f"vectors={send.vectors:,} x {vector_bytes}-byte vectors"] if send.vectors \
+            else []
+        terms += [f"bytes={send.bytes:,}"] if send.bytes else []
+        if send.per_item_bytes and count:
+            terms.append(f"per_item_bytes={send.per_item_bytes:,} x {send.count} "
+                         f"(up to {count:,} in this trace)")
+        raise UserError(
+            f"system model {model.name!r}: {where}.{field}: a message of {total:,} bytes "
+            f"({' + '.join(terms)}) is more than one message carries: at most "
+            f"{MAX_MESSAGE_BYTES:,} bytes (2**40; cosmos.systems.MAX_MESSAGE_BYTES)")
+    return total
+
+
+def _check_messages(model, pp: np.ndarray, count_max: np.ndarray, vector_bytes: int) -> None:
+    """Every Send step of ``model`` against the message limit, with the largest count it
+    had in the program (``count_max`` per step-table row, rows ``pp[p]:pp[p+1]`` of place
+    ``p`` in declaration order: :func:`step_rows`)."""
+    from cosmos.systems import PLACES, Send
+
+    for p, place in enumerate(PLACES):
+        for i, st in enumerate(getattr(model, place)):
+            if isinstance(st, Send):
+                check_message(model, f"{place}[{i}]", st, vector_bytes,
+                              int(count_max[pp[p] + i]))
 
 
 def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_devices: int,
@@ -540,7 +597,7 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
                 c1 = c1 + float(cv[t.value])
         return c0, c1, count_code[count]
 
-    def row(st):
+    def row(st, where):
         r = [0] * N_R
         f = [0.0] * N_F
         r[R_CAT] = _CATEGORY_CODE[st.category]
@@ -568,7 +625,7 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
             r[R_DEV] = DEV_SEARCH
             r[R_LINK] = 0 if st.direction == "down" else 1
             r[R_COUNT] = count_code[st.count]
-            r[R_PAY_FIXED] = st.vectors * vector_bytes + st.bytes
+            r[R_PAY_FIXED] = check_message(model, where, st, vector_bytes)  # its fixed part
             r[R_PAY_PER] = st.per_item_bytes
         else:
             r[R_OP] = STEP_COMPUTE
@@ -577,15 +634,15 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
         return r, f
 
     for place in PLACES:
-        for st in getattr(model, place):
-            r, f = row(st)
+        for i, st in enumerate(getattr(model, place)):
+            r, f = row(st, f"{place}[{i}]")
             if isinstance(st, Read) and st.cached is not None:
                 alts.append((len(ints), st.cached))
             ints.append(r)
             floats.append(f)
         pp.append(len(ints))
     for i, st in alts:
-        r, f = row(st)
+        r, f = row(st, "")
         ints[i][R_ALT] = len(ints)
         ints.append(r)
         floats.append(f)
@@ -688,6 +745,8 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
         layout.node_lines, layout.vector_lines, D, k, layout.rank_parts, layout.rank_step,
         layout.col_step, c.slot_wire, c.slot_bytes, max_tasks, max_steps, scan_count,
         scan_lines, trace.n, lut, rr_ptr, rr_dev)
-    (qtp, tq, tp, tsucc, tnpred, tdev, tsp, scls, sobj, snreq, safter, swire, ct, cl) = out
+    (qtp, tq, tp, tsucc, tnpred, tdev, tsp, scls, sobj, snreq, safter, swire, ct, cl,
+     count_max) = out
+    _check_messages(model, pp, count_max, vector_bytes)
     return Program(qtp, tq, tp, tsucc, tnpred, tdev, tsp, scls, sobj, snreq, safter, swire,
                    *ct, cl, read_node, layout.vector_addr, node_addr)

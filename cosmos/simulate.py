@@ -27,9 +27,9 @@ MODES = ("closed", "open")
 
 
 #: Open-loop arrival times are int64 DRAM cycles; the arrivals of a run must span at most this
-#: many cycles (2**55 cycles of 416 ps = about 174 days), far below 2**63 so that the random
-#: arrival times and everything added to them stay exact.
-MAX_ARRIVAL_CYCLES = 2**55
+#: many cycles (2**52 cycles of 416 ps = about 22 days): half the engine's clock
+#: (cosmos.program.MAX_CYCLES = 2**53), the other half left for the queries themselves.
+MAX_ARRIVAL_CYCLES = 2**52
 
 #: Stop reasons of a run (``SimResult.stopped``, ``summary()["stopped"]``).
 STOP_ALL, STOP_CI = "all queries", "ci-target"
@@ -150,7 +150,8 @@ def check_arrival_span(num_queries: int, rate_qps) -> float:
         limit_s = MAX_ARRIVAL_CYCLES * TCK_PS * 1e-12
         raise ValueError(f"--rate/rate_qps = {rate_qps:g} per second: {num_queries} queries "
                          f"arrive over about {span_s:.3g} s = {span_cycles:.3g} DRAM cycles of "
-                         f"{TCK_PS} ps, beyond the simulator's limit of 2**55 cycles "
+                         f"{TCK_PS} ps, beyond the simulator's limit of "
+                         f"2**{MAX_ARRIVAL_CYCLES.bit_length() - 1} cycles "
                          f"({limit_s:.3g} s); give a rate of at least "
                          f"{num_queries / limit_s:.3g} per second")
     return span_cycles
@@ -324,7 +325,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                                CI_MAP, CI_MAXINFL, CI_NCH, CI_NDEV, CI_OPEN, CI_SHIFTS,
                                CI_RING, CI_SW_LAT, CI_SWITCH, CI_WIN, N_CI, RESPONSE_RING,
                                WIN_MAX,
-                               SC_DONE, SC_NEXTQ, SC_REQS_DONE, _admit_initial, _run_chunk,
+                               SC_CLOCK, SC_DLEN, SC_DONE, SC_EVENTS, SC_HEAP, SC_NEXTQ,
+                               SC_REQS_DONE, SC_RLEN, _admit_initial, _run_chunk,
                                engine_state_bytes, new_engine_state)
 
     cfg = cfg.validate()
@@ -466,6 +468,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
 
         bar = tqdm(total=Q, unit="query", desc=f"simulate {cfg.name}", leave=False)
     last_done = 0
+    last_handled = 0
     stall = 0
     # ci_target: stop tests at completion counts next_check, next_check + every, ...
     total = Q                   # queries the run will complete (fewer once stopped)
@@ -507,9 +510,17 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                     next_check = Q + 1
             else:
                 next_check = done + every - (done - next_check) % every
+        if int(st.scal[SC_CLOCK]) != 0:
+            raise ValueError(past_clock_message(cfg, label, int(st.scal[SC_CLOCK])))
         if bar is not None:
             bar.update(done - last_done)
-        if done == last_done and mode == "closed":
+        # Progress: a query completed, an event or a DRAM read was handled, or the engine
+        # waits for work it has scheduled (events, data on its way back, served reads): a
+        # long transfer or compute takes many chunks without a completion, and time moves
+        # towards it. A run with none of these for 1000 chunks can never finish.
+        handled = int(st.scal[SC_EVENTS]) + int(st.scal[SC_REQS_DONE])
+        waiting = (int(st.scal[SC_HEAP]) + int(st.scal[SC_RLEN]) + int(st.scal[SC_DLEN])) > 0
+        if done == last_done and handled == last_handled and not waiting and mode == "closed":
             stall += 1
             if stall > 1000:
                 raise RuntimeError("engine made no progress for 1000 chunks (deadlock); "
@@ -517,6 +528,7 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         else:
             stall = 0
         last_done = done
+        last_handled = handled
         if finished or done >= total:
             break
     if bar is not None:
@@ -539,6 +551,19 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                      extra={"requests": int(st.scal[SC_REQS_DONE]), "specialized": specialized},
                      queries=total, stopped=stopped, ci_target=ci_target,
                      ci_until_cycle=until)
+
+
+def past_clock_message(cfg: SystemConfig, label: str, cycle: int) -> str:
+    """The error of a run that asked for a cycle beyond the engine's clock
+    (cosmos.program.MAX_CYCLES), naming what makes a step that long."""
+    from cosmos.program import MAX_CYCLES
+
+    days = MAX_CYCLES * TCK_PS * 1e-12 / 86400
+    return (f"{label}: system {cfg.name!r} schedules a step's end at cycle {cycle:.3g}, "
+            f"beyond the engine's clock of 2**53 = {MAX_CYCLES:,} cycles ({days:.0f} days "
+            f"simulated): a message too large for its link (the model's Send sizes, "
+            f"link.bandwidth_GBps, switch.upstream_bandwidth_GBps) or a compute too long "
+            f"(per-operation cycles, clock_GHz)")
 
 
 def _ci_reached(q_done: np.ndarray, q_arrival: np.ndarray, ci_target: float,

@@ -76,6 +76,13 @@ COUNTS = ("one", "degree", "reads", "inserts", "probes-x-k", "rank-parts",
 TRAVERSALS = ("host", "gpc")
 INDEX_MEMORIES = ("devices", "host")
 DIRECTIONS = ("down", "up")
+#: The largest message a Send may declare and the engine carries, in bytes (2**40 = 1 TiB):
+#: payload = ``vectors`` x the trace's vector bytes + ``bytes`` + ``per_item_bytes`` x its
+#: count, each field checked here and the whole payload when the program is built
+#: (cosmos.program.check_message). A search's messages are kilobytes (a query vector, a
+#: lookup table, a top-k list); one of 2**40 bytes holds a 64 GB/s link for 17 s of simulated
+#: time, and its wire bytes stay exact integers in the engine's float64 fields.
+MAX_MESSAGE_BYTES = 1 << 40
 #: the index families a model replays (a trace's meta ``index_kind``, graphs.trace)
 INDEXES = ("graph", "ivfpq", "exact")
 PLACES = ("entry", "adjacency", "vectors", "candidates", "dispatch", "device_done", "merge",
@@ -132,7 +139,8 @@ class Read:
 class Send:
     """A message over the search device's link, ``"down"`` (host to device) or ``"up"``:
     ``vectors`` query vectors + ``bytes`` + ``per_item_bytes`` x ``count`` bytes of payload,
-    sent as one header slot plus whole slots (cosmos.config.LinkConfig)."""
+    sent as one header slot plus whole slots (cosmos.config.LinkConfig); at most
+    :data:`MAX_MESSAGE_BYTES` in all."""
 
     direction: str
     vectors: int = 0
@@ -363,6 +371,12 @@ class SystemModel:
                     v = getattr(st, f)
                     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                         bad(f"{where}.{f}", f"expected an integer >= 0, got {v!r}")
+                    if v > MAX_MESSAGE_BYTES:
+                        what = "query vectors (of at least 1 byte each)" if f == "vectors" \
+                            else "bytes"
+                        bad(f"{where}.{f}", f"{v:,} {what} is more than one message carries: "
+                                            f"at most {MAX_MESSAGE_BYTES:,} bytes (2**40; "
+                                            f"cosmos.systems.MAX_MESSAGE_BYTES)")
                 if st.count not in PLACE_COUNTS[place]:
                     bad(f"{where}.count", f"{st.count!r} is not a count at {place!r}; expected "
                                           f"one of {PLACE_COUNTS[place]}")
