@@ -4,7 +4,11 @@ every entry is intact.
 The cache folder (``$COSMOS_CACHE`` or ``~/.cache/cosmos``, or ``--cache-dir``) holds one
 folder per kind of entry (:data:`cosmos_common.cacheio.KINDS`); every entry carries the
 checksums of :mod:`cosmos_common.cacheio`, which the simulator verifies at each read (and
-recomputes a bad entry). ``verify`` checks every entry now, without running anything.
+recomputes a bad entry). ``verify`` checks every entry now, without running anything, and
+the compiled kernels the simulator loads: numba's cache files of its packages (their
+``__pycache__`` folders, or under ``NUMBA_CACHE_DIR``) and of the specialized builds in the
+cache folder, each against the checksum written with it, or, without one, by loading it as
+numba would (:func:`cosmos_common.numba_cache.check_file`).
 """
 
 from __future__ import annotations
@@ -65,6 +69,8 @@ def cache_verify(root: Path, kinds: list[str], delete: bool = False, out=None):
             # a simulation entry is found by its key: its file name must be the key it answers
             problem = problem or cacheio.check_entry(
                 path, key=path.stem if kind == "simulations" else None)
+            if problem is None and kind == "kernels":
+                problem = _compiled_problem(files)      # numba's code of the build
             if problem is None:
                 continue
             bad += 1
@@ -78,6 +84,44 @@ def cache_verify(root: Path, kinds: list[str], delete: bool = False, out=None):
                 _prune_empty(path.parent, root / kind)
                 note = " (deleted)"
             print(f"{path}: {problem}{note}", file=out)
+    return checked, bad
+
+
+def _compiled_problem(files: list[Path]) -> str | None:
+    """What is wrong with the first damaged numba cache file among ``files``, or None."""
+    from cosmos_common import numba_cache
+
+    for f in files:
+        if numba_cache.is_numba_file(f):
+            problem = numba_cache.check_file(f)
+            if problem is not None:
+                return f"numba's compiled code {f.name} is damaged: {problem}"
+    return None
+
+
+def verify_compiled(folders: list[Path], delete: bool = False, out=None) -> tuple[int, int]:
+    """Check every numba cache file in ``folders`` (the simulator's compiled kernels:
+    :func:`cosmos_common.numba_cache.package_folders`); print one line per damaged file,
+    naming the folder to clear (or delete the file and its checksum if ``delete``: numba
+    compiles the function again when it is next used). Returns (files checked, damaged)."""
+    from cosmos_common import numba_cache
+
+    out = out or sys.stdout
+    checked = bad = 0
+    for folder in folders:
+        for f in numba_cache.numba_files(folder):
+            checked += 1
+            problem = numba_cache.check_file(f)
+            if problem is None:
+                continue
+            bad += 1
+            if delete:
+                numba_cache.remove(f)
+                note = " (deleted: compiled again when next used)"
+            else:
+                note = (f"; delete the folder {folder} (or run cosmos cache verify --delete): "
+                        f"its kernels are compiled again when next used")
+            print(f"{f}: numba's compiled code is damaged: {problem}{note}", file=out)
     return checked, bad
 
 
@@ -113,9 +157,18 @@ def _verify(args) -> int:
     root = _root(args)
     kinds = list(dict.fromkeys(args.kind)) if args.kind else list(cacheio.KINDS)
     checked, bad = cache_verify(root, kinds, delete=args.delete)
-    what = "deleted" if args.delete else "bad"
-    print(f"checked {checked} entries ({', '.join(kinds)}) in {root.resolve()}: "
-          f"{bad} {what}" + ("" if bad or not checked else ", all intact"))
+    what = f"checked {checked} entries ({', '.join(kinds)}) in {root.resolve()}"
+    if "kernels" in kinds:      # and the compiled kernels of the simulator's own packages
+        from cosmos_common.numba_cache import package_folders
+
+        folders = package_folders()
+        n, damaged = verify_compiled(folders, delete=args.delete)
+        what += (f" and {n} compiled kernel files in "
+                 f"{', '.join(str(f) for f in folders) or '(none compiled yet)'}")
+        checked += n
+        bad += damaged
+    print(f"{what}: {bad} {'deleted' if args.delete else 'bad'}"
+          + ("" if bad or not checked else ", all intact"))
     return 1 if bad else 0
 
 
@@ -136,15 +189,18 @@ def register(sub) -> None:
                                      "of entries and their size.")
     pi.set_defaults(func=_info)
     pv = csub.add_parser(
-        "verify", help="check every entry's checksums",
+        "verify", help="check every entry's checksums and the compiled kernels",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Check every cache entry (record, fields, types, sizes and SHA-256 "
-                    "checksums) and print one line per bad entry, then a summary.\n\n"
+                    "checksums) and print one line per bad entry, then a summary. With the "
+                    "kernels (the default, or --kind kernels), also numba's compiled code the "
+                    "simulator loads: its packages' __pycache__ folders (or NUMBA_CACHE_DIR) "
+                    "and the specialized builds, each file against its checksum.\n\n"
                     "exit status: 0 if every entry is intact, 1 if bad entries were found "
                     "(also with --delete), 2 on a usage error.")
     pv.add_argument("--delete", action="store_true",
-                    help="delete the files of every bad entry (the simulator recomputes them "
-                         "when it needs them)")
+                    help="delete the files of every bad entry and damaged compiled kernel (the "
+                         "simulator recomputes or recompiles them when it needs them)")
     pv.add_argument("--kind", action="append", choices=list(KINDS), default=None,
                     help="check only this kind (repeatable; default: all)")
     pv.set_defaults(func=_verify)

@@ -413,7 +413,8 @@ def entries(root: str | os.PathLike, kind: str) -> list[tuple[Path, list[Path], 
     files, a problem found while listing or None). Files that belong to no entry are
     listed as entries of their own with their problem: content without a record, a
     temporary file left by an interrupted write. For ``kernels`` numba's compiled code
-    (``__pycache__``) belongs to its build and is not checked (numba validates it)."""
+    (``__pycache__``) belongs to its build (``cosmos cache verify`` checks it with
+    :func:`cosmos_common.numba_cache.check_file`)."""
     folder = Path(root) / kind
     if not folder.is_dir():
         return []

@@ -11,6 +11,9 @@ module's cached entries when they differ, so numba compiles them afresh.
 
 It handles numba's default cache location (``__pycache__`` beside the source). With
 ``NUMBA_CACHE_DIR`` set, numba keeps the cache elsewhere and this function does nothing.
+It also has numba check every cache file it loads in this process against the checksum
+written with it (:func:`cosmos_common.numba_cache.install`): a damaged file is reported in
+one line, deleted and compiled again.
 
 :func:`vectorizing` compiles the simulator's entry points with LLVM's SLP vectorizer on.
 :func:`start_numba_lean` keeps numba's start-up from importing scipy.linalg and cffi, which the
@@ -93,7 +96,8 @@ def vectorizing():
 
 
 def drop_stale(module_file: str, *dependencies: str) -> bool:
-    """Delete the numba cache of ``module_file`` if it or a dependency changed since it was made.
+    """Delete the numba cache of ``module_file`` if it or a dependency changed since it was made
+    (and check every cache file numba loads from now on: :mod:`cosmos_common.numba_cache`).
 
     Parameters
     ----------
@@ -107,6 +111,9 @@ def drop_stale(module_file: str, *dependencies: str) -> bool:
     bool
         True when stale cache entries were deleted.
     """
+    from cosmos_common.numba_cache import install
+
+    install()       # the callers have imported numba: check what its cache loads
     if os.environ.get("NUMBA_CACHE_DIR"):
         return False
     src = Path(module_file)
@@ -124,7 +131,9 @@ def drop_stale(module_file: str, *dependencies: str) -> bool:
     dropped = False
     try:
         cache.mkdir(exist_ok=True)
-        for entry in cache.glob(f"{src.stem}.*.nb[ic]"):
+        for entry in cache.glob(f"{src.stem}.*.nb[ic]*"):   # with their checksum files
+            if not entry.name.endswith((".nbi", ".nbc", ".nbi.sha256", ".nbc.sha256")):
+                continue
             try:
                 entry.unlink()
                 dropped = True

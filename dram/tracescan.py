@@ -30,6 +30,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from cosmos_common.numba_cache import install as _check_numba_cache
+
+_check_numba_cache()    # cached kernels are checked before use (cosmos_common.numba_cache)
+
 from dram.parallel import available_cpus, run_in_threads
 
 __all__ = ["FORMAT_CODES", "scan_block", "csv_rows"]

@@ -21,6 +21,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from cosmos_common.numba_cache import install as _check_numba_cache
+
+_check_numba_cache()    # cached kernels are checked before use (cosmos_common.numba_cache)
+
 __all__ = ["exact_knn", "recall_at_k"]
 
 

@@ -14,6 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from cosmos_common.numba_cache import install as _check_numba_cache
+
+_check_numba_cache()    # cached kernels are checked before use (cosmos_common.numba_cache)
+
 __all__ = ["kmeans", "assign", "cluster_csr", "centroid_adjacency"]
 
 

@@ -41,6 +41,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from cosmos_common.numba_cache import install as _check_numba_cache
+
+_check_numba_cache()    # cached kernels are checked before use (cosmos_common.numba_cache)
+
 from cosmos_common import UserError
 
 from .index import ClusteredIndex

@@ -43,6 +43,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from cosmos_common.numba_cache import install as _check_numba_cache
+
+_check_numba_cache()    # cached kernels are checked before use (cosmos_common.numba_cache)
+
 __all__ = ["SyntheticSpec", "SPECS", "generate", "generate_with_modes", "generate_mode",
            "latents", "truncated_normal", "synthetic_dataset"]
 
