@@ -105,6 +105,24 @@ def dram_config_for(cfg: SystemConfig):
     return DRAMConfig(channels=cfg.device.channels, ranks=cfg.device.ranks)
 
 
+def check_capacity_setting(cfg: SystemConfig, overrides: dict) -> None:
+    """A ``device.capacity_bytes`` the user set (``overrides``) must fit the device's DRAM
+    organization: the layout uses ``min(capacity_bytes, DRAM capacity)`` (so sweeps of
+    ``device.ranks`` shrink it), and a larger setting would be cut silently. UserError
+    naming both otherwise."""
+    from cosmos_common import UserError
+    from dram.config import DRAMConfig
+
+    if "device.capacity_bytes" not in overrides:
+        return
+    dram = DRAMConfig(channels=cfg.device.channels, ranks=cfg.device.ranks).capacity_bytes
+    if cfg.device.capacity_bytes > dram:
+        raise UserError(f"device.capacity_bytes={cfg.device.capacity_bytes} is more than a "
+                        f"device's DRAM holds ({dram} bytes: device.channels="
+                        f"{cfg.device.channels} x device.ranks={cfg.device.ranks} of the DDR5 "
+                        "preset's chips); lower it or raise device.ranks / device.channels")
+
+
 def _resolve_dram(cfg: SystemConfig, dcfg):
     """``dcfg.resolve()``; the DRAM model's ValueError names the config fields behind it."""
     try:

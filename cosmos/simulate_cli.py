@@ -191,8 +191,11 @@ def run(args) -> int:
     cfg = get_preset(args.system)
     if args.set:
         from cosmos.config import parse_overrides, with_overrides
+        from cosmos.simulate import check_capacity_setting
 
-        cfg = with_overrides(cfg, parse_overrides(args.set))
+        overrides = parse_overrides(args.set)
+        cfg = with_overrides(cfg, overrides)
+        check_capacity_setting(cfg, overrides)
     from cosmos_common.outdir import RunFolder, prepare_out_dir
 
     if args.trace:

@@ -227,6 +227,7 @@ def replay(args) -> int:
     import placement
     from cosmos.config import parse_overrides
     from cosmos.systems import model_for
+    from cosmos.simulate import check_capacity_setting
     from cosmos.trace_input import as_trace, check_trace_for
     from experiments.sim import _system_config
     from graphs import load_trace
@@ -235,6 +236,7 @@ def replay(args) -> int:
     configs = {}   # system -> its config, as each simulation will build it
     for s in systems:  # every field converted and range-checked on every system
         cfg = configs[s] = _system_config(s, overrides, None)
+        check_capacity_setting(cfg, overrides)
         try:
             placement.get_policy(cfg.placement)
         except ValueError as exc:

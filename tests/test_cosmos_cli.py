@@ -131,6 +131,9 @@ def test_a_result_file_that_appears_during_the_run_is_kept(tmp_path, monkeypatch
     (["--rate", "1000"], "--rate applies only to --mode open"),
     (["--num-queries", "0"], "--num-queries must be >= 1"),
     (["--seed", "-5"], "--seed must be >= 0, got -5"),       # as cosmos run refuses it
+    # more than the DRAM holds: once cut to it silently (issue 55)
+    (["--set", "device.capacity_bytes=1099511627776"],
+     "device.capacity_bytes=1099511627776 is more than a device's DRAM holds (274877906944"),
     (["--max-inflight", "0"], "--max-inflight must be >= 1"),
     (["--warmup", "0.5"], "--warmup must be in [0, 0.5)"),
     (["--ci-target", "0"], "--ci-target must be a relative half-width in (0, 1)"),

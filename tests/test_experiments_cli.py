@@ -46,6 +46,8 @@ def test_replay_compares_systems(small_trace, tmp_path, capsys):
     # refused before any simulation (a duplicate once ran them all, then failed in pandas)
     (["replay", "TRACE", "--systems", "base,cosmos,base"], "base named more than once"),
     (["replay", "TRACE", "--set", "device.count"], "expected FIELD=VALUE"),
+    (["replay", "TRACE", "--set", "device.capacity_bytes=1099511627776"],
+     "is more than a device's DRAM holds"),
     (["reproduce", "--only", "fig9"], "unknown experiment(s) ['fig9']"),
     (["reproduce", "--only", ""], "--only '': no experiment named"),       # not: run all
     (["reproduce", "--only", " , "], "--only ' , ': no experiment named"),
