@@ -359,6 +359,12 @@ def store_files(record: str | os.PathLike, kind: str, key: str,
     return atomic_write(record, canonical(doc) + b"\n")
 
 
+#: what a content file without its own checksum record is: its record names other files, so
+#: a copy or rename of an entry reads as this too, not only an old or interrupted write
+NO_RECORD = ("no checksum record of its own (copied or renamed into the cache, written by an "
+             "older version of the simulator, or left by an interrupted write)")
+
+
 def read_files(record: str | os.PathLike, kind: str, key: str,
                files: Iterable[str | os.PathLike]) -> dict | None:
     """The ``meta`` of the file entry ``record`` if it is a valid entry of ``kind`` answering
@@ -371,8 +377,7 @@ def read_files(record: str | os.PathLike, kind: str, key: str,
     if not record.exists():
         present = [f for f in files if f.exists()]
         if present:
-            report(present[0], "no checksum record (written by an older version of the "
-                               "simulator, or an interrupted write)")
+            report(present[0], NO_RECORD)
         return None
     try:
         return _check_record(record, _parse(record), kind, key, [f.name for f in files])
@@ -456,8 +461,7 @@ def entries(root: str | os.PathLike, kind: str) -> list[tuple[Path, list[Path], 
         elif kind == "kernels" and p.parent.name == "__pycache__":
             out.append((p, [p], "compiled code of a build without its checksum record"))
         else:
-            out.append((p, [p], "no checksum record (written by an older version of the "
-                                "simulator, or an interrupted write)"))
+            out.append((p, [p], NO_RECORD))
     return out
 
 

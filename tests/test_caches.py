@@ -201,6 +201,9 @@ def test_an_interrupted_store_leaves_no_record(tmp_path):
     with Warned() as w:
         assert cacheio.read_files(rec, "traces", KEY, files) is None
     _one_line_about(w, files[0], "no checksum record")
+    # a copy or rename reads the same way: the message says so (issue 55: it blamed an
+    # older version only)
+    assert "copied or renamed into the cache" in w.lines[0]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
