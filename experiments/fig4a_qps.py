@@ -124,9 +124,11 @@ def run(ctx) -> dict:
         out[f"{fam}_cosmos_vs_base"] = round(float(sub.loc["cosmos", "qps_vs_base"]), 2)
         out[f"{fam}_cosmos_vs_cxl-anns"] = round(float(sub.loc["cosmos", "qps_vs_cxl_anns"]), 2)
         for ratio, name in (("qps_vs_base", "base"), ("qps_vs_cxl_anns", "cxl-anns")):
-            # the 95 % interval of the ratio (null where a run had none)
+            # the 95 % interval of the ratio, where both runs have one (left out otherwise:
+            # a headline line of "[None, None]" says nothing)
             ci = [float(sub.loc["cosmos", f"{ratio}_ci_{e}"]) for e in ("low", "high")]
-            out[f"{fam}_cosmos_vs_{name}_ci95"] = [round(v, 3) if v == v else None for v in ci]
+            if all(v == v for v in ci):
+                out[f"{fam}_cosmos_vs_{name}_ci95"] = [round(v, 3) for v in ci]
     return out
 
 

@@ -99,6 +99,8 @@ def test_every_file_is_produced(reproduction):
             for ext in ("png", "pdf"):
                 assert (sub / f"{stem}.{ext}").stat().st_size > 1000, f"{name}: {stem}.{ext}"
         assert name in stdout
+    # a headline prints figures, never an interval of nothing (issue 55: "ci95=[None, None]")
+    assert "[None, None]" not in stdout and "nan" not in stdout.lower().split()
 
 
 def test_values_are_plausible(reproduction):
