@@ -14,6 +14,11 @@ _DEFAULTS = dict(num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef
                  graph="hnsw", R=64, L=100, alpha=1.2)
 
 
+def _progress(args) -> bool:
+    """Progress bars unless ``--no-progress``."""
+    return not getattr(args, "no_progress", False)
+
+
 def _dataset_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("dataset (a synthetic or shipped set by name, or your files)")
     g.add_argument("--dataset", default=None,
@@ -26,6 +31,7 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--metric", choices=("l2", "ip"), default="l2", help="metric of --base files (default l2)")
     p.add_argument("--seed", type=int, default=_DEFAULTS["seed"], help="seed of the synthetic data, k-means and graphs")
     p.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default $COSMOS_CACHE or ~/.cache/cosmos)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (as on the other commands)")
     p.add_argument("--num-clusters", type=int, default=_DEFAULTS["num_clusters"], help="k-means clusters (1 = single graph)")
     p.add_argument("--M", type=int, default=_DEFAULTS["M"],
                    help="hnswlib M, 2..10000 (level-0 max degree 2M; hnswlib caps M at 10000)")
@@ -90,7 +96,8 @@ def _load(args):
         raise UserError("--queries/--groundtruth need --base")
     if args.dataset is None:
         raise UserError("give --dataset NAME or --base PATH")
-    return get_dataset(args.dataset, args.n, args.num_queries, args.seed, args.cache_dir, progress=True)
+    return get_dataset(args.dataset, args.n, args.num_queries, args.seed, args.cache_dir,
+                       progress=_progress(args))
 
 
 def _check_options(args) -> None:
@@ -159,7 +166,8 @@ def _index(args, ds):
     params = _params(args)
     params.validate(ds.n)
     t0 = time.perf_counter()
-    idx, path = get_index(ds, params, args.cache_dir, threads=args.threads, progress=True)
+    idx, path = get_index(ds, params, args.cache_dir, threads=args.threads,
+                            progress=_progress(args))
     return idx, path, time.perf_counter() - t0
 
 
@@ -229,7 +237,8 @@ def _trace(args) -> int:
     idx, path, _ = _index(args, ds)
     validate_search(idx, ds.queries, args.num_probes, args.cand_list_len, args.k, args.entry)
     t0 = time.perf_counter()
-    tr = trace_index(idx, ds, args.num_probes, args.cand_list_len, args.k, args.entry, progress=True)
+    tr = trace_index(idx, ds, args.num_probes, args.cand_list_len, args.k, args.entry,
+                     progress=_progress(args))
     dt = time.perf_counter() - t0
     save_trace(args.out, tr, overwrite=args.force)
     if args.clusters_out is not None:

@@ -110,8 +110,10 @@ def test_cli_build_and_trace(tmp_path, capsys):
     assert cl["sizes"].sum() == 10000 and cl["centroids"].shape == (8, 128) and cl["cluster_adjacency"].shape == (8, 7)
     out = tmp_path / "t.npz"
     assert main(["graphs", "trace", *common, "--num-probes", "4", "--cand-list-len", "32", "-k", "10",
-                 "--out", str(out), "--per-query"]) == 0
-    text = capsys.readouterr().out
+                 "--out", str(out), "--per-query", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    text = captured.out
+    assert "trace queries" not in captured.err          # --no-progress, as on the other commands
     line = [x for x in text.splitlines() if x.startswith("recall@10: ")]
     assert line and float(line[0].split()[1]) > 0.8
     tr = load_trace(out)
