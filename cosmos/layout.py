@@ -321,10 +321,14 @@ def build_layout(
     scan = {"list_addr": list_addr, "code_bytes": int(code_bytes)}
 
     if vector_ranks:
-        vector_address = _channel_local(fields, int(vector_ranks), vector_lines, graph_bytes,
-                                        capacity_bytes, max_nodes, spread)
         R = int(vector_ranks)
+        vector_address = _channel_local(fields, R, vector_lines, graph_bytes, capacity_bytes,
+                                        max_nodes, spread)
+        rank_step = LINE_BYTES * fields.divisor("rank")
+        col_step = LINE_BYTES * fields.divisor("column")
     else:
+        R, rank_step, col_step = 1, 0, LINE_BYTES
+
         def vector_address(local):
             return (graph_bytes + local * vector_stride).astype(np.uint64)
 
@@ -343,12 +347,8 @@ def build_layout(
             node_addr[lo:hi] = (local * node_stride).astype(np.uint64)
         vector_addr[lo:hi] = vector_address(local)
 
-    if not vector_ranks:
-        return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
-                      node_stride, vector_stride, S, 1, 0, LINE_BYTES, bytes_used, **scan)
     return Layout(node_device, node_addr, vector_addr, node_lines, vector_lines,
-                  node_stride, vector_stride, S, R, LINE_BYTES * fields.divisor("rank"),
-                  LINE_BYTES * fields.divisor("column"), bytes_used, **scan)
+                  node_stride, vector_stride, S, R, rank_step, col_step, bytes_used, **scan)
 
 
 def _channel_local(fields, R, vector_lines, graph_bytes, capacity_bytes, max_nodes, spread):

@@ -105,6 +105,14 @@ def dram_config_for(cfg: SystemConfig):
     return DRAMConfig(channels=cfg.device.channels, ranks=cfg.device.ranks)
 
 
+def instance_capacity_bytes(cfg: SystemConfig) -> int:
+    """Bytes of one memory instance that holds the index (what the layout is given): the
+    host DRAM for a system whose index is there, else a device: its DRAM organization's
+    capacity, at most ``device.capacity_bytes``."""
+    cap = dram_config_for(cfg).capacity_bytes
+    return cap if model_for(cfg).index_in_host else min(cap, cfg.device.capacity_bytes)
+
+
 def check_capacity_setting(cfg: SystemConfig, overrides: dict) -> None:
     """A ``device.capacity_bytes`` the user set (``overrides``) must fit the device's DRAM
     organization: the layout uses ``min(capacity_bytes, DRAM capacity)`` (so sweeps of
@@ -383,11 +391,10 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
     if model.index_in_host:
         n_inst = 1
         layout_dev = np.zeros_like(cluster_device)
-        cap = dcfg.capacity_bytes
     else:
         n_inst = D
         layout_dev = cluster_device
-        cap = min(cfg.device.capacity_bytes, dcfg.capacity_bytes)
+    cap = instance_capacity_bytes(cfg)
     try:
         layout = build_layout(tr.cluster_ptr, tr.cluster_nodes, layout_dev, n_inst,
                               vector_bytes=int(tr.meta["vector_bytes"]),
@@ -578,7 +585,8 @@ def past_clock_message(cfg: SystemConfig, label: str, cycle: int) -> str:
 
     days = MAX_CYCLES * TCK_PS * 1e-12 / 86400
     return (f"{label}: system {cfg.name!r} schedules a step's end at cycle {cycle:.3g}, "
-            f"beyond the engine's clock of 2**53 = {MAX_CYCLES:,} cycles ({days:.0f} days "
+            f"beyond the engine's clock of 2**{MAX_CYCLES.bit_length() - 1} = {MAX_CYCLES:,} "
+            f"cycles ({days:.0f} days "
             f"simulated): a message too large for its link (the model's Send sizes, "
             f"link.bandwidth_GBps, switch.upstream_bandwidth_GBps) or a compute too long "
             f"(per-operation cycles, clock_GHz)")

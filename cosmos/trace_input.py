@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphs.trace import array_checksum as _checksum  # what save_trace stores
+from graphs.trace import check_archive
 
 #: Arrays cosmos needs from the logical trace (contract 1).
 REQUIRED = ("cluster_ptr", "cluster_nodes", "query_ptr", "search_cluster", "search_entry",
@@ -132,17 +133,7 @@ class TraceArrays:
 def _load_npz(path: str) -> dict:
     """Every array of the .npz at ``path``; any failure (not a zip, truncated, a .npy or text
     file, pickled objects, a damaged member) is a ValueError naming the file."""
-    want = "expected a .npz archive of the trace's arrays (graphs.trace.save_trace)"
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(6)
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the trace file ({exc.strerror or exc})") from None
-    if magic.startswith(b"\x93NUMPY"):
-        raise ValueError(f"{path}: not a trace file: it holds a single numpy array (.npy); "
-                         f"{want}")
-    if not magic.startswith(b"PK"):
-        raise ValueError(f"{path}: not a trace file: not a .npz (zip) archive; {want}")
+    check_archive(path)
     from cosmos_common import UserError
     from cosmos_common.npz import npz_arrays
 

@@ -24,6 +24,8 @@ shows them and the overrides are part of each simulation's identity in the resul
 
 from __future__ import annotations
 
+import numpy as np
+
 from cosmos.layout import LINE_BYTES, lines_for
 
 #: host DRAM ranks per subchannel tried for DRAM-only, fewest first (a power of two, as
@@ -42,8 +44,6 @@ def index_bytes(family: str, scale) -> int | None:
     spec = synthetic.SPECS.get(family)
     if spec is None:
         return None
-    import numpy as np
-
     vector_bytes = spec.dim * np.dtype(spec.dtype).itemsize
     max_degree = IndexParams(num_clusters=scale.num_clusters).max_degree
     per_vector = (lines_for(4 * max_degree) + lines_for(vector_bytes)) * LINE_BYTES
@@ -51,16 +51,12 @@ def index_bytes(family: str, scale) -> int | None:
 
 
 def _capacity(system: str, overrides: dict) -> int:
-    """Bytes of one memory instance of preset ``system`` with ``overrides``."""
-    from cosmos.simulate import dram_config_for
-    from cosmos.systems import model_for
+    """Bytes of one memory instance of preset ``system`` with ``overrides``
+    (cosmos.simulate.instance_capacity_bytes, what the layout is given)."""
+    from cosmos.simulate import instance_capacity_bytes
     from experiments.sim import _system_config
 
-    cfg = _system_config(system, overrides, None)
-    cap = dram_config_for(cfg).capacity_bytes
-    if not model_for(cfg).index_in_host:
-        cap = min(cap, cfg.device.capacity_bytes)
-    return cap
+    return instance_capacity_bytes(_system_config(system, overrides, None))
 
 
 def fit_overrides(system: str, family: str, scale, overrides: dict | None = None) -> dict:

@@ -354,11 +354,15 @@ def save_trace(path: str | os.PathLike, trace: LogicalTrace, overwrite: bool = F
 _DRAM_RECORDS = ("addr", "is_write", "arrival_cycle", "completion_cycle")
 
 
-def _check_archive(path: Path) -> None:
+def check_archive(path: str | os.PathLike) -> None:
     """UserError naming what ``path`` holds when it is not a .npz (zip) archive at all: a
-    single .npy array, or anything else (text, binary junk), before numpy reads it."""
-    with open(path, "rb") as f:
-        magic = f.read(6)
+    single .npy array, or anything else (text, binary junk), before numpy reads it (the one
+    check of both trace readers, this module's and cosmos.trace_input's)."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the trace file ({exc.strerror or exc})") from None
     want = "expected a logical trace .npz (cosmos graphs trace, graphs.save_trace)"
     if magic.startswith(b"\x93NUMPY"):
         raise UserError(f"{path}: not a trace file: it holds a single numpy array (.npy); {want}")
@@ -379,7 +383,7 @@ def load_trace(path: str | os.PathLike, verify: bool = True) -> LogicalTrace:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such trace file")
-    _check_archive(path)
+    check_archive(path)
     try:
         with np.load(path, allow_pickle=False) as z:
             if "meta" not in z.files and set(_DRAM_RECORDS) <= set(z.files):
