@@ -104,7 +104,8 @@ def drop_stale(module_file: str, *dependencies: str) -> bool:
     module_file : str
         ``__file__`` of the module whose jitted functions call into the dependencies.
     *dependencies : str
-        ``__file__`` of each module whose jitted code the module calls.
+        ``__file__`` of each module whose jitted code the module calls. A package's
+        ``__init__.py`` stands for every module of the package (``dram/kernel/``).
 
     Returns
     -------
@@ -118,7 +119,7 @@ def drop_stale(module_file: str, *dependencies: str) -> bool:
         return False
     src = Path(module_file)
     h = hashlib.sha256()
-    for f in (src, *map(Path, dependencies)):
+    for f in (src, *_with_package_modules(map(Path, dependencies))):
         h.update(f.read_bytes())
     digest = h.hexdigest()
     cache = src.parent / "__pycache__"
@@ -145,3 +146,12 @@ def drop_stale(module_file: str, *dependencies: str) -> bool:
     except OSError:  # read-only install: numba then caches elsewhere or not at all
         return dropped
     return dropped
+
+
+def _with_package_modules(paths):
+    """The files of ``paths``, a package's ``__init__.py`` followed by its other modules (in
+    name order): code that inlines a package's functions depends on all of them."""
+    for p in paths:
+        yield p
+        if p.name == "__init__.py":
+            yield from sorted(q for q in p.parent.glob("*.py") if q.name != "__init__.py")

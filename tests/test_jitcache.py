@@ -44,7 +44,7 @@ def test_project_modules_stamp_their_caches():
     from pathlib import Path
 
     for mod in ("cosmos/__pycache__/engine.jitdeps", "dram/__pycache__/openloop.jitdeps",
-                "dram/__pycache__/kernel.jitdeps"):
+                "dram/kernel/__pycache__/scheduler.jitdeps"):
         assert (Path(__file__).resolve().parents[1] / mod).is_file()
 
 

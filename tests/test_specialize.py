@@ -45,7 +45,7 @@ def test_specialized_engine_gives_the_generic_results(name, mode, kernel_cache, 
     assert figures(generic) == figures(special)
     assert figures(generic)["energy_per_query_mJ"] > 0      # energy per query is compared too
     assert _outcome(generic)[3].sum() > 0
-    assert list(kernel_cache.joinpath("kernels").glob("*/_cosmos_kernel_*.py"))
+    assert list(kernel_cache.joinpath("kernels").glob("*/scheduler.py"))
     # the build has run: a short run of this configuration now loads it by default, and
     # only with the numba cache it was compiled into
     monkeypatch.delenv("COSMOS_SPECIALIZE", raising=False)
@@ -74,7 +74,8 @@ def test_the_generated_kernel_reads_no_parameter_or_header_slot_below_its_mark()
     params = dataclasses.replace(dram_config_for(get_preset("cosmos")), channels=1).resolve()
     heap0 = dk.new_state(params, completion_capacity=64, direct_reads=True).heap
     consts = specialize.kernel_constants(params, heap0)
-    src = specialize._specialize_kernel(specialize._kernel_source(), consts)
+    srcs = specialize._kernel_sources()
+    src = specialize._specialize_kernel(srcs["scheduler.py"] + srcs["controller.py"], consts)
     head, body = src.split(specialize._MARK, 1)
     left = set(re.findall(r"\bparams\.([A-Za-z_]\w*)", body))
     assert left == specialize._KEEP          # the table and nREFI stay loads
@@ -84,7 +85,7 @@ def test_the_generated_kernel_reads_no_parameter_or_header_slot_below_its_mark()
     assert consts["_K_H_O_SLOT"] == heap0[dk.H_O_SLOT]
     assert consts["_K_H_DIRECT"] == 1
     # above the mark nothing changed
-    orig_head = specialize._kernel_source().split(specialize._MARK, 1)[0]
+    orig_head = srcs["scheduler.py"].split(specialize._MARK, 1)[0]
     assert orig_head in head
 
 

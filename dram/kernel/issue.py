@@ -1,0 +1,148 @@
+"""Commands and bank state: which command a request needs next, and issuing one.
+
+Part of the cycle: step 4 (issue) and the eligibility test of step 3. :func:`preq_command` is
+Ramulator's ``get_preq_command`` (ACT on a closed bank, the final command on the open row,
+PREpb on another row; PREab, then REFab, for a refresh); :func:`issue_command` applies a
+command: timing state (:mod:`.timing`), open rows, rank residency (the energy model's
+background states), command counters and the command log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from numba import njit
+
+from dram.config import M_ACCESS, M_CLOSE, M_DBUS, M_RSCOPE
+from dram.jitcache import drop_stale
+import dram.config as _config
+from .commands import ACT, PREab, PREpb, RDA, RDA_L, WRA, WRA_L
+from .layout import (G_LOGLEN, H_LOGCAP, H_O_GLOB, H_O_LOG, H_O_RACT, H_O_RBUSY, H_O_STATS, H_R,
+                     LOG_BANK, LOG_BG, LOG_CH, LOG_CLK, LOG_CMD, LOG_RANK, LOG_ROW, NRA, N_STATS,
+                     Q_ACT, RA_BANKCYC, RA_CYCLES, RA_LAST, RA_OPEN, RA_SINCE, SL_FB, SL_FINAL,
+                     SL_ROW, S_BUS_BUSY, S_CMD0, _bank, _chs, _fb_bg, _meta, _u)
+from .timing import update_timing
+
+# the jitted code here inlines the package's other modules and compiles in constants of
+# dram.config: its cache goes when one of them changes
+drop_stale(__file__, str(Path(__file__).with_name("__init__.py")), _config.__file__)
+
+
+# SPECIALIZED FROM HERE: cosmos.specialize compiles a second copy of the code below this line
+# in which the scalar fields of ``params`` and the header slots of ``H`` are constants (the
+# one-channel controllers of one configuration; about 13 % less time per simulated request).
+# It finds them by their spelling: write them as ``params.<field>`` and ``H[_u(H_<SLOT>)]``.
+@njit(cache=True, inline="always", _nrt=False)
+def _slot_preq(H, ob, o):
+    """Next command of the (bank-scope) request in slot offset ``o``; ob = bank region base
+    of its channel."""
+    op = H[_u(ob + 3 * H[_u(o + SL_FB)])]
+    if op < 0:
+        return ACT
+    if op == H[_u(o + SL_ROW)]:
+        return H[_u(o + SL_FINAL)]
+    return PREpb
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def preq_command(params, H, g, final, rank, fb, row):
+    """The next command a request needs, from the bank state (Ramulator's get_preq_command)."""
+    if _meta(params, M_RSCOPE, final) == 1:           # REFab: every bank of the rank closed
+        nbr = params.n_bg * params.n_banks
+        for k in range(nbr):
+            if H[_u(_bank(H, g, rank * nbr + k))] >= 0:
+                return PREab
+        return final
+    o = H[_u(_bank(H, g, fb))]
+    if o < 0:
+        return ACT
+    if o == row:
+        return final
+    return PREpb
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _closes_active(params, H, g, cmd, rank, fb):
+    """True if ``cmd`` would close a bank that an activated request still needs."""
+    if _meta(params, M_CLOSE, cmd) == 0 or H[_u(_chs(H, g) + Q_ACT)] == 0:
+        return False
+    if _meta(params, M_RSCOPE, cmd) == 1:
+        nbr = params.n_bg * params.n_banks
+        for k in range(nbr):
+            if H[_u(_bank(H, g, rank * nbr + k) + 1)] > 0:
+                return True
+        return False
+    return H[_u(_bank(H, g, fb) + 1)] > 0
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _rank_opens(H, g, rank, clk):
+    """A bank of ``rank`` opens at ``clk`` (rank residency, ``RA_*``)."""
+    o = H[_u(H_O_RACT)] + (g * H[_u(H_R)] + rank) * NRA
+    H[_u(o + RA_BANKCYC)] += H[_u(o + RA_OPEN)] * (clk - H[_u(o + RA_LAST)])
+    H[_u(o + RA_LAST)] = clk
+    if H[_u(o + RA_OPEN)] == 0:
+        H[_u(o + RA_SINCE)] = clk
+    H[_u(o + RA_OPEN)] += 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _rank_closes(H, g, rank, n, clk):
+    """``n`` open banks of ``rank`` close at ``clk``: the rank's active interval ends when
+    the last one does."""
+    o = H[_u(H_O_RACT)] + (g * H[_u(H_R)] + rank) * NRA
+    H[_u(o + RA_BANKCYC)] += H[_u(o + RA_OPEN)] * (clk - H[_u(o + RA_LAST)])
+    H[_u(o + RA_LAST)] = clk
+    H[_u(o + RA_OPEN)] -= n
+    if H[_u(o + RA_OPEN)] == 0:
+        H[_u(o + RA_CYCLES)] += clk - H[_u(o + RA_SINCE)]
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def issue_command(params, H, g, cmd, rank, fb, row, clk):
+    """Issue ``cmd`` now: timing state, bank state, rank residency, command statistics and
+    log."""
+    update_timing(params, H, g, cmd, rank, fb, clk)
+    if cmd == ACT:
+        ob = _bank(H, g, fb)
+        if H[_u(ob)] < 0:
+            _rank_opens(H, g, rank, clk)
+        H[_u(ob)] = row
+    elif cmd == PREpb or cmd == RDA or cmd == WRA or cmd == RDA_L or cmd == WRA_L:
+        ob = _bank(H, g, fb)
+        if H[_u(ob)] >= 0:
+            _rank_closes(H, g, rank, 1, clk)
+        H[_u(ob)] = -1
+    elif cmd == PREab:
+        nbr = params.n_bg * params.n_banks
+        n_open = 0
+        for k in range(nbr):
+            ob = _bank(H, g, rank * nbr + k)
+            if H[_u(ob)] >= 0:
+                n_open += 1
+            H[_u(ob)] = -1
+        if n_open > 0:
+            _rank_closes(H, g, rank, n_open, clk)
+    os_ = H[_u(H_O_STATS)] + g * N_STATS
+    H[_u(os_ + S_CMD0 + cmd)] += 1
+    if _meta(params, M_ACCESS, cmd) == 1:
+        H[_u(H[_u(H_O_RBUSY)] + g * params.n_ranks + rank)] += params.nBL
+        if _meta(params, M_DBUS, cmd) == 1:
+            H[_u(os_ + S_BUS_BUSY)] += params.nBL
+    og = H[_u(H_O_GLOB)]
+    if H[_u(og + G_LOGLEN)] < H[_u(H_LOGCAP)]:
+        ol = H[_u(H_O_LOG)] + 7 * H[_u(og + G_LOGLEN)]
+        H[_u(ol + LOG_CLK)] = clk
+        H[_u(ol + LOG_CH)] = g
+        H[_u(ol + LOG_CMD)] = cmd
+        H[_u(ol + LOG_RANK)] = rank
+        if _meta(params, M_RSCOPE, cmd) == 1:
+            H[_u(ol + LOG_BG)] = -1
+            H[_u(ol + LOG_BANK)] = -1
+            H[_u(ol + LOG_ROW)] = -1
+        else:
+            bgf = _fb_bg(params, fb)
+            H[_u(ol + LOG_BG)] = bgf - rank * params.n_bg
+            H[_u(ol + LOG_BANK)] = fb - bgf * params.n_banks
+            H[_u(ol + LOG_ROW)] = row
+        H[_u(og + G_LOGLEN)] += 1

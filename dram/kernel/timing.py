@@ -1,0 +1,186 @@
+"""Timing constraints: when a command may issue, and what issuing it changes.
+
+Part of the cycle: steps 3 and 4 (docs/dram.md). Every level node (channel, rank, bank group,
+bank) keeps a ready cycle per command, in the ``ready`` region. :func:`ready_time` is the
+largest of them along a command's path; :func:`update_timing` applies the resolved constraint
+table (``params.tab``, made by ``dram.config`` from ``dram.standards.ddr5``) for a command that
+issues: a dense max-update per node, the windowed records (nFAW) through an issue history.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from numba import njit
+
+from dram.config import M_RSCOPE
+from dram.jitcache import drop_stale
+import dram.config as _config
+from .commands import N_CMDS
+from .layout import H_HM, H_NN, H_O_HIST, SL_BGO, SL_BKO, SL_RKO, _fb_bg, _meta, _rdy, _u
+
+# the jitted code here inlines the package's other modules and compiles in constants of
+# dram.config: its cache goes when one of them changes
+drop_stale(__file__, str(Path(__file__).with_name("__init__.py")), _config.__file__)
+
+
+# SPECIALIZED FROM HERE: cosmos.specialize compiles a second copy of the code below this line
+# in which the scalar fields of ``params`` and the header slots of ``H`` are constants (the
+# one-channel controllers of one configuration; about 13 % less time per simulated request).
+# It finds them by their spelling: write them as ``params.<field>`` and ``H[_u(H_<SLOT>)]``.
+@njit(cache=True, inline="always", _nrt=False)
+def ready_time(params, H, g, cmd, rank, fb):
+    """Earliest cycle at which ``cmd`` may issue to (rank, flat bank fb) of channel g."""
+    NC = params.n_cmds
+    base = _rdy(H, g) + cmd
+    t = H[_u(base)]
+    v = H[_u(base + (1 + rank) * NC)]
+    if v > t:
+        t = v
+    nbg = params.n_bg
+    nb = params.n_banks
+    o_bg = 1 + params.n_ranks
+    o_bk = o_bg + params.n_ranks * nbg
+    if _meta(params, M_RSCOPE, cmd) == 1:
+        for k in range(nbg):
+            v = H[_u(base + (o_bg + rank * nbg + k) * NC)]
+            if v > t:
+                t = v
+        for k in range(nbg * nb):
+            v = H[_u(base + (o_bk + rank * nbg * nb + k) * NC)]
+            if v > t:
+                t = v
+        return t
+    v = H[_u(base + (o_bg + _fb_bg(params, fb)) * NC)]
+    if v > t:
+        t = v
+    v = H[_u(base + (o_bk + fb) * NC)]
+    if v > t:
+        t = v
+    return t
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _upper_ready(H, rb, o, cmd):
+    """Channel- and rank-level part of the ready cycle of ``cmd`` for the request in slot
+    offset ``o`` (moved by every command to the channel)."""
+    t = H[_u(rb + cmd)]
+    v = H[_u(rb + H[_u(o + SL_RKO)] + cmd)]
+    return v if v > t else t
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _local_ready(H, rb, o, cmd):
+    """Bank-group- and bank-level part of the ready cycle of ``cmd`` for the request in slot
+    offset ``o``."""
+    t = H[_u(rb + H[_u(o + SL_BGO)] + cmd)]
+    v = H[_u(rb + H[_u(o + SL_BKO)] + cmd)]
+    return v if v > t else t
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _slot_ready(H, rb, o, cmd):
+    """Ready cycle of a bank-scope ``cmd`` for the request in slot offset ``o`` (rb = the
+    channel's ready-region base)."""
+    t = _upper_ready(H, rb, o, cmd)
+    v = _local_ready(H, rb, o, cmd)
+    return v if v > t else t
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _dense_max(H, t, rb, d, clk):
+    """ready[rb + f] = max(ready[rb + f], clk + dlat[d + f]) for every follow command f
+    (entries without a constraint hold NO_CONSTRAINT).
+
+    Written out for the twelve commands (``N_CMDS``, checked at import), every load before
+    any store: the compiler cannot tell the table and the state apart, so a loop (load,
+    max, store, next) must run in order, while here LLVM's SLP vectorizer (enabled for
+    our entry points by :func:`dram.jitcache.vectorizing`) turns the 36 scalar operations
+    into a few vector loads, maxima and stores. Measured: 1.02 M -> 1.09 M requests/s on
+    five loaded set A traces (interleaved, best of 6); the loop form gains nothing from
+    the vectorizer.
+    """
+    a0, a1, a2, a3 = clk + t[_u(d)], clk + t[_u(d + 1)], clk + t[_u(d + 2)], clk + t[_u(d + 3)]
+    a4, a5, a6, a7 = (clk + t[_u(d + 4)], clk + t[_u(d + 5)], clk + t[_u(d + 6)],
+                      clk + t[_u(d + 7)])
+    a8, a9, a10, a11 = (clk + t[_u(d + 8)], clk + t[_u(d + 9)], clk + t[_u(d + 10)],
+                        clk + t[_u(d + 11)])
+    b0, b1, b2, b3 = H[_u(rb)], H[_u(rb + 1)], H[_u(rb + 2)], H[_u(rb + 3)]
+    b4, b5, b6, b7 = H[_u(rb + 4)], H[_u(rb + 5)], H[_u(rb + 6)], H[_u(rb + 7)]
+    b8, b9, b10, b11 = H[_u(rb + 8)], H[_u(rb + 9)], H[_u(rb + 10)], H[_u(rb + 11)]
+    H[_u(rb)] = max(a0, b0)
+    H[_u(rb + 1)] = max(a1, b1)
+    H[_u(rb + 2)] = max(a2, b2)
+    H[_u(rb + 3)] = max(a3, b3)
+    H[_u(rb + 4)] = max(a4, b4)
+    H[_u(rb + 5)] = max(a5, b5)
+    H[_u(rb + 6)] = max(a6, b6)
+    H[_u(rb + 7)] = max(a7, b7)
+    H[_u(rb + 8)] = max(a8, b8)
+    H[_u(rb + 9)] = max(a9, b9)
+    H[_u(rb + 10)] = max(a10, b10)
+    H[_u(rb + 11)] = max(a11, b11)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _level_update(params, H, t, rb0, oh0, HM, lc, cmd, first, cnt, tlo, thi, clk):
+    """One level of :func:`update_timing`: nodes [first, first + cnt), targets [tlo, thi)."""
+    NC = N_CMDS
+    hl = t[_u(params.o_hist_len + lc)]
+    d = params.o_dlat + lc * 2 * NC                   # dense target row; + NC: siblings
+    for x in range(tlo, thi):
+        node = first + x
+        rb = rb0 + node * NC
+        _dense_max(H, t, rb, d, clk)
+        if hl > 0:                                    # windowed records [k0, kw)
+            oh = oh0 + (node * NC + cmd) * HM
+            for k in range(hl - 1, 0, -1):
+                H[_u(oh + k)] = H[_u(oh + k - 1)]
+            H[_u(oh)] = clk
+            for k in range(t[_u(params.o_cons_ptr + lc)], t[_u(params.o_win_end + lc)]):
+                past = H[_u(oh + t[_u(params.o_win + k)] - 1)]
+                if past >= 0:
+                    v = past + t[_u(params.o_lat + k)]
+                    f = rb + t[_u(params.o_follow + k)]
+                    if v > H[_u(f)]:
+                        H[_u(f)] = v
+    if t[_u(params.o_has_sib + lc)] == 1:
+        for x in range(cnt):
+            if x < tlo or x >= thi:
+                _dense_max(H, t, rb0 + (first + x) * NC, d + NC, clk)
+
+
+@njit(cache=True, _nrt=False)
+def update_timing(params, H, g, cmd, rank, fb, clk):
+    """Apply the constraint table for ``cmd`` issued at ``clk`` to (rank, fb) of channel g.
+
+    Each level's target node gets the non-sibling constraints: the spacing ones as one dense
+    max-update over every follow command (``dlat``), the windowed ones through the node's
+    issue history of ``cmd``; the other children of a target's parent (siblings) get the
+    sibling ones (dense too). A rank-scope command (PREab, REFab) targets every bank group and
+    bank of its rank. With the dense table a command costs twelve branch-free max-updates per
+    node instead of a loop over its records (DDR5: 272 of the 273 records are spacings).
+    """
+    t = params.tab
+    NC = N_CMDS
+    rb0 = _rdy(H, g)
+    HM = H[_u(H_HM)]
+    oh0 = H[_u(H_O_HIST)] + g * H[_u(H_NN)] * NC * HM
+    nbg, nb, nr = params.n_bg, params.n_banks, params.n_ranks
+    o_bg = 1 + nr
+    o_bk = o_bg + nr * nbg
+    _level_update(params, H, t, rb0, oh0, HM, cmd, cmd, 0, 1, 0, 1, clk)
+    _level_update(params, H, t, rb0, oh0, HM, NC + cmd, cmd, 1, nr, rank, rank + 1, clk)
+    if _meta(params, M_RSCOPE, cmd) == 1:
+        _level_update(params, H, t, rb0, oh0, HM, 2 * NC + cmd, cmd, o_bg + rank * nbg, nbg,
+                      0, nbg, clk)
+        _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd, o_bk + rank * nbg * nb,
+                      nbg * nb, 0, nbg * nb, clk)
+    else:
+        bgi = _fb_bg(params, fb)                      # flat bank group within the channel
+        x = bgi - rank * nbg
+        _level_update(params, H, t, rb0, oh0, HM, 2 * NC + cmd, cmd, o_bg + rank * nbg, nbg,
+                      x, x + 1, clk)
+        x = fb - bgi * nb
+        _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd, o_bk + bgi * nb, nb,
+                      x, x + 1, clk)
