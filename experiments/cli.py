@@ -93,6 +93,16 @@ def reproduce(args) -> int:
     note = dataset_note(args)  # also checks every common option before anything is written
     if note:
         print(note, flush=True)
+    if getattr(args, "replications", 1) > 1:
+        from experiments.replications import replication_seeds
+        from experiments.runner import REPLICATED
+
+        rep = [n for n in names if n in REPLICATED]
+        one = [n for n in names if n not in REPLICATED]
+        print(f"cosmos reproduce: {args.replications} replications (seeds "
+              f"{', '.join(map(str, replication_seeds(args.seed, args.replications)))}) of "
+              f"{', '.join(rep) or 'no experiment named'}"
+              + (f"; {', '.join(one)} run seed {args.seed} alone" if one else ""), flush=True)
     if args.dry_run:
         from experiments.plan import print_plan
 

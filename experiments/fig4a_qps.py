@@ -95,8 +95,19 @@ def simulation_tasks(ctx) -> list:
     return system_tasks(ctx, SYSTEMS + TWO_BY_TWO_EXTRA)
 
 
-def run(ctx) -> dict:
-    rows = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="fig4a systems")
+#: the columns of ``qps.csv`` (of one replication) that lead, in order; the rest follow
+COLUMNS = ["dataset", "system", "qps", "qps_ci_low", "qps_ci_high", "qps_vs_base",
+           "qps_vs_base_ci_low", "qps_vs_base_ci_high", "paper_qps_vs_base", "qps_vs_cxl_anns",
+           "qps_vs_cxl_anns_ci_low", "qps_vs_cxl_anns_ci_high",
+           "paper_qps_vs_cxl_anns", "latency_mean_ns", "latency_mean_ci_low_ns",
+           "latency_mean_ci_high_ns", "latency_p50_ns", "latency_p99_ns",
+           "dram_bytes_per_query", "num_queries", "stopped", "window_queries", "wall_s",
+           "requests_per_wall_s"]
+
+
+def table(rows: list) -> tuple:
+    """One replication's simulation rows -> (qps table: one row per dataset x system with
+    both ratios and their intervals, per-device table)."""
     df, per_dev = split_per_device(rows, ["dataset", "system"])
     base = df[df.system == "base"].set_index("dataset")["qps"]
     cxl = df[df.system == "cxl-anns"].set_index("dataset")["qps"]
@@ -108,15 +119,16 @@ def run(ctx) -> dict:
     add_ratio_ci(df, "qps_vs_cxl_anns", "cxl-anns")
     df["paper_qps_vs_cxl_anns"] = [PAPER_VS_CXLANNS.get((d, s), float("nan"))
                                    for d, s in zip(df.dataset, df.system)]
-    cols = ["dataset", "system", "qps", "qps_ci_low", "qps_ci_high", "qps_vs_base",
-            "qps_vs_base_ci_low", "qps_vs_base_ci_high", "paper_qps_vs_base", "qps_vs_cxl_anns",
-            "qps_vs_cxl_anns_ci_low", "qps_vs_cxl_anns_ci_high",
-            "paper_qps_vs_cxl_anns", "latency_mean_ns", "latency_mean_ci_low_ns",
-            "latency_mean_ci_high_ns", "latency_p50_ns", "latency_p99_ns",
-            "dram_bytes_per_query", "num_queries", "stopped", "window_queries", "wall_s",
-            "requests_per_wall_s"]
-    rest = [c for c in df.columns if c not in cols]
-    write_csv(ctx.out / "qps.csv", df[cols + rest])
+    rest = [c for c in df.columns if c not in COLUMNS]
+    return df[COLUMNS + rest], per_dev
+
+
+def run(ctx) -> dict:
+    if ctx.replications > 1:
+        return run_replications(ctx)
+    rows = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="fig4a systems")
+    df, per_dev = table(rows)
+    write_csv(ctx.out / "qps.csv", df)
     write_csv(ctx.out / "per_device.csv", per_dev)
     out = {}
     for fam in ctx.families:
@@ -132,12 +144,115 @@ def run(ctx) -> dict:
     return out
 
 
+#: the figures of ``qps.csv`` that a replicated run gives as a mean over the replications
+#: with both intervals: (column, its run's own interval columns, the across-replication
+#: interval columns written)
+REPLICATED_FIGURES = [
+    (v, (f"{v}_ci_low", f"{v}_ci_high"), (f"{v}_rep_ci_low", f"{v}_rep_ci_high"), f"{v}_rep_sd")
+    for v in ("qps", "qps_vs_base", "qps_vs_cxl_anns")
+] + [("latency_mean_ns", ("latency_mean_ci_low_ns", "latency_mean_ci_high_ns"),
+      ("latency_mean_rep_ci_low_ns", "latency_mean_rep_ci_high_ns"), "latency_mean_rep_sd_ns")]
+#: figures of a replicated ``qps.csv`` given as the mean over the replications alone
+MEAN_ONLY = ("latency_p50_ns", "latency_p99_ns", "dram_bytes_per_query", "num_queries")
+
+
+def aggregate(per_rep: pd.DataFrame) -> pd.DataFrame:
+    """The replications' qps tables (one row per replication x dataset x system) -> one row per
+    dataset x system: the mean of each figure over the replications with its 95 %
+    Student-t interval over them (``*_rep_ci_*``, experiments.replications.t_interval) and
+    the runs' own intervals carried to that mean (``*_ci_*``, within_interval); the ratios
+    are means of each replication's ratio (each replication compares the systems on one
+    workload)."""
+    from experiments.replications import t_interval, within_interval
+
+    out = []
+    for (fam, system), sub in per_rep.groupby(["dataset", "system"], sort=False):
+        row = {"dataset": fam, "system": system, "replications": len(sub),
+               "seeds": " ".join(str(int(s)) for s in sub["seed"])}
+        for col, (lo, hi), (rlo, rhi), sd in REPLICATED_FIGURES:
+            mean, a, b, s = t_interval(sub[col])
+            row[col] = mean
+            row[rlo], row[rhi], row[sd] = a, b, s
+            row[lo], row[hi] = within_interval(sub[col], sub[lo], sub[hi])
+        for col in ("paper_qps_vs_base", "paper_qps_vs_cxl_anns"):
+            row[col] = float(sub[col].iloc[0])
+        for col in MEAN_ONLY:
+            row[col] = float(sub[col].mean())
+        row["wall_s"] = float(sub["wall_s"].sum())
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def run_replications(ctx) -> dict:
+    """fig4a on ``ctx.replications`` workload instances (experiments.replications):
+    ``qps_replications.csv`` (each replication's qps table, led by ``replication`` and
+    ``seed``), ``qps.csv`` (:func:`aggregate`), ``orderings.csv`` (every pair of systems per
+    dataset: in how many replications the one with the higher mean QPS is above the other)
+    and ``per_device.csv`` (led by ``replication`` and ``seed``)."""
+    from experiments.replications import ordering_rows
+
+    rows = ctx.replicated_sweep(simulate_task, simulation_tasks, desc="fig4a systems")
+    tables, devices = [], []
+    for r, seed in enumerate(ctx.seeds):
+        df, per_dev = table([{k: v for k, v in row.items() if k not in ("replication", "seed")}
+                             for row in rows if row["replication"] == r])
+        tables.append(df.assign(replication=r, seed=seed))
+        devices.append(per_dev.assign(replication=r, seed=seed))
+    lead = ["replication", "seed"]
+    per_rep = pd.concat(tables, ignore_index=True)
+    per_rep = per_rep[lead + [c for c in per_rep.columns if c not in lead]]
+    per_dev = pd.concat(devices, ignore_index=True)
+    per_dev = per_dev[lead + [c for c in per_dev.columns if c not in lead]]
+    agg = aggregate(per_rep)
+    orders = pd.DataFrame(ordering_rows(per_rep, ["dataset"], SYSTEMS + TWO_BY_TWO_EXTRA))
+    write_csv(ctx.out / "qps.csv", agg)
+    write_csv(ctx.out / "qps_replications.csv", per_rep)
+    write_csv(ctx.out / "orderings.csv", orders)
+    write_csv(ctx.out / "per_device.csv", per_dev)
+    out = {"replications": ctx.replications, "seeds": ctx.seeds}
+    for fam in ctx.families:
+        sub = agg[agg.dataset == fam].set_index("system")
+        for ratio, name in (("qps_vs_base", "base"), ("qps_vs_cxl_anns", "cxl-anns")):
+            key = f"{fam}_cosmos_vs_{name}"
+            out[key] = round(float(sub.loc["cosmos", ratio]), 2)
+            ci = [float(sub.loc["cosmos", f"{ratio}_rep_ci_{e}"]) for e in ("low", "high")]
+            out[f"{key}_ci95_over_replications"] = [round(v, 3) for v in ci]
+            within = [float(sub.loc["cosmos", f"{ratio}_ci_{e}"]) for e in ("low", "high")]
+            if all(v == v for v in within):
+                out[f"{key}_ci95_within_runs"] = [round(v, 3) for v in within]
+        o = orders[orders.dataset == fam]
+        pick = o[((o.higher == "cosmos") & (o.lower == "cosmos-noalgo"))
+                 | ((o.higher == "cosmos-noalgo") & (o.lower == "cosmos"))]
+        if len(pick):
+            p = pick.iloc[0]
+            out[f"{fam}_{p.higher}_above_{p.lower}"] = f"{p.holds} of {p.replications}"
+    return out
+
+
 def plot(folder) -> None:
     plt = pyplot()
     import numpy as np
 
     df = pd.read_csv(Path(folder) / "qps.csv")
     df = df[df.system.isin(SYSTEMS)]           # the paper's six (the 2 x 2 is a table)
+    # a replicated run: bars are means over the replications, error bars their 95 %
+    # Student-t interval, dots each replication's figure
+    rep = "replications" in df
+    per = pd.read_csv(Path(folder) / "qps_replications.csv") if rep else None
+
+    def bars(frame, col):
+        if not rep:
+            return error_bars(frame, col)
+        return error_bars(frame, col, f"{col}_rep_ci_low", f"{col}_rep_ci_high")
+
+    def dots(axis, xs, fam, col, systems_):
+        if per is None:
+            return
+        sub = per[per.dataset == fam]
+        for xi, system in zip(xs, systems_):
+            v = sub.loc[sub.system == system, col].to_numpy()
+            axis.scatter(np.full(len(v), xi), v, s=6, color="k", alpha=0.6, zorder=4,
+                         linewidths=0)
     fams = list(dict.fromkeys(df.dataset))
     systems = list(dict.fromkeys(df.system))
     fig, (ax, ax2) = plt.subplots(
@@ -149,7 +264,8 @@ def plot(folder) -> None:
         sub = df[df.dataset == fam].set_index("system").reindex(systems)
         xs = x + (i - (len(fams) - 1) / 2) * width
         ax.bar(xs, sub["qps_vs_base"], width, color=f"C{i}", label=f"{fam} (ours)",
-               yerr=error_bars(sub, "qps_vs_base"), capsize=2, error_kw={"lw": 0.8})
+               yerr=bars(sub, "qps_vs_base"), capsize=2, error_kw={"lw": 0.8})
+        dots(ax, xs, fam, "qps_vs_base", systems)
         paper = sub["paper_qps_vs_base"]
         ok = paper.notna().to_numpy()
         if ok.any():
@@ -159,13 +275,16 @@ def plot(folder) -> None:
     ax.set_ylabel("QPS normalized to Base")
     ax.axhline(1.0, color="0.6", lw=0.8)
     ax.legend(frameon=False, fontsize=8)
-    ax.set_title("Fig. 4a: relative throughput")
+    ax.set_title("Fig. 4a: relative throughput" + (
+        f" (mean of {int(df['replications'].iloc[0])} replications)" if rep else ""))
 
     # Cosmos over CXL-ANNS, ours (bars) and the paper's (markers), per dataset
     cos = df[df.system == "cosmos"].set_index("dataset").reindex(fams)
     xf = np.arange(len(fams))
     ax2.bar(xf, cos["qps_vs_cxl_anns"], 0.6, color=[f"C{i}" for i in range(len(fams))],
-            yerr=error_bars(cos, "qps_vs_cxl_anns"), capsize=2, error_kw={"lw": 0.8})
+            yerr=bars(cos, "qps_vs_cxl_anns"), capsize=2, error_kw={"lw": 0.8})
+    for xi, fam in zip(xf, fams):
+        dots(ax2, [xi], fam, "qps_vs_cxl_anns", ["cosmos"])
     paper = cos["paper_qps_vs_cxl_anns"]
     ok = paper.notna().to_numpy()
     if ok.any():
@@ -185,6 +304,8 @@ def plot(folder) -> None:
 
 def summary_md(folder) -> str:
     df = pd.read_csv(Path(folder) / "qps.csv")
+    if "replications" in df:
+        return replications_md(folder, df)
     lines = ["## Fig. 4a: relative QPS (ours vs paper)", "",
              "| dataset | system | QPS (95 % CI) | x Base (ours, 95 % CI) | x Base (paper) "
              "| x CXL-ANNS (ours) "
@@ -211,6 +332,87 @@ def summary_md(folder) -> str:
                      f"{fmt(r.paper_qps_vs_base) or 'not reported'}); Cosmos / CXL-ANNS = "
                      f"{r.qps_vs_cxl_anns:.2f} "
                      f"(paper: {fmt(r.paper_qps_vs_cxl_anns) or 'not reported'})")
+    lines += two_by_two_md(df)
+    return "\n".join(lines) + "\n"
+
+
+#: the orderings the summary names as the paper's conclusions: (higher, lower), per dataset
+CONCLUSIONS = [("cosmos", s) for s in SYSTEMS if s != "cosmos"] + [
+    ("cosmos-noalgo", "base"), ("cxl-anns", "base"), ("cosmos-norank", "cxl-anns")]
+
+
+def replications_md(folder, df: pd.DataFrame) -> str:
+    """The summary of a replicated run (:func:`run_replications`): means over the
+    replications with both intervals, the paper's figures beside, and the orderings of the
+    systems as counts of replications."""
+    from experiments.replications import count_text
+
+    n = int(df["replications"].iloc[0])
+    seeds = df["seeds"].iloc[0]
+    lines = [f"## Fig. 4a: relative QPS (ours vs paper), {n} replications", "",
+             f"Each figure is the mean over {n} workload instances (seeds {seeds}: dataset "
+             "draw, k-means, query set and placement seed each; experiments.replications), "
+             "with its 95 % Student-t interval over them (\"over seeds\"), and the runs' own "
+             "batch-means intervals carried to the same mean (\"within runs\": the interval if "
+             "the workloads were fixed). Each replication's figures are in "
+             "`qps_replications.csv`.", "",
+             "| dataset | system | QPS (over seeds) | QPS (within runs) | x Base (over seeds) "
+             "| x Base (within runs) | x Base (paper) | x CXL-ANNS (over seeds) "
+             "| x CXL-ANNS (within runs) | x CXL-ANNS (paper) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def fmt(v):
+        return "" if pd.isna(v) else f"{v:.2f}"
+
+    def ci(lo, hi, spec):
+        return "" if pd.isna(lo) or pd.isna(hi) else f"{lo:{spec}}-{hi:{spec}}"
+
+    def both(r, col, spec):
+        """The mean (over seeds) | the within-runs interval."""
+        row = r._asdict()
+        over = ci(row[f"{col}_rep_ci_low"], row[f"{col}_rep_ci_high"], spec)
+        within = ci(row[f"{col}_ci_low"], row[f"{col}_ci_high"], spec)
+        return f"{row[col]:{spec}} ({over}) | {within}"
+
+    for r in df.itertuples():
+        lines.append(f"| {r.dataset} | {r.system} | {both(r, 'qps', ',.0f')} "
+                     f"| {both(r, 'qps_vs_base', '.2f')} | {fmt(r.paper_qps_vs_base)} "
+                     f"| {both(r, 'qps_vs_cxl_anns', '.2f')} | {fmt(r.paper_qps_vs_cxl_anns)} |")
+    lines.append("")
+    for fam in dict.fromkeys(df.dataset):
+        r = df[(df.dataset == fam) & (df.system == "cosmos")].iloc[0]
+        lines.append(
+            f"- {fam}: Cosmos / Base = {r.qps_vs_base:.2f} "
+            f"({ci(r.qps_vs_base_rep_ci_low, r.qps_vs_base_rep_ci_high, '.2f')} over seeds; "
+            f"paper: {fmt(r.paper_qps_vs_base) or 'not reported'}); Cosmos / CXL-ANNS = "
+            f"{r.qps_vs_cxl_anns:.2f} "
+            f"({ci(r.qps_vs_cxl_anns_rep_ci_low, r.qps_vs_cxl_anns_rep_ci_high, '.2f')} over "
+            f"seeds; paper: {fmt(r.paper_qps_vs_cxl_anns) or 'not reported'})")
+    lines += ["", f"### Orderings of the systems over the {n} replications", "",
+              "Higher QPS than the other system in k of the replications, with the 95 % "
+              "Clopper-Pearson interval of that proportion (exact: at least 95 % coverage "
+              "at every proportion and every number of replications; all pairs in "
+              "`orderings.csv`)."]
+    for fam in dict.fromkeys(df.dataset):
+        sub = df[(df.dataset == fam) & df.system.isin(SYSTEMS)].sort_values(
+            "qps", ascending=False)
+        lines += ["", f"**{fam}**, the paper's six by mean QPS: "
+                  + " > ".join(sub.system) + "."]
+        always, not_always = [], []
+        per = pd.read_csv(Path(folder) / "qps_replications.csv")
+        wide = per[per.dataset == fam].pivot(index="replication", columns="system",
+                                             values="qps")
+        for hi, lo in CONCLUSIONS:
+            if hi not in wide or lo not in wide:
+                continue
+            held = int((wide[hi] > wide[lo]).sum())
+            text = f"{hi} above {lo}: {count_text(held, n)}"
+            (always if held == n else not_always).append(text)
+        if always:
+            lines += ["", "Holds in every replication:", ""] + [f"- {t}" for t in always]
+        if not_always:
+            lines += ["", "Does not hold in every replication:", ""] + \
+                [f"- {t}" for t in not_always]
     lines += two_by_two_md(df)
     return "\n".join(lines) + "\n"
 

@@ -134,7 +134,7 @@ def run_shared(names, ctx) -> dict:
 
     - the workloads: one job per family whose traces the experiments ask for
       (:func:`workload_job`), with one traced search for every probe count an experiment
-      asks for (``trace_probes(ctx)``, e.g. fig5a's); one after another, each family's
+      asks for (``trace_probes(ctx)``); one after another, each family's
       simulations joining the pool as soon as its workload is built;
     - each specialized engine build the simulations will run that is not compiled yet, once
       (:func:`experiments.sim.compile_task`), as soon as a trace to compile it on exists;
@@ -499,6 +499,19 @@ def plan(names, ctx) -> dict:
         other.append({"experiment": ", ".join(silent),
                       "what": "simulations not declared to the plan (run by the "
                               "experiment's own sweep; not estimated)"})
+    from experiments.runner import REPLICATED
+
+    replicated = [n for n in names if n in REPLICATED]
+    if ctx.replications > 1 and replicated:
+        fig = {n: sum(1 for m, _ in simulation_tasks([n], ctx) if m == n) for n in replicated}
+        more = ctx.replications - 1
+        other.append({"experiment": ", ".join(replicated),
+                      "what": f"{more} more replication{'s' if more > 1 else ''} (seeds "
+                              f"{', '.join(map(str, ctx.seeds[1:]))}): {more} more workload"
+                              f"{'s' if more > 1 else ''} per family and "
+                              f"{more * sum(fig.values())} more simulations, run by the "
+                              "experiment's own sweep after the pool (not estimated; each "
+                              "replication costs about what the first does)"})
     if "validate_dram" in names:
         from experiments.validate_dram import select_runs
 
@@ -632,7 +645,8 @@ def plan_context(args):
 
     return PlanContext(out=Path("."), scale=get_scale(args.scale), cache_dir=None,
                        workers=args.workers, scheduler=args.scheduler, dataset=ds,
-                       progress=False, seed=args.seed)
+                       progress=False, seed=args.seed,
+                       replications=getattr(args, "replications", 1))
 
 
 def print_plan(args, names) -> int:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.common import atomic_write_text, new_results_dir, write_json
+from experiments.replications import parse_replications
 from experiments import workloads as _workloads
 from experiments.workloads import (SCALES, Scale, get_scale, user_dataset_note, user_dataset_plan,
                                    workload)
@@ -58,6 +59,10 @@ ON_REQUEST = {
 
 #: every experiment, by name
 ALL_EXPERIMENTS = {**EXPERIMENTS, **ON_REQUEST}
+
+#: experiments that run ``--replications R`` (experiments.replications); the others run
+#: replication 0 (``--seed`` itself) alone, and ``cosmos run`` refuses R > 1 for them
+REPLICATED = ("fig4a_qps",)
 
 #: experiments of :data:`EXPERIMENTS` that ``cosmos reproduce --full`` runs only when named
 #: (``--only``): at 1M vectors their sweeps simulate more than every other experiment
@@ -93,6 +98,9 @@ class Context:
     dataset: dict | None = None  # user files: {"dataset": PATH, "queries", "groundtruth", "metric"}
     progress: bool = True
     seed: int = 0
+    #: independent workload instances per point (experiments.replications: replication r
+    #: runs with seed ``seed + r``; 1 = this seed alone)
+    replications: int = 1
     traces_dir: Path | None = None  # where sweep inputs are saved (default: out/traces)
     options: list[str] = field(default_factory=list)  # command-line options that rerun this
     sim_cache: bool = True  # read and write finished simulations under cache_dir/simulations
@@ -104,6 +112,45 @@ class Context:
     sims: list = field(default_factory=lambda: [0, 0], repr=False)
     #: trace files handed out by :meth:`trace_file` inside :meth:`declaring_traces`
     _declared: dict | None = field(default=None, repr=False)
+
+    @property
+    def seeds(self) -> list[int]:
+        """The seeds of the replications, replication 0 first (:attr:`seed` itself)."""
+        from experiments.replications import replication_seeds
+
+        return replication_seeds(self.seed, self.replications)
+
+    def replica(self, r: int) -> "Context":
+        """The context of replication ``r`` (experiments.replications): this context itself
+        for r = 0; otherwise the same folders, caches, workers, shared pool and counters with
+        the seed ``seed + r``, its own traces (in memory, and on disk under
+        ``traces/seed<seed + r>/``) and one replication."""
+        from dataclasses import replace
+
+        from experiments.replications import replication_seed
+
+        if r == 0:
+            return self
+        if self._declared is not None:
+            raise RuntimeError("replications other than the first declare no traces "
+                               "(their workloads are built by the experiment's own sweep)")
+        seed = replication_seed(self.seed, r)
+        folder = (self.traces_dir or self.out / "traces") / f"seed{seed}"
+        return replace(self, seed=seed, traces_dir=folder, replications=1, _traces={},
+                       _declared=None, shared=self.shared, sims=self.sims)
+
+    def replicated_sweep(self, fn, tasks_of, desc: str) -> list[dict]:
+        """:meth:`sweep` of ``fn`` over the tasks ``tasks_of(ctx_r)`` of every replication's
+        context (:meth:`replica`), as one sweep (the workers stay busy across replications);
+        each row leads with ``replication`` (0, 1, ...) and ``seed``. The workloads of the
+        replications are built (or read from the cache) first, one after another."""
+        tasks, tags = [], []
+        for r, seed in enumerate(self.seeds):
+            own = list(tasks_of(self.replica(r)))
+            tasks += own
+            tags += [{"replication": r, "seed": seed}] * len(own)
+        rows = self.sweep(fn, tasks, desc=desc)
+        return [{**t, **row} for t, row in zip(tags, rows)]
 
     @property
     def families(self) -> list[str]:
@@ -134,7 +181,7 @@ class Context:
         if self._declared is not None:
             self._declared[path] = (family, num_probes)
             return path
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         if not path.exists():
             save_trace(path, self.trace(family, num_probes))
         return path
@@ -244,6 +291,9 @@ class Context:
             "dataset_plan": (user_dataset_plan(scale=self.scale, **self.dataset)
                              if self.dataset else None),
             "seed": self.seed,
+            # experiments.replications: replication r runs with seed + r
+            "replications": self.replications,
+            "replication_seeds": self.seeds,
             "graph": _workloads.GRAPH,  # graph kind of the workloads' clusters
             "sim_cache": str(self.sim_cache_dir()) if self.sim_cache else None,
         }
@@ -392,6 +442,12 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run sweeps on a Dask distributed cluster (tcp://host:port, or 'local')")
     p.add_argument("--seed", type=int, default=0, help="seed of datasets, indexes and arrivals")
+    p.add_argument("--replications", default="1", metavar="R",
+                   help="independent workload instances per point (dataset draw, k-means, "
+                        "query set, placement seed): replication r runs with seed SEED + r; "
+                        "headline tables give the mean over them with a 95 %% Student-t "
+                        "interval and how many replications each ordering holds in (default "
+                        "1: SEED alone); replicated: " + ", ".join(REPLICATED))
     p.add_argument("--no-sim-cache", action="store_true",
                    help="simulate every point again, and store nothing: by default a "
                         "simulation already finished with the same inputs and simulator code "
@@ -411,6 +467,7 @@ def check_args(args) -> dict | None:
                          "(the synthetic sets have their own metric)")
     if args.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    args.replications = parse_replications(getattr(args, "replications", 1))
     ds = None
     if args.dataset:
         for opt in ("dataset", "queries", "groundtruth"):
@@ -484,13 +541,15 @@ def common_options(args) -> list[str]:
         return None if p is None else str(Path(p).resolve())
 
     cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    replications = parse_replications(getattr(args, "replications", 1))
     out = []
     for opt, val in (("--scale", args.scale), ("--dataset", absolute(args.dataset)),
                      ("--queries", absolute(args.queries)),
                      ("--groundtruth", absolute(args.groundtruth)), ("--metric", args.metric),
                      ("--out-root", absolute(args.out_root)), ("--cache-dir", absolute(cache)),
                      ("--workers", args.workers), ("--scheduler", args.scheduler),
-                     ("--seed", args.seed)):
+                     ("--seed", args.seed),
+                     ("--replications", replications if replications > 1 else None)):
         if val is not None:
             out += [opt, str(val)]
     if args.no_sim_cache:
@@ -508,7 +567,8 @@ def context_from_args(args, out: Path, traces_dir: Path | None = None,
     ctx = Context(out=out, scale=get_scale(args.scale),
                   cache_dir=Path(args.cache_dir) if args.cache_dir else default_cache_dir(),
                   workers=args.workers, scheduler=args.scheduler, dataset=ds,
-                  progress=not args.no_progress, seed=args.seed, traces_dir=traces_dir,
+                  progress=not args.no_progress, seed=args.seed,
+                  replications=getattr(args, "replications", 1), traces_dir=traces_dir,
                   options=common_options(args), sim_cache=not args.no_sim_cache,
                   shared=shared)
     if trace_memo is not None:
@@ -528,6 +588,12 @@ def script_main(name: str, argv: list[str] | None = None) -> int:
         if argv is not None:  # `cosmos run NAME`: its own error line
             raise
         p.error(str(exc))  # a script: usage and one error line, exit status 2
+    if getattr(args, "replications", 1) > 1 and name not in REPLICATED:
+        msg = (f"--replications {args.replications}: {name} runs one workload instance "
+               f"(--seed); replicated experiments: {', '.join(REPLICATED)}")
+        if argv is not None:
+            raise ValueError(msg)
+        p.error(msg)
     if note:
         print(note, flush=True)
     from experiments.common import results_dir
