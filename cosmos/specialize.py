@@ -7,15 +7,20 @@ configuration. In a long simulation those loads, and the address arithmetic the 
 cannot fold around them, cost about an eighth of the time (13-15 % less CPU time for the
 default ``cosmos`` workload with them as constants; docs/system_model.md, "Speed").
 
-:func:`specialized_engine` writes a copy of the package ``dram/kernel/`` in which, below the
-``SPECIALIZED FROM HERE`` line of each module, every ``params.<field>`` of a scalar field and every
-``H[_u(H_<SLOT>)]`` is replaced by the value it has for the engine's one-channel controller
-states, and a copy of ``cosmos/engine.py`` that calls that kernel; imports them, and returns
-the engine copy. The copies are files in the cache directory (``$COSMOS_CACHE`` or
-``~/.cache/cosmos``, folder ``kernels``), named by a digest of the sources and the values, so
-numba caches their compiled code like any module's: the first simulation of a configuration
-compiles them (about a minute), later ones load them. The code is the same source, so the
-results are identical to the generic engine's (tests/test_specialize.py compares them).
+:func:`specialized_engine` writes a copy of the package ``dram/kernel/`` in which every read of
+a declared compile-time parameter (:mod:`dram.kernel.compiletime`: ``params.<field>`` of a field
+of ``CONSTANT_PARAMS``, ``H[_u(H_<SLOT>)]`` of a slot of ``CONSTANT_SLOTS``) in a jitted
+function is replaced by the value it has for the engine's one-channel controller states, and a
+copy of ``cosmos/engine.py`` that imports that package instead of ``dram.kernel``. Both are
+found in the sources' syntax trees (:func:`constant_reads`), not by their text; each generated
+file opens with a header naming its generator and its source, and each kernel module defines
+the constants it uses (its configuration) after its imports. tests/test_specialize.py walks
+the kernel's syntax tree and fails on a parameter read the specializer would not see. The
+copies are files in the cache directory (``$COSMOS_CACHE`` or ``~/.cache/cosmos``, folder
+``kernels``), named by a digest of the sources and the values, so numba caches their compiled
+code like any module's: the first simulation of a configuration compiles them (about a
+minute), later ones load them. The code is the same source, so the results are identical to
+the generic engine's (tests/test_specialize.py compares them).
 
 :func:`cosmos.simulate.simulate` uses it when a run is long enough to repay the compilation
 (:data:`MIN_REQUESTS`), for a shorter run once the build has run on this machine (a marker in
@@ -26,17 +31,17 @@ instead of compiling the generic engine), or as told by its ``specialize`` argum
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import os
-import re
 import sys
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MIN_REQUESTS", "build_status", "is_compiled", "kernel_constants", "mark_compiled",
-           "specialized_engine", "use_specialized"]
+__all__ = ["MIN_REQUESTS", "build_status", "constant_reads", "is_compiled", "jitted_functions",
+           "kernel_constants", "mark_compiled", "specialized_engine", "use_specialized"]
 
 #: Runs of at least this many DRAM requests use the specialized engine by default: about 20 s
 #: of simulation at the generic engine's 1.5 M requests/s, which gains ~3 s per run against
@@ -46,13 +51,7 @@ MIN_REQUESTS = 30_000_000
 #: Builds kept in the cache folder (the most recently used; a build is ~9 MB with its code).
 KEEP_BUILDS = 8
 
-_MARK = "# SPECIALIZED FROM HERE"
-# Fields kept as loads: the table (an array), and nREFI, whose constant lets LLVM compute the
-# refresh loop's trip count with a 128-bit division that numba's JIT cannot link.
-_KEEP = {"tab", "nREFI"}
-_PARAM = re.compile(r"\bparams\.([A-Za-z_][A-Za-z_0-9]*)")
-_HEADER = re.compile(r"\bH\[_u\((H_[A-Z_]+)\)\]")
-_ENGINE_IMPORT = "from dram import kernel as dk\n"
+_ENGINE_KERNEL = ("dram", "kernel", "dk")      # engine.py's ``from dram import kernel as dk``
 
 
 def use_specialized(requested: bool | None, requests: int, compiled=False) -> bool:
@@ -73,20 +72,75 @@ def use_specialized(requested: bool | None, requests: int, compiled=False) -> bo
     return bool(compiled() if callable(compiled) else compiled)
 
 
-def kernel_constants(params, heap0: np.ndarray, src: str | None = None) -> dict[str, int]:
-    """Name -> value of every constant of the specialized kernel: the scalar ``params``
-    fields and header slots that the code below the kernel's mark uses, for controller
-    states like ``heap0`` (``dram.kernel.new_state(params, ...)``). ``src``: the kernel's
+def _is_jitted(fn: ast.FunctionDef) -> bool:
+    """Whether ``fn`` is decorated with numba's ``njit`` (called or not)."""
+    for d in fn.decorator_list:
+        f = d.func if isinstance(d, ast.Call) else d
+        if (isinstance(f, ast.Name) and f.id == "njit") or (
+                isinstance(f, ast.Attribute) and f.attr == "njit"):
+            return True
+    return False
+
+
+def jitted_functions(tree: ast.Module):
+    """The module-level functions of ``tree`` that numba compiles."""
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and _is_jitted(n)]
+
+
+def constant_reads(tree: ast.Module) -> list[tuple[ast.AST, str]]:
+    """Every read the specializer turns into a constant, in the jitted functions of ``tree``:
+    (node, constant name) for ``params.<f>`` with f in ``CONSTANT_PARAMS`` (``_K_P_<f>``) and
+    ``H[_u(H_<SLOT>)]`` with the slot in ``CONSTANT_SLOTS`` (``_K_H_<SLOT>``)."""
+    from dram.kernel.compiletime import CONSTANT_PARAMS, CONSTANT_SLOTS
+
+    out = []
+    for fn in jitted_functions(tree):
+        for n in ast.walk(fn):
+            if (isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+                    and isinstance(n.value, ast.Name) and n.value.id == "params"
+                    and n.attr in CONSTANT_PARAMS):
+                out.append((n, f"_K_P_{n.attr}"))
+            elif (isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+                  and isinstance(n.value, ast.Name) and n.value.id == "H"
+                  and isinstance(n.slice, ast.Call) and isinstance(n.slice.func, ast.Name)
+                  and n.slice.func.id == "_u" and len(n.slice.args) == 1
+                  and not n.slice.keywords and isinstance(n.slice.args[0], ast.Name)
+                  and n.slice.args[0].id in CONSTANT_SLOTS):
+                out.append((n, f"_K_{n.slice.args[0].id}"))
+    return out
+
+
+def _replace(src: str, edits: list[tuple[ast.AST, str]]) -> str:
+    """``src`` with the source of each node of ``edits`` replaced by its text (positions from
+    the syntax tree; everything else, comments included, stays as it is)."""
+    raw = src.encode()
+    starts = [0]
+    for line in raw.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    spans = sorted(((starts[n.lineno - 1] + n.col_offset,
+                     starts[n.end_lineno - 1] + n.end_col_offset, text) for n, text in edits),
+                   reverse=True)
+    for a, b, text in spans:
+        raw = raw[:a] + text.encode() + raw[b:]
+    return raw.decode()
+
+
+def kernel_constants(params, heap0: np.ndarray, srcs: dict[str, str] | None = None
+                     ) -> dict[str, int]:
+    """Name -> value of every constant of the specialized kernel: the parameters and header
+    slots (:mod:`dram.kernel.compiletime`) that its jitted functions read, for controller
+    states like ``heap0`` (``dram.kernel.new_state(params, ...)``). ``srcs``: the kernel's
     sources (:func:`_kernel_sources`), if already read."""
     from dram import kernel as dk
 
-    srcs = src if src is not None else _kernel_sources()
-    body = "".join(s.split(_MARK, 1)[1] for s in srcs.values() if _MARK in s)
+    srcs = srcs if srcs is not None else _kernel_sources()
+    names = {c for s in srcs.values() for _, c in constant_reads(ast.parse(s))}
     out = {}
-    for f in sorted(set(_PARAM.findall(body)) - _KEEP):
-        out[f"_K_P_{f}"] = int(getattr(params, f))
-    for h in sorted(set(_HEADER.findall(body))):
-        out[f"_K_{h}"] = int(heap0[getattr(dk, h)])
+    for c in sorted(names):
+        if c.startswith("_K_P_"):
+            out[c] = int(getattr(params, c[len("_K_P_"):]))
+        else:
+            out[c] = int(heap0[getattr(dk, c[len("_K_"):])])
     return out
 
 
@@ -97,20 +151,47 @@ def _kernel_sources() -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(Path(dk.__file__).parent.glob("*.py"))}
 
 
-def _specialize_kernel(src: str, consts: dict[str, int], name: str = "kernel") -> str:
-    note = f"# Generated by cosmos.specialize from dram/kernel/{name}: do not edit.\n"
-    if _MARK not in src:
-        return note + src
-    head, body = src.split(_MARK, 1)
+def _specialize_kernel(src: str, consts: dict[str, int], name: str) -> str:
+    """The module ``name`` of the kernel package (source ``src``) with its constant reads
+    replaced by the constants ``consts`` (defined after its ``from __future__`` import)."""
+    tree = ast.parse(src)
+    edits = constant_reads(tree)
+    used = sorted({c for _, c in edits})
+    lines = src.splitlines(keepends=True)
+    fut = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    at = fut[-1].end_lineno if fut else 0
+    body = _replace("".join(lines[at:]), [(_shift(n, at), c) for n, c in edits])
+    block = "".join(f"{c} = {consts[c]}\n" for c in used)
+    if block:
+        block = "\n# this build's configuration (cosmos.specialize.kernel_constants)\n" + block
+    head = (f"# AUTO-GENERATED by cosmos.specialize from dram/kernel/{name}: do not edit.\n"
+            "# Its jitted functions read the parameters and header slots that\n"
+            "# dram/kernel/compiletime.py declares as the constants defined below the\n"
+            "# __future__ import (one DRAM configuration, one controller-state shape).\n"
+            "# Regenerate with cosmos.specialize.specialized_engine(params, heap0).\n")
+    return head + "".join(lines[:at]) + block + body
 
-    def par(m):
-        f = m.group(1)
-        return m.group(0) if f in _KEEP else f"_K_P_{f}"
 
-    body = _PARAM.sub(par, body)
-    body = _HEADER.sub(lambda m: f"_K_{m.group(1)}", body)
-    block = "".join(f"{k} = {v}\n" for k, v in consts.items())
-    return f"{note}{head}# constants of this configuration\n{block}{_MARK}{body}"
+def _shift(node: ast.AST, lines: int) -> ast.AST:
+    """A copy of ``node``'s position, ``lines`` lines earlier."""
+    return ast.Name(id="", lineno=node.lineno - lines, col_offset=node.col_offset,
+                    end_lineno=node.end_lineno - lines, end_col_offset=node.end_col_offset)
+
+
+def _engine_source(kname: str) -> str:
+    """cosmos/engine.py with its import of the kernel package (``from dram import kernel as
+    dk``, found in its syntax tree) importing the specialized package ``kname`` instead."""
+    from cosmos import engine
+
+    src = Path(engine.__file__).read_text()
+    mod, name, alias = _ENGINE_KERNEL
+    hits = [n for n in ast.parse(src).body if isinstance(n, ast.ImportFrom)
+            and n.module == mod and [(a.name, a.asname) for a in n.names] == [(name, alias)]]
+    if len(hits) != 1:
+        raise RuntimeError("cosmos.specialize: cosmos/engine.py no longer imports the kernel "
+                           f"as 'from {mod} import {name} as {alias}'")
+    return ("# AUTO-GENERATED by cosmos.specialize from cosmos/engine.py: do not edit.\n"
+            + _replace(src, [(hits[0], f"import {kname} as {alias}")]))
 
 
 def _cache_root() -> Path:
@@ -172,22 +253,19 @@ def _load(name: str, path: Path, package: bool = False):
     return mod
 
 
-def _sources(params, heap0: np.ndarray) -> tuple[str, dict[str, str], str]:
-    """(tag, specialized kernel package: file name -> source, engine source) of the build for
-    ``params`` and states like ``heap0``: the tag is a digest of everything compiled in."""
+def _sources(params, heap0: np.ndarray) -> tuple[str, dict[str, str]]:
+    """(tag, specialized kernel package: file name -> source) of the build for ``params`` and
+    states like ``heap0``: the tag is a digest of everything compiled in (the engine too)."""
     from cosmos import engine
 
     srcs = _kernel_sources()
     consts = kernel_constants(params, heap0, srcs)
     ksrc = {name: _specialize_kernel(s, consts, name) for name, s in srcs.items()}
-    esrc = Path(engine.__file__).read_text()
-    if esrc.count(_ENGINE_IMPORT) != 1:
-        raise RuntimeError("cosmos.specialize: cosmos/engine.py no longer imports the kernel "
-                           f"as {_ENGINE_IMPORT.strip()!r}")
     digest = hashlib.sha256()
-    for part in (*ksrc.keys(), *ksrc.values(), esrc, *_dependency_sources()):
+    for part in (*ksrc.keys(), *ksrc.values(), Path(engine.__file__).read_text(),
+                 *_dependency_sources()):
         digest.update(part.encode())
-    return digest.hexdigest()[:16], ksrc, esrc
+    return digest.hexdigest()[:16], ksrc
 
 
 def _compiled_marker(folder: Path) -> Path:
@@ -235,10 +313,9 @@ def specialized_engine(params, heap0: np.ndarray):
     """The :mod:`cosmos.engine` module compiled for one-channel controller states like
     ``heap0`` of the DRAM configuration ``params`` (a module object with the same functions;
     use only with such states). Written to and loaded from the cache directory."""
-    tag, ksrc, esrc = _sources(params, heap0)
+    tag, ksrc = _sources(params, heap0)
     kname, ename = f"_cosmos_kernel_{tag}", f"_cosmos_engine_{tag}"
-    esrc = esrc.replace(_ENGINE_IMPORT, f"import {kname} as dk\n")
-    esrc = "# Generated by cosmos.specialize from cosmos/engine.py: do not edit.\n" + esrc
+    esrc = _engine_source(kname)
     folder = _cache_root() / tag
     folder.mkdir(parents=True, exist_ok=True)
     os.utime(folder)                # most recently used: kept by _prune

@@ -65,28 +65,126 @@ def test_specialized_engine_gives_the_generic_results(name, mode, kernel_cache, 
     assert not specialize.is_compiled(params1, heap0)
 
 
-def test_the_generated_kernel_reads_no_parameter_or_header_slot_below_its_mark():
+def unseen_reads(src: str, kernel_functions: set[str]) -> list[str]:
+    """Every read, in the jitted functions of the module ``src``, of a parameter or a header
+    slot that the specializer would not turn into a constant nor knowingly leave a load:
+    ``params`` used otherwise than as ``params.<declared field>`` or passed whole to a kernel
+    function, a header slot (``H_*``) used otherwise than as ``H[_u(H_<declared slot>)]``."""
+    import ast
+
+    from dram.kernel import layout
+    from dram.kernel.compiletime import CONSTANT_PARAMS, CONSTANT_SLOTS, RUNTIME_PARAMS
+
+    slots = {n for n in vars(layout) if n.startswith("H_")}
+    tree = ast.parse(src)
+    parent = {}
+    for n in ast.walk(tree):
+        for ch in ast.iter_child_nodes(n):
+            parent[ch] = n
+    bad = []
+    for fn in specialize.jitted_functions(tree):
+        for n in ast.walk(fn):
+            if not isinstance(n, ast.Name):
+                continue
+            up = parent[n]
+            where = f"line {n.lineno}:{n.col_offset} ({fn.name}): {ast.unparse(up)}"
+            if n.id == "params":
+                if isinstance(up, ast.Attribute):
+                    if up.attr not in CONSTANT_PARAMS + RUNTIME_PARAMS:
+                        bad.append(f"undeclared parameter, {where}")
+                elif not (isinstance(up, ast.Call) and n in up.args
+                          and isinstance(up.func, ast.Name) and up.func.id in kernel_functions):
+                    bad.append(f"params used otherwise, {where}")
+            elif n.id in slots:
+                call = up
+                sub = parent.get(call)
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                        and call.func.id == "_u" and call.args == [n] and not call.keywords
+                        and isinstance(sub, ast.Subscript) and sub.slice is call
+                        and isinstance(sub.value, ast.Name) and sub.value.id == "H"
+                        and isinstance(sub.ctx, ast.Load)):
+                    bad.append(f"header slot used otherwise, {where}")
+                elif n.id not in CONSTANT_SLOTS:
+                    bad.append(f"undeclared header slot, {where}")
+    return sorted(bad, key=lambda b: tuple(int(x) for x in b.split("line ")[1].split(" ")[0].split(":")))
+
+
+def _kernel_function_names():
+    import ast
+
+    return {fn.name for s in specialize._kernel_sources().values()
+            for fn in specialize.jitted_functions(ast.parse(s))}
+
+
+def test_every_parameter_read_is_one_the_specializer_sees():
+    names = _kernel_function_names()
+    bad = {name: unseen_reads(src, names) for name, src in specialize._kernel_sources().items()}
+    assert not any(bad.values()), bad
+
+
+def test_the_walk_catches_reads_the_specializer_would_miss():
+    src = '''
+from numba import njit
+
+@njit
+def f(params, H, g):
+    p = params
+    a = p.read_q + getattr(params, "write_q") + params.not_declared
+    b = H[H_O_SLOT] + H[_u(H_O_CH + g)] + H[_u(H_NSTAT)]
+    H[_u(H_G)] = 1
+    return g(params) + ok(params, H) + H[_u(H_O_Q)] + params.read_q + params.tab[0]
+
+def not_jitted(params, H):
+    return params, H[H_G]
+'''
+    bad = unseen_reads(src, {"ok"})
+    assert [b.split(",")[0] for b in bad] == [
+        "params used otherwise",            # p = params
+        "params used otherwise",            # getattr(params, ...)
+        "undeclared parameter",             # params.not_declared
+        "header slot used otherwise",       # H[H_O_SLOT]
+        "header slot used otherwise",       # H[_u(H_O_CH + g)]
+        "undeclared header slot",           # H_NSTAT
+        "header slot used otherwise",       # a store
+        "params used otherwise",            # passed to a function not of the kernel
+    ], bad
+
+
+def test_the_generated_kernel_reads_no_declared_parameter_or_header_slot():
+    import ast
     import dataclasses
 
     from cosmos.simulate import dram_config_for
     from dram import kernel as dk
+    from dram.kernel.compiletime import RUNTIME_PARAMS
 
     params = dataclasses.replace(dram_config_for(get_preset("cosmos")), channels=1).resolve()
     heap0 = dk.new_state(params, completion_capacity=64, direct_reads=True).heap
-    consts = specialize.kernel_constants(params, heap0)
     srcs = specialize._kernel_sources()
-    src = specialize._specialize_kernel(srcs["scheduler.py"] + srcs["controller.py"], consts)
-    head, body = src.split(specialize._MARK, 1)
-    left = set(re.findall(r"\bparams\.([A-Za-z_]\w*)", body))
-    assert left == specialize._KEEP          # the table and nREFI stay loads
-    assert re.search(r"H\[_u\(H_[A-Z_]+\)\]", body) is None
-    # the constants are this state's values: e.g. the read queue depth and the slot region
+    consts = specialize.kernel_constants(params, heap0, srcs)
+    left = set()
+    for name, src in srcs.items():
+        gen = specialize._specialize_kernel(src, consts, name)
+        assert gen.startswith(f"# AUTO-GENERATED by cosmos.specialize from dram/kernel/{name}")
+        tree = ast.parse(gen)
+        assert specialize.constant_reads(tree) == []        # every declared read is a constant
+        for fn in specialize.jitted_functions(tree):
+            left |= {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)
+                     and isinstance(n.value, ast.Name) and n.value.id == "params"}
+        # the constants a module uses are defined in it, with this configuration's values
+        for c in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & set(consts):
+            assert f"\n{c} = {consts[c]}\n" in gen
+        # below its header and besides its constants, it is the source line for line (comments
+        # included), changed only where a line has such a read
+        body = [ln for ln in gen.splitlines()[5:] if ln.strip()
+                and not re.fullmatch(r"_K_\w+ = -?\d+|# this build's configuration .*", ln)]
+        lines = [ln for ln in src.splitlines() if ln.strip()]
+        assert len(body) == len(lines)
+        assert all(a == b or "params." in b or "H[_u(H_" in b for a, b in zip(body, lines))
+    assert left == set(RUNTIME_PARAMS)          # the table and nREFI stay loads
     assert consts["_K_P_read_q"] == params.read_q
     assert consts["_K_H_O_SLOT"] == heap0[dk.H_O_SLOT]
     assert consts["_K_H_DIRECT"] == 1
-    # above the mark nothing changed
-    orig_head = srcs["scheduler.py"].split(specialize._MARK, 1)[0]
-    assert orig_head in head
 
 
 def test_which_runs_use_it(monkeypatch):

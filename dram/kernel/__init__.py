@@ -20,6 +20,7 @@ The parts, in reading order (docs/dram.md, "Parts of the controller"):
 :mod:`.controller`        one cycle of one channel; event skipping
 :mod:`.refresh`           idle refresh periods in closed form
 :mod:`.api`               the driver functions on ``state`` (offer, tick, pop_completions, ...)
+:mod:`.compiletime`       what a specialized build compiles in (``cosmos.specialize``)
 ========================  ======================================================================
 
 Semantics (Ramulator 2.1 ``GenericDDR`` controller; docs/dram.md)

@@ -31,10 +31,6 @@ from .scheduler import _cache_slot, _slot_ready_cached
 drop_stale(__file__, str(Path(__file__).with_name("__init__.py")), _config.__file__)
 
 
-# SPECIALIZED FROM HERE: cosmos.specialize compiles a second copy of the code below this line
-# in which the scalar fields of ``params`` and the header slots of ``H`` are constants (the
-# one-channel controllers of one configuration; about 13 % less time per simulated request).
-# It finds them by their spelling: write them as ``params.<field>`` and ``H[_u(H_<SLOT>)]``.
 @njit(cache=True, _nrt=False)
 def _push_completion(H, req_id, cyc):
     og = H[_u(H_O_GLOB)]

@@ -28,10 +28,6 @@ from .timing import update_timing
 drop_stale(__file__, str(Path(__file__).with_name("__init__.py")), _config.__file__)
 
 
-# SPECIALIZED FROM HERE: cosmos.specialize compiles a second copy of the code below this line
-# in which the scalar fields of ``params`` and the header slots of ``H`` are constants (the
-# one-channel controllers of one configuration; about 13 % less time per simulated request).
-# It finds them by their spelling: write them as ``params.<field>`` and ``H[_u(H_<SLOT>)]``.
 @njit(cache=True, inline="always", _nrt=False)
 def _slot_preq(H, ob, o):
     """Next command of the (bank-scope) request in slot offset ``o``; ob = bank region base

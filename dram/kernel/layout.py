@@ -232,10 +232,6 @@ def views(state) -> dict:
     }
 
 
-# SPECIALIZED FROM HERE: cosmos.specialize compiles a second copy of the code below this line
-# in which the scalar fields of ``params`` and the header slots of ``H`` are constants (the
-# one-channel controllers of one configuration; about 13 % less time per simulated request).
-# It finds them by their spelling: write them as ``params.<field>`` and ``H[_u(H_<SLOT>)]``.
 @njit(cache=True, inline="always", _nrt=False)
 def _chs(H, g):
     return H[_u(H_O_CH)] + g * NCHF

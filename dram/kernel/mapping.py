@@ -73,10 +73,6 @@ def map_channels(params, addr):
     return out
 
 
-# SPECIALIZED FROM HERE: cosmos.specialize compiles a second copy of the code below this line
-# in which the scalar fields of ``params`` and the header slots of ``H`` are constants (the
-# one-channel controllers of one configuration; about 13 % less time per simulated request).
-# It finds them by their spelling: write them as ``params.<field>`` and ``H[_u(H_<SLOT>)]``.
 @njit(cache=True, _nrt=False)
 def map_all(params, addr, out):
     """Map every address once (for drivers that offer the same request many times).

@@ -37,10 +37,6 @@ def jump_scratch(params) -> np.ndarray:
     return np.zeros(NCHF + params.n_nodes * params.n_cmds + N_STATS + 1, np.int64)
 
 
-# SPECIALIZED FROM HERE: cosmos.specialize compiles a second copy of the code below this line
-# in which the scalar fields of ``params`` and the header slots of ``H`` are constants (the
-# one-channel controllers of one configuration; about 13 % less time per simulated request).
-# It finds them by their spelling: write them as ``params.<field>`` and ``H[_u(H_<SLOT>)]``.
 @njit(cache=True, _nrt=False)
 def _refresh_periodic(params):
     """True if an idle refresh period provably repeats itself: the refresh commands (PREab,

@@ -24,10 +24,6 @@ from .layout import H_HM, H_NN, H_O_HIST, SL_BGO, SL_BKO, SL_RKO, _fb_bg, _meta,
 drop_stale(__file__, str(Path(__file__).with_name("__init__.py")), _config.__file__)
 
 
-# SPECIALIZED FROM HERE: cosmos.specialize compiles a second copy of the code below this line
-# in which the scalar fields of ``params`` and the header slots of ``H`` are constants (the
-# one-channel controllers of one configuration; about 13 % less time per simulated request).
-# It finds them by their spelling: write them as ``params.<field>`` and ``H[_u(H_<SLOT>)]``.
 @njit(cache=True, inline="always", _nrt=False)
 def ready_time(params, H, g, cmd, rank, fb):
     """Earliest cycle at which ``cmd`` may issue to (rank, flat bank fb) of channel g."""

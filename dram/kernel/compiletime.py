@@ -1,0 +1,43 @@
+"""The kernels' compile-time interface: what a specialized build compiles in as constants.
+
+Part of the cycle: none; it declares which inputs of the cycle's code are fixed for a whole
+simulation. :mod:`cosmos.specialize` compiles a copy of this package for one DRAM
+configuration and one controller-state shape, in which every read of a parameter of
+:data:`CONSTANT_PARAMS` and of a header slot of :data:`CONSTANT_SLOTS` in a jitted function is
+that value (about 13 % less time per simulated request: the loads go, and the address
+arithmetic around them folds). It sees exactly two spellings, so the kernels read these only
+as
+
+* ``params.<field>`` (``params`` being the function's parameter; passing ``params`` whole to
+  another kernel function is fine), and
+* ``H[_u(H_<SLOT>)]`` (``H`` being the state's heap array).
+
+tests/test_specialize.py walks the syntax tree of every module of the package and fails on
+any other read (an alias, ``getattr``, an undeclared field, a header slot read otherwise).
+"""
+
+from __future__ import annotations
+
+#: Scalar fields of ``params`` (``dram.config.Params``) that are constants in a specialized
+#: build: geometry, queue depths and watermarks, policies, latencies, table offsets.
+CONSTANT_PARAMS = (
+    "n_channels", "n_ranks", "n_bg", "n_banks", "n_cmds",
+    "read_q", "write_q", "active_q", "wr_high_n", "wr_low_n",
+    "scheduler", "row_policy", "refresh", "read_latency", "nBL",
+    "o_map_fields", "o_map_radix", "o_cons_ptr", "o_follow", "o_lat", "o_win", "o_win_end",
+    "o_hist_len", "o_has_sib", "o_dlat", "o_cmeta", "o_fb_bg",
+)
+
+#: Fields of ``params`` the kernels read that stay loads: ``tab`` (an array), and ``nREFI``,
+#: whose constant lets LLVM compute the refresh loop's trip count with a 128-bit division that
+#: numba's JIT cannot link.
+RUNTIME_PARAMS = ("tab", "nREFI")
+
+#: Header slots of the state (:mod:`.layout`, ``H_*``) that are constants in a specialized
+#: build: the sizes and region offsets of a state of one shape.
+CONSTANT_SLOTS = (
+    "H_G", "H_S", "H_NN", "H_NC", "H_HM", "H_PQ", "H_PD", "H_CAP", "H_LOGCAP", "H_NB", "H_R",
+    "H_DIRECT", "H_O_SLOT", "H_O_Q", "H_O_CH", "H_O_PRIO", "H_O_PEND", "H_O_BANK",
+    "H_O_READY", "H_O_HIST", "H_O_COMP", "H_O_GLOB", "H_O_STATS", "H_O_RBUSY", "H_O_LOG",
+    "H_O_BKL", "H_O_RACT",
+)
