@@ -381,6 +381,36 @@ def _templated(family, sc: Scale, probes, seed, cache_dir, progress, graph, sear
             for p in probes}
 
 
+def workload_queries(family: str, scale: str | Scale = "default", *, seed: int = 0,
+                     dataset: str | None = None, queries: str | None = None,
+                     groundtruth: str | None = None, metric: str = "l2"):
+    """The query vectors of :func:`workload`'s trace, without building or reading the trace:
+    the family's query stream (graphs.synthetic, as the real and the templated workloads draw
+    it), or the queries of the user's ``dataset`` (:func:`user_dataset_plan`)."""
+    from graphs import synthetic
+
+    sc = get_scale(scale)
+    if dataset is not None:
+        return _user_dataset(user_dataset_plan(dataset, sc, queries, groundtruth, metric)).queries
+    return synthetic.generate(family, sc.num_queries, seed, queries=True)
+
+
+def probed_clusters(trace, queries, num_probes: int):
+    """``(query_ptr, search_cluster)`` of ``trace``'s queries at ``num_probes`` probes (clipped
+    to its clusters): what the trace of that probe count holds, routed over ``trace``'s
+    centroids (graphs.search.probe_lists) without searching. ``queries`` are the trace's own
+    (:func:`workload_queries`); the placement figures need nothing else of a search."""
+    import numpy as np
+
+    from graphs.search import probe_lists
+
+    if len(queries) != trace.num_queries:
+        raise ValueError(f"{len(queries)} queries for a trace of {trace.num_queries}")
+    p = min(int(num_probes), trace.num_clusters)
+    probes = probe_lists(trace.centroids, queries, p, trace.meta["metric"])
+    return np.arange(0, probes.size + 1, p, dtype=np.int64), probes.ravel().astype(np.int32)
+
+
 def trace_path(trace, folder: str | os.PathLike, name: str) -> Path:
     """Save ``trace`` as ``folder/name.npz`` (for sweep workers, which load it by path)."""
     from graphs import save_trace

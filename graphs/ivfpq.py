@@ -49,7 +49,7 @@ from cosmos_common import UserError, cacheio
 from .dataset import Dataset
 from .groundtruth import _replace_worst
 from .io import atomic_write_bytes
-from .kmeans import assign, cluster_csr, kmeans
+from .kmeans import assign, cluster_csr, kmeans, nearest_centroids
 from .trace import array_checksum
 
 __all__ = ["IVFPQParams", "IVFPQIndex", "build_ivfpq", "get_ivfpq", "ScanOutput", "scan_search",
@@ -481,7 +481,7 @@ def scan_search(kind: str, vectors: np.ndarray, queries: np.ndarray, centroids: 
     for q0 in range(0, Q, chunk):
         qb = np.ascontiguousarray(queries[q0 : q0 + chunk], dtype=np.float32)
         nq = len(qb)
-        probes = _route(cent, qb, num_probes, metric)
+        probes = nearest_centroids(qb, cent, num_probes, metric)
         probes_all[q0 : q0 + nq] = probes
         pos = np.empty((nq, R), np.int64)
         dist = np.empty((nq, R), np.float32)
@@ -499,13 +499,6 @@ def scan_search(kind: str, vectors: np.ndarray, queries: np.ndarray, centroids: 
         out_d[q0 : q0 + nq] = np.take_along_axis(dist, order, axis=1)
         out_ids[q0 : q0 + nq] = np.where(ids == np.iinfo(np.int64).max, -1, ids)
     return ScanOutput(out_ids, out_d, probes_all, rr_ids)
-
-
-def _route(centroids, queries, num_probes, metric):
-    """graphs.search.route on bare arrays (nearest centroids first, ties -> smaller id)."""
-    dots = queries @ centroids.T
-    score = -dots if metric == "ip" else np.einsum("ij,ij->i", centroids, centroids)[None, :] - 2.0 * dots
-    return np.argsort(score, axis=1, kind="stable")[:, :num_probes].astype(np.int64)
 
 
 # ------------------------------------------------------------------------------- the trace

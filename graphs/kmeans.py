@@ -18,7 +18,7 @@ from cosmos_common.numba_cache import install as _check_numba_cache
 
 _check_numba_cache()    # cached kernels are checked before use (cosmos_common.numba_cache)
 
-__all__ = ["kmeans", "assign", "cluster_csr", "centroid_adjacency"]
+__all__ = ["kmeans", "assign", "nearest_centroids", "cluster_csr", "centroid_adjacency"]
 
 
 def _scores(x: np.ndarray, c: np.ndarray, metric: str) -> np.ndarray:
@@ -27,6 +27,18 @@ def _scores(x: np.ndarray, c: np.ndarray, metric: str) -> np.ndarray:
     if metric == "ip":
         return -dots
     return np.einsum("ij,ij->i", c, c)[None, :] - 2.0 * dots
+
+
+def nearest_centroids(x: np.ndarray, centroids: np.ndarray, num: int, metric: str) -> np.ndarray:
+    """The ``num`` nearest centroids of each row of ``x``, nearest first (ties -> smaller id):
+    the routing of a clustered search (graphs.search.route, graphs.ivfpq, graphs.templates).
+
+    Returns
+    -------
+    numpy.ndarray, shape (len(x), num), int64
+    """
+    score = _scores(np.asarray(x, dtype=np.float32), centroids, metric)
+    return np.argsort(score, axis=1, kind="stable")[:, :num].astype(np.int64)
 
 
 def assign(x: np.ndarray, centroids: np.ndarray, metric: str = "l2", block: int = 65536) -> np.ndarray:

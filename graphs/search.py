@@ -48,9 +48,10 @@ _check_numba_cache()    # cached kernels are checked before use (cosmos_common.n
 from cosmos_common import UserError
 
 from .index import ClusteredIndex
+from .kmeans import nearest_centroids
 
 __all__ = ["SearchParams", "search", "search_prefixes", "iter_search_prefixes", "probe_counts",
-           "route", "SearchOutput"]
+           "route", "probe_lists", "SearchOutput"]
 
 METRIC_CODES = {"l2": 0, "ip": 1}
 ENTRY_MODES = ("medoid", "hnsw")
@@ -225,11 +226,26 @@ def route(index: ClusteredIndex, queries: np.ndarray, num_probes: int, metric: s
     -------
     numpy.ndarray, shape (q, num_probes), int64
     """
-    c = index.centroids
-    q = np.asarray(queries, dtype=np.float32)
-    dots = q @ c.T
-    score = -dots if metric == "ip" else np.einsum("ij,ij->i", c, c)[None, :] - 2.0 * dots
-    return np.argsort(score, axis=1, kind="stable")[:, :num_probes].astype(np.int64)
+    return nearest_centroids(queries, index.centroids, num_probes, metric)
+
+
+def probe_lists(centroids: np.ndarray, queries: np.ndarray, num_probes: int, metric: str,
+                chunk: int = 512) -> np.ndarray:
+    """The clusters each query probes, routed chunk by chunk as the tracers route them
+    (:func:`search` and graphs.templates, ``chunk`` queries at a time): row ``q`` of the result
+    is query ``q``'s ``search_cluster`` entries in its trace at ``num_probes`` probes, without
+    searching. What the placement figures need (cluster searches per device), at any scale.
+
+    Returns
+    -------
+    numpy.ndarray, shape (q, num_probes), int64
+    """
+    c = np.asarray(centroids, dtype=np.float32)
+    out = np.empty((len(queries), int(num_probes)), np.int64)
+    for q0 in range(0, len(queries), chunk):
+        qb = np.ascontiguousarray(queries[q0 : q0 + chunk], dtype=np.float32)
+        out[q0 : q0 + len(qb)] = nearest_centroids(qb, c, num_probes, metric)
+    return out
 
 
 class SearchOutput(NamedTuple):

@@ -195,7 +195,8 @@ def test_user_dataset_uncut_with_its_ground_truth_and_ip_metric(tmp_path, capsys
     plan = json.loads((folder / "config.json").read_text())["dataset_plan"]
     assert plan["groundtruth_source"] == "file" and plan["num_clusters"] == 16
     metas = [load_trace(p).meta for p in sorted((cache / "traces").glob("*.npz"))]
-    assert len(metas) == 3 and all(m["n"] == 1200 and m["num_queries"] == 30 for m in metas)
+    # one trace, at the scale's probes: fig5a routes its other counts (probed_clusters)
+    assert len(metas) == 1 and all(m["n"] == 1200 and m["num_queries"] == 30 for m in metas)
     assert all(m["recall"] is not None and m["recall"] > 0.5 for m in metas)
 
     monkeypatch.undo()

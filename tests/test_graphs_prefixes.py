@@ -155,25 +155,26 @@ def _context(out, cache, **kw):
 
 
 def test_workload_job_then_trace_gives_the_same_traces(tmp_path, monkeypatch):
-    """The pool's workload job (experiments.plan.workload_job): fig5a's counts (4, 8, and 16
-    clipped to the 8 clusters) and the scale's own 4 come from one 8-probe search, and the
-    trace file it writes is the scale's trace; fig5a then reads the others without searching
-    and writes the table it writes when each trace is searched alone."""
+    """The pool's workload job (experiments.plan.workload_job): the counts 4, 8 and 16
+    clipped to the 8 clusters, and the scale's own 4, come from one 8-probe search, and the
+    trace file it writes is the scale's trace; the others are then read without searching,
+    identical to the traces each count's own search gives."""
     from graphs import load_trace
 
-    from experiments import fig5a_lir
     from experiments.plan import workload_job
 
+    counts = [4, 8, 8]
     before = _context(tmp_path / "before", tmp_path / "c1")
-    assert fig5a_lir.trace_probes(before) == [4, 8, 8]
-    fig5a_lir.run(before)                     # each trace from its own search
+    for fam in before.families:
+        for p in counts:
+            before.trace(fam, p)              # each trace from its own search
 
     ctx = _context(tmp_path / "after", tmp_path / "c2")
     files = {fam: tmp_path / "after" / "traces" / f"{fam}.npz" for fam in ctx.families}
     spy = _Searches(monkeypatch)
     for fam in ctx.families:
-        assert workload_job(fam, ctx.scale, fig5a_lir.trace_probes(ctx),
-                            [(None, str(files[fam]))], cache_dir=ctx.cache_dir) == fam
+        assert workload_job(fam, ctx.scale, counts, [(None, str(files[fam]))],
+                            cache_dir=ctx.cache_dir) == fam
     assert spy.calls == [[4, 8], [4, 8]]
     written = files["sift"].stat().st_mtime_ns
     _Searches(monkeypatch, refuse=True)
@@ -183,9 +184,31 @@ def test_workload_job_then_trace_gives_the_same_traces(tmp_path, monkeypatch):
         _same_trace(load_trace(files[fam]), before.trace(fam))
         for p in (4, 8):
             _same_trace(ctx.trace(fam, p), before.trace(fam, p))
-    fig5a_lir.run(ctx)
-    pd.testing.assert_frame_equal(pd.read_csv(ctx.out / "lir.csv"),
-                                  pd.read_csv(before.out / "lir.csv"))
+
+
+def test_fig5a_routes_exactly_what_the_traces_search(tmp_path, monkeypatch):
+    """fig5a needs only each probe count's cluster searches: routed over the scale trace's
+    centroids (experiments.workloads.probed_clusters), they are the traces' own
+    ``query_ptr`` / ``search_cluster`` at 2, 4, 8 and 16 (clipped to 8) probes, and fig5a
+    searches nothing beyond the scale's trace."""
+    from experiments import fig5a_lir
+    from experiments.workloads import probed_clusters, workload_queries
+
+    ctx = _context(tmp_path / "out", tmp_path / "c")
+    for fam in ctx.families:
+        q = workload_queries(fam, ctx.scale)
+        for p in (2, 4, 8, 16):
+            qp, sc = probed_clusters(ctx.trace(fam), q, p)
+            tr = ctx.trace(fam, min(p, 8))
+            np.testing.assert_array_equal(qp, tr.query_ptr)
+            np.testing.assert_array_equal(sc, tr.search_cluster)
+    again = _context(tmp_path / "again", tmp_path / "c")
+    for fam in again.families:
+        again.trace(fam)                      # the scale's trace, read from the cache
+    _Searches(monkeypatch, refuse=True)
+    fig5a_lir.run(again)
+    lir = pd.read_csv(again.out / "lir.csv")
+    assert sorted(set(lir.num_probes)) == [4, 8, 16] and (lir.lir_all_queries >= 1).all()
 
 
 def test_user_dataset_probes_are_clipped_to_its_clusters(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ import pytest
 from cosmos.presets import PAPER_SYSTEMS, get_preset
 from cosmos.simulate import simulate
 from cosmos_common import UserError
+from experiments.workloads import Scale, probed_clusters, workload_queries
 from graphs import load_trace, make_workload, save_trace
 from graphs.index import IndexParams
 from graphs.kmeans import assign
@@ -74,6 +75,20 @@ def test_templated_trace_round_trips_and_is_cached(cache, tmp_path):
         assert tr.template_of[t] == t
     assert 0.9 <= tr.meta["recall"] <= 1.0
     assert all(0.8 <= r <= 1.0 for r in tr.meta["template_recall"])
+
+
+def test_templated_routing_is_the_traces_search_clusters(cache):
+    """The probes of a templated trace at any count are the queries routed over its logical
+    centroids (what fig5a reads at the paper scale instead of tracing 4 and 16 probes)."""
+    kw = dict(SMALL, num_templates=3, cache_dir=cache, progress=False)
+    tr = make_template_workload("sift", **kw)
+    q = workload_queries("sift", Scale("t", SMALL["n"], SMALL["num_queries"],
+                                       SMALL["num_clusters"], 4, 10))
+    for p in (2, 4, 8):
+        other = tr if p == 4 else make_template_workload("sift", **{**kw, "num_probes": p})
+        qp, sc = probed_clusters(tr, q, p)
+        np.testing.assert_array_equal(qp, other.query_ptr)
+        np.testing.assert_array_equal(sc, other.search_cluster)
 
 
 def test_grown_templates_are_members_of_their_cluster(cache):
