@@ -379,6 +379,12 @@ def replications_md(folder, df: pd.DataFrame) -> str:
                      f"| {both(r, 'qps_vs_base', '.2f')} | {fmt(r.paper_qps_vs_base)} "
                      f"| {both(r, 'qps_vs_cxl_anns', '.2f')} | {fmt(r.paper_qps_vs_cxl_anns)} |")
     lines.append("")
+    if df["qps_ci_low"].isna().all():
+        lines += ["The runs have no interval of their own at this scale (too few completions "
+                  "in their steady-state windows for batch means: `ci_note` in "
+                  "`qps_replications.csv`): the "
+                  "\"within runs\" columns are empty and only the interval over seeds is "
+                  "given.", ""]
     for fam in dict.fromkeys(df.dataset):
         r = df[(df.dataset == fam) & (df.system == "cosmos")].iloc[0]
         lines.append(
