@@ -378,11 +378,11 @@ def _resolve(cfg: DRAMConfig) -> Params:
     for base, loc in ddr5.LOCAL_VARIANT.items():
         cmd_local[ddr5.CMD[base]] = ddr5.CMD[loc]
     cmd_autopre = np.arange(n_cmds, dtype=np.int64)
-    for a, b in (("RD", "RDA"), ("WR", "WRA"), ("RD_L", "RDA_L"), ("WR_L", "WRA_L")):
+    for a, b in ddr5.AUTO_PRECHARGE.items():
         cmd_autopre[ddr5.CMD[a]] = ddr5.CMD[b]
     cmeta = np.stack([meta(ddr5.OPENING), meta(ddr5.CLOSING), meta(ddr5.ACCESSING),
                       meta(ddr5.RANK_SCOPE), cmd_local, cmd_autopre,
-                      meta(("RD", "RDA", "RD_L", "RDA_L")), meta(("RD", "RDA", "WR", "WRA"))])
+                      meta(ddr5.READING), meta(ddr5.DATA_BUS)])
     parts = [("map_fields", fields), ("map_radix", radix), ("cons_ptr", ptr),
              ("follow", np.array(fol, np.int64)), ("lat", np.array(lat_a, np.int64)),
              ("win", np.array(win_a, np.int64)), ("sib", np.array(sib_a, np.int64)),

@@ -120,15 +120,18 @@ def energy_stats(config, state, total_cycles: int) -> dict:
     n_pre = n["ACT"] - n_open_end                            # banks closed
     bank_cyc = bank_open_cycles(state, T).sum(axis=1).astype(np.float64)
     tck_ns = timing["tCK_ps"] / 1000.0
-    reads = n["RD"] + n["RDA"] + n["RD_L"] + n["RDA_L"]
-    writes = n["WR"] + n["WRA"] + n["WR_L"] + n["WRA_L"]
-    bus_bursts = n["RD"] + n["RDA"] + n["WR"] + n["WRA"]
+    def total(names):           # counts of the standard's commands in one of its tables
+        return sum(n[c] for c in names)
+
+    reads = total(ddr5.READING)
+    writes = total(c for c in ddr5.ACCESSING if c not in ddr5.READING)
+    bus_bursts = total(ddr5.DATA_BUS)
     per = {                                                  # pJ per channel
         "act": chips * e["act"] * n["ACT"],
         "pre": chips * e["pre"] * n_pre,
         "read": chips * e["read"] * reads,
         "write": chips * e["write"] * writes,
-        "refresh": chips * e["refresh"] * n["REFab"],
+        "refresh": chips * e["refresh"] * total(ddr5.REFRESHING),
         "background_active": chips * e["P_bank_mW"] * bank_cyc * tck_ns,
         "background_precharged": chips * e["P_pre_mW"] * np.full(st.shape[0], float(R * T))
                                  * tck_ns,

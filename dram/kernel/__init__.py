@@ -52,8 +52,8 @@ of any length, applying its refresh periods in closed form (the state stepping w
 
 from __future__ import annotations
 
-from .commands import (ACT, PREpb, PREab, RD, WR, RDA, WRA, REFab, RD_L, WR_L, RDA_L, WRA_L,
-                       COMMAND_NAMES, N_CMDS)
+from .commands import (ACT, CMD_ID, COMMAND_NAMES, FINAL_SLOT, FINALS, N_CMDS, N_FINALS,
+                       PREab, PREpb, RD, REFab, WR)
 from .layout import (INF, _u, _wrap, H_G, H_S, H_NN, H_NC, H_HM, H_PQ, H_PD, H_CAP, H_LOGCAP, H_NB,
                      H_R, H_NSTAT, H_DIRECT, H_O_SLOT, H_O_Q, H_O_CH, H_O_PRIO, H_O_PEND, H_O_BANK,
                      H_O_READY, H_O_HIST, H_O_COMP, H_O_GLOB, H_O_STATS, H_O_RBUSY, H_O_LOG,
@@ -75,3 +75,6 @@ from .controller import (_channel_tick, _tick, _channel_next_event, _next_event)
 from .refresh import (jump_scratch, advance_channel)
 from .api import (offer, pop_completions, completions_pending, tick, next_event, changes,
                   ticks_until)
+
+# every command's id under its name (``K.RDA``, ``K.WRA_L``, ...), for drivers and tests
+globals().update(CMD_ID)

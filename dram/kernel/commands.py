@@ -1,23 +1,43 @@
-"""The commands of the standard and their ids.
+"""The commands of the standard, derived from its tables: ids, the roles the controller
+gives them, and the counters of active requests.
 
-Part of the cycle: none by itself; every other part names commands by these ids. They are the
-positions of the commands in ``dram.standards.ddr5.COMMANDS`` (checked at import), and
-compile-time constants of the kernels.
+Part of the cycle: none by itself; every other part names commands through this module. A
+command's id is its position in ``dram.standards.ddr5.COMMANDS``; what the controller does
+with it comes from the standard's command tables (``OPENING``, ``CLOSING``, ``RANK_SCOPE``,
+``FOLLOWS`` ...: here, and as the rows of ``params``' command metadata, ``dram.config``), so
+adding a command to the standard adds it here (docs/dram.md, "Adding a command"). The ids and
+the count are compile-time constants of the kernels.
 """
 
 from __future__ import annotations
 
 from dram.standards import ddr5 as _ddr5
 
-# Command ids (same order as dram.standards.ddr5.COMMANDS).
-ACT, PREpb, PREab, RD, WR, RDA, WRA, REFab, RD_L, WR_L, RDA_L, WRA_L = range(12)
-COMMAND_NAMES = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab",
-                 "RD_L", "WR_L", "RDA_L", "WRA_L")
-
-#: Commands of the standard, a compile-time constant of the kernels (the command ids above
-#: are compiled in too).
+#: The standard's commands, in id order, and their number.
+COMMAND_NAMES = tuple(_ddr5.COMMANDS)
 N_CMDS = len(COMMAND_NAMES)
-if COMMAND_NAMES != _ddr5.COMMANDS:
-    raise ImportError("dram.kernel's command ids differ from dram.standards.ddr5.COMMANDS")
-if N_CMDS != 12:
-    raise ImportError(f"dram.kernel._dense_max is written out for 12 commands, not {N_CMDS}")
+
+#: Id of every command by name (``dram.kernel`` also exports each as a constant: ``K.RDA``).
+CMD_ID = {name: i for i, name in enumerate(COMMAND_NAMES)}
+
+# The roles of commands in the controller (the standard's ``FOLLOWS``): the final commands of
+# read and write requests (rank-local accesses and the closed-row policy use their variants,
+# ``M_LOCAL`` and ``M_AUTOPRE`` of the command metadata), the commands that open a bank and
+# close one or a whole rank before a request's final command, and the refresh command.
+RD = CMD_ID[_ddr5.FOLLOWS["read"]]
+WR = CMD_ID[_ddr5.FOLLOWS["write"]]
+ACT = CMD_ID[_ddr5.FOLLOWS["open"]]
+PREpb = CMD_ID[_ddr5.FOLLOWS["close_bank"]]
+PREab = CMD_ID[_ddr5.FOLLOWS["close_rank"]]
+REFab = CMD_ID[_ddr5.FOLLOWS["refresh"]]
+
+#: The plain final commands (accessing, not an auto-precharge variant): each has a counter of
+#: the active requests that end with it or its auto-precharge variant (channel scalars
+#: ``C_NA + k``), which bounds when any of them can issue.
+FINALS = tuple(CMD_ID[c] for c in COMMAND_NAMES
+               if c in _ddr5.ACCESSING and c not in _ddr5.AUTO_PRECHARGE.values())
+N_FINALS = len(FINALS)
+_PLAIN = {v: k for k, v in _ddr5.AUTO_PRECHARGE.items()}
+#: Per command id: the position in :data:`FINALS` of its plain form (-1: not a final command).
+FINAL_SLOT = tuple(FINALS.index(CMD_ID[_PLAIN.get(c, c)]) if c in _ddr5.ACCESSING else -1
+                   for c in COMMAND_NAMES)

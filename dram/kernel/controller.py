@@ -17,7 +17,7 @@ from numba import njit
 from dram.config import M_AUTOPRE, M_OPEN
 from dram.jitcache import drop_stale
 import dram.config as _config
-from .commands import RD, RDA, RDA_L, RD_L, WR, WRA
+from .commands import FINAL_SLOT
 from .layout import (C_EPOCH, C_NA, C_NREF, C_OFFSTAMP, C_PDH, C_PDL, C_PQH, C_PQL, C_WAKE,
                      C_WMODE, D_REFRESHED, G_CHANGES, H_DIRECT, H_G, H_O_GLOB, H_O_PEND, H_O_PRIO,
                      H_O_STATS, H_PD, H_PQ, INF, N_STATS, Q_ACT, Q_FREE, Q_RD, Q_WR, SL_ARR, SL_FB,
@@ -37,14 +37,8 @@ drop_stale(__file__, str(Path(__file__).with_name("__init__.py")), _config.__fil
 @njit(cache=True, inline="always", _nrt=False)
 def _na_index(final):
     """Channel-scalar index of the active-request count of a final command (an
-    auto-precharge variant counts as its plain command)."""
-    if final == RD or final == RDA:
-        return C_NA
-    if final == WR or final == WRA:
-        return C_NA + 1
-    if final == RD_L or final == RDA_L:
-        return C_NA + 2
-    return C_NA + 3
+    auto-precharge variant counts as its plain command: ``commands.FINAL_SLOT``)."""
+    return C_NA + FINAL_SLOT[final]
 
 
 @njit(cache=True, _nrt=False)

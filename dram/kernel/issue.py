@@ -13,10 +13,10 @@ from pathlib import Path
 
 from numba import njit
 
-from dram.config import M_ACCESS, M_CLOSE, M_DBUS, M_RSCOPE
+from dram.config import M_ACCESS, M_CLOSE, M_DBUS, M_OPEN, M_RSCOPE
 from dram.jitcache import drop_stale
 import dram.config as _config
-from .commands import ACT, PREab, PREpb, RDA, RDA_L, WRA, WRA_L
+from .commands import ACT, PREab, PREpb
 from .layout import (G_LOGLEN, H_LOGCAP, H_O_GLOB, H_O_LOG, H_O_RACT, H_O_RBUSY, H_O_STATS, H_R,
                      LOG_BANK, LOG_BG, LOG_CH, LOG_CLK, LOG_CMD, LOG_RANK, LOG_ROW, NRA, N_STATS,
                      Q_ACT, RA_BANKCYC, RA_CYCLES, RA_LAST, RA_OPEN, RA_SINCE, SL_FB, SL_FINAL,
@@ -99,17 +99,19 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
     """Issue ``cmd`` now: timing state, bank state, rank residency, command statistics and
     log."""
     update_timing(params, H, g, cmd, rank, fb, clk)
-    if cmd == ACT:
+    if _meta(params, M_OPEN, cmd) == 1:                 # ACT
         ob = _bank(H, g, fb)
         if H[_u(ob)] < 0:
             _rank_opens(H, g, rank, clk)
         H[_u(ob)] = row
-    elif cmd == PREpb or cmd == RDA or cmd == WRA or cmd == RDA_L or cmd == WRA_L:
+    elif _meta(params, M_CLOSE, cmd) == 0:
+        pass
+    elif _meta(params, M_RSCOPE, cmd) == 0:             # PREpb, RDA, WRA, RDA_L, WRA_L
         ob = _bank(H, g, fb)
         if H[_u(ob)] >= 0:
             _rank_closes(H, g, rank, 1, clk)
         H[_u(ob)] = -1
-    elif cmd == PREab:
+    else:                                               # PREab
         nbr = params.n_bg * params.n_banks
         n_open = 0
         for k in range(nbr):

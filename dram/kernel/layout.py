@@ -24,7 +24,7 @@ from numba import njit
 
 from dram.jitcache import drop_stale
 import dram.config as _config
-from .commands import COMMAND_NAMES
+from .commands import COMMAND_NAMES, N_CMDS, N_FINALS
 
 # the jitted code here inlines the package's other modules and compiles in constants of
 # dram.config: its cache goes when one of them changes
@@ -78,14 +78,15 @@ NSL = 16
 # ---- queues per channel (ordered slot lists) and per-channel scalars
 Q_RD, Q_WR, Q_ACT, Q_FREE = range(4)
 C_PQH, C_PQL, C_PDH, C_PDL, C_WMODE, C_WAKE, C_NREF = range(4, 11)   # 0..3 = queue lengths
-C_NA = 12       # 12..15: active requests whose final command is RD, WR, RD_L, WR_L
+C_NA = 12       # C_NA + k: active requests whose final command is FINALS[k] (or its
+#                 auto-precharge variant), k < N_FINALS (commands.FINALS: RD, WR, RD_L, WR_L)
 # changes of what decides whether an offer is accepted (the read and write buffers' contents,
 # the pending reads): a driver may treat a request rejected while this stayed the same as
 # rejected again. Commands that leave both alone (precharges, activations that cannot move
 # their request to the full active buffer, final commands of active requests whose data
 # goes straight to the completion ring) do not move it.
-C_OFFSTAMP = 16
-C_LASTTICK = 17  # open-loop replay: the last cycle this channel was driven to
+C_OFFSTAMP = C_NA + N_FINALS
+C_LASTTICK = C_OFFSTAMP + 1  # open-loop replay: the last cycle this channel was driven to
 # Scheduler memo. An evaluation that finds nothing ready at once knows the decision
 # at its wake-up cycle: the first request (in FR-FCFS order) whose ready cycle is the earliest.
 # It is kept as (cycle, queue, position, command) with the channel's epoch, which counts what
@@ -93,17 +94,17 @@ C_LASTTICK = 17  # open-loop replay: the last cycle this channel was driven to
 # switch the write mode (an accepted offer otherwise appends to a buffer, behind the memo's
 # request, or to the buffer not being read). A visit at that cycle in the same epoch issues it
 # without scanning the buffers again.
-C_EPOCH, C_MCLK, C_MQ, C_MPOS, C_MCMD, C_MEPOCH = 18, 19, 20, 21, 22, 23
+C_EPOCH, C_MCLK, C_MQ, C_MPOS, C_MCMD, C_MEPOCH = range(C_LASTTICK + 1, C_LASTTICK + 7)
 # what the scheduler's decision (_decide) returns instead of a queue when it serves no request
 D_NONE, D_REFRESHED = -1, -2    # nothing ready; a refresh command issued
-NCHF = 24
+NCHF = C_MEPOCH + 1
 # ---- globals
 G_CHEAD, G_CLEN, G_COVF, G_CHANGES, G_LOGLEN = range(5)
 # ---- statistics per channel
 S_RD_HIT, S_RD_MISS, S_RD_CONF, S_WR_HIT, S_WR_MISS, S_WR_CONF = 0, 1, 2, 3, 4, 5
 S_READS, S_WRITES, S_REFRESH, S_FORWARDED, S_COALESCED, S_BUS_BUSY = 6, 7, 8, 9, 10, 11
 S_CMD0 = 12
-N_STATS = S_CMD0 + 12
+N_STATS = S_CMD0 + N_CMDS
 STAT_NAMES = ("read_row_hits", "read_row_misses", "read_row_conflicts", "write_row_hits",
               "write_row_misses", "write_row_conflicts", "reads_served", "writes_served",
               "refresh_cmds", "reads_forwarded", "writes_coalesced", "data_bus_busy_cycles") + \

@@ -18,7 +18,7 @@ from numba import njit
 from dram.config import M_CLOSE, M_RSCOPE
 from dram.jitcache import drop_stale
 import dram.config as _config
-from .commands import N_CMDS, PREpb, RD, RD_L, REFab, WR, WR_L
+from .commands import FINALS, N_CMDS, N_FINALS, PREpb, REFab
 from .layout import (C_EPOCH, C_MCLK, C_MCMD, C_MEPOCH, C_MPOS, C_MQ, C_NA, C_PQH, C_PQL, C_WAKE,
                      C_WMODE, D_NONE, D_REFRESHED, G_CHANGES, H_NB, H_O_BANK, H_O_GLOB, H_O_PRIO,
                      H_O_STATS, H_PQ, INF, N_STATS, Q_ACT, Q_RD, Q_WR, SL_ARR, SL_BGO, SL_BKO,
@@ -129,17 +129,12 @@ def _pick_active(params, H, g, clk):
     rb = _rdy(H, g)
     # Active requests only need their final column command (their row is open and cannot be
     # closed under them): none can issue before the channel-level ready cycle of the final
-    # commands present (counted per command in C_NA..C_NA+3).
+    # commands present (counted per plain final command in C_NA + k, commands.FINALS).
     c = _chs(H, g)
     lb = INF
-    if H[_u(c + C_NA)] > 0:
-        lb = H[_u(rb + RD)]
-    if H[_u(c + C_NA + 1)] > 0 and H[_u(rb + WR)] < lb:
-        lb = H[_u(rb + WR)]
-    if H[_u(c + C_NA + 2)] > 0 and H[_u(rb + RD_L)] < lb:
-        lb = H[_u(rb + RD_L)]
-    if H[_u(c + C_NA + 3)] > 0 and H[_u(rb + WR_L)] < lb:
-        lb = H[_u(rb + WR_L)]
+    for k in range(N_FINALS):
+        if H[_u(c + C_NA + k)] > 0 and H[_u(rb + FINALS[k])] < lb:
+            lb = H[_u(rb + FINALS[k])]
     if lb > clk:
         return -1, -1, lb, -2, -1
     # (an activated request's row is open and stays open until its final command -- no

@@ -45,13 +45,31 @@ LOCAL_VARIANT = {"RD": "RD_L", "WR": "WR_L", "RDA": "RDA_L", "WRA": "WRA_L"}
 COMMAND_CYCLES = {"ACT": 2, "PREpb": 1, "PREab": 1, "RD": 2, "WR": 2, "RDA": 2, "WRA": 2,
                   "REFab": 1, "RD_L": 2, "WR_L": 2, "RDA_L": 2, "WRA_L": 2}
 
-#: Command metadata: which commands open a row, close one (or all), access a column, refresh;
-#: and their scope (``bank`` = one bank, ``rank`` = every bank of the rank).
+#: Command properties: the tables the controller is derived from (dram.config's command
+#: metadata; dram.kernel's ids, next-command logic and counters), so a command is added here
+#: only (docs/dram.md, "Adding a command"). Which commands open a row, close one (or, with rank
+#: scope, every bank of the rank), access a column, read, use the channel's data bus,
+#: refresh; their scope (``bank`` = one bank, the default, ``rank`` = every bank of the rank).
 OPENING = ("ACT",)
 CLOSING = ("PREpb", "PREab", "RDA", "WRA", "RDA_L", "WRA_L")
 ACCESSING = ("RD", "WR", "RDA", "WRA", "RD_L", "WR_L", "RDA_L", "WRA_L")
+READING = ("RD", "RDA", "RD_L", "RDA_L")
+DATA_BUS = ("RD", "RDA", "WR", "WRA")
 REFRESHING = ("REFab",)
 RANK_SCOPE = ("PREab", "REFab")
+
+#: Auto-precharge variant of each column command (the closed-row policy issues it when no
+#: other buffered request wants the row).
+AUTO_PRECHARGE = {"RD": "RDA", "WR": "WRA", "RD_L": "RDA_L", "WR_L": "WRA_L"}
+
+#: The command each request's next command follows from (Ramulator 2.1's
+#: ``get_preq_command``): a read or write request ends with its final column command
+#: (``read`` / ``write``, or their rank-local variants); before it, a closed bank needs
+#: ``open``, a bank open on another row needs ``close_bank``, and a rank-scope command
+#: needs every bank of its rank closed by ``close_rank``. ``refresh`` is the command the
+#: refresh manager requests for every rank each nREFI.
+FOLLOWS = {"read": "RD", "write": "WR", "open": "ACT", "close_bank": "PREpb",
+           "close_rank": "PREab", "refresh": "REFab"}
 
 
 # --------------------------------------------------------------------------------------------
