@@ -14,6 +14,11 @@ Two more systems run beside the paper's six, to complete the 2 x 2 of Cosmos's c
 ``cxl-anns-rankpu`` (host traversal, rank-PU distances) and ``cosmos-accel`` (GPC traversal,
 accelerator distances). They are rows of ``qps.csv`` and a table of the summary; the plot
 shows the paper's six.
+
+With ``--replications R`` (R > 1, experiments.replications) every simulation runs on R
+workload instances: ``qps.csv`` holds the means over them with their Student-t intervals
+beside the runs' own, ``qps_replications.csv`` each replication's table, and ``orderings.csv``
+in how many replications each ordering of two systems holds (:func:`run_replications`).
 """
 
 from __future__ import annotations
