@@ -500,13 +500,9 @@ class SystemConfig:
     def validate(self) -> "SystemConfig":
         """Reject impossible values with a message naming the field (``system.section.field``),
         the value and what was expected: every field's type, and every numeric field's range
-        from :data:`RANGES`."""
-        from cosmos.systems import known_systems, model_for
-
-        if not isinstance(self.kind, str) or self.kind not in known_systems():
-            raise ValueError(f"system.kind: unknown {self.kind!r}; expected one of "
-                             f"{known_systems()}")
-        for name in ("name", "placement"):
+        from :data:`RANGES`. The execution model ``kind`` names is the systems layer's to
+        check: :func:`cosmos.systems.validate_system` checks both."""
+        for name in ("name", "kind", "placement"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
                 raise ValueError(f"system.{name}: expected a non-empty string, got {value!r}")
@@ -528,7 +524,6 @@ class SystemConfig:
         if self.rank_pu.segment_bytes != 64:
             raise ValueError("system.rank_pu.segment_bytes: only 64-byte segments (one burst) "
                              f"are modeled, got {self.rank_pu.segment_bytes}")
-        model_for(self)      # the execution model, resolved against this config, is consistent
         return self
 
     def to_dict(self) -> dict:

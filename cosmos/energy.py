@@ -35,6 +35,8 @@ from __future__ import annotations
 import numpy as np
 
 from cosmos.config import TCK_PS, EnergyConfig  # noqa: F401  (EnergyConfig: re-exported)
+from cosmos.systems import Read, model_for
+from dram.energy import energy_stats
 
 #: Reported components, in order.
 COMPONENTS = ("dram_array", "dram_background", "dram_io", "link_switch", "host", "gpc",
@@ -43,17 +45,14 @@ COMPONENTS = ("dram_array", "dram_background", "dram_io", "link_switch", "host",
 
 def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
     """Energy of the whole run in joules by component (:data:`COMPONENTS`), from a
-    :class:`cosmos.simulate.SimResult`. Empty if the DRAM has no power preset."""
-    from cosmos.simulate import dram_config_for
-    from cosmos.systems import model_for
-    from dram.energy import energy_stats
-
+    :class:`cosmos.simulate.SimResult` (its ``dram_config``: the DRAM configuration of one
+    memory instance). Empty if the DRAM has no power preset."""
     cfg, st, pg = res.config, res.state, res.program
     ecfg = ecfg or cfg.energy
     model = model_for(cfg)
     cycles = max(int(res.cycles), 1)
     seconds = cycles * TCK_PS * 1e-12
-    dcfg = dram_config_for(cfg)
+    dcfg = res.dram_config
     out = dict.fromkeys(COMPONENTS, 0.0)
     for state in res.dram_state:
         d = energy_stats(dcfg, state, cycles)
@@ -88,8 +87,6 @@ def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
 
 
 def _accelerator_from_channel(model) -> bool:
-    from cosmos.systems import Read
-
     return any(isinstance(s, Read) and s.unit in ("accelerator", "scan-unit")
                and not s.rank_pus for _, _, s in model.steps())
 

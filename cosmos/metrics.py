@@ -72,8 +72,9 @@ import pandas as pd
 from numba import njit
 
 from cosmos.config import TCK_PS
-from cosmos.program import CATEGORIES
-from cosmos.systems import model_for
+from cosmos.energy import summary_fields
+from cosmos.systems import CATEGORIES, model_for
+from dram.stats import busy_cycles
 
 NS_PER_CYCLE = TCK_PS / 1000.0
 
@@ -553,7 +554,6 @@ def _dram_busy(res) -> list:
     """Per memory instance: (data-bus busy fraction averaged over its channels, burst-busy
     fraction averaged over its ranks), from :func:`dram.stats.busy_cycles` of each of its
     channels (one controller state per channel)."""
-    from dram.stats import busy_cycles
 
     cycles = max(res.cycles, 1)
     nch = res.dram_params.n_channels
@@ -732,7 +732,6 @@ def summary(res, warmup: float = 0.1) -> dict:
             loads = np.bincount(search_dev, minlength=D).astype(float)
             out["device_tasks"] = [int(x) for x in loads]
             out["device_lir_tasks"] = float(loads.max() / loads.mean())
-    from cosmos.energy import summary_fields   # energy per query and power (cosmos.energy)
 
     out.update(summary_fields(res))
     return out

@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 
 from cosmos.config import RankPUConfig, SystemConfig
+from cosmos.systems import model_for, validate_system
 
 _NO_RANK = RankPUConfig(enabled=False)
 
@@ -105,8 +106,6 @@ DESCRIPTIONS: dict[str, str] = {
 def presets_for_index(index: str) -> tuple[str, ...]:
     """The presets (graph and scan) whose system replays traces of ``index`` (``"graph"``,
     ``"ivfpq"``, ``"exact"``): the names ``--system`` accepts for such a trace."""
-    from cosmos.systems import model_for    # systems registers models over these configs
-
     return tuple(name for name, cfg in {**PRESETS, **SCAN_PRESETS}.items()
                  if model_for(cfg).index == index)
 
@@ -119,4 +118,4 @@ def get_preset(name: str, **replace) -> SystemConfig:
     cfg = known[name]
     if replace:
         cfg = dataclasses.replace(cfg, **replace)
-    return cfg.validate()
+    return validate_system(cfg)

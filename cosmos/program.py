@@ -56,13 +56,18 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from cosmos.config import SystemConfig, core_cycles_to_dram, ns_to_cycles, TCK_PS
+from cosmos.config import SystemConfig, ns_to_cycles, TCK_PS
 import cosmos.config as _config
-from dram.jitcache import drop_stale
-
-drop_stale(__file__, _config.__file__)  # constants of cosmos.config are compiled in
+import cosmos.systems as _systems
 from cosmos.layout import LINE_BYTES, Layout
+from cosmos.systems import (CATEGORIES, COUNTS, MAX_MESSAGE_BYTES, PLACES, Costs, Read, Send,
+                            model_for)
+from cosmos_common import UserError
+from dram.jitcache import drop_stale
 from graphs.ivfpq import PQ_KSUB
+
+# constants of cosmos.config and the place / count numbering of cosmos.systems are compiled in
+drop_stale(__file__, _config.__file__, _systems.__file__)
 
 STEP_MEM, STEP_XFER, STEP_COMPUTE = 0, 1, 2
 #: The engine's clock: cycles up to 2**53 (about 43 days of simulated time at tCK = 416 ps)
@@ -70,8 +75,9 @@ STEP_MEM, STEP_XFER, STEP_COMPUTE = 0, 1, 2
 #: a link's free cycle); a step's compute is capped here, and a run asking for a later cycle
 #: stops with an error (cosmos.simulate).
 MAX_CYCLES = 1 << 53
-CAT_TRAVERSAL, CAT_DISTANCE, CAT_CANDIDATE, CAT_TRANSFER, CAT_QUEUE = 0, 1, 2, 3, 4
-CATEGORIES = ("traversal", "distance", "candidate", "transfer", "queue")
+# breakdown categories (cosmos.systems.CATEGORIES), numbered as the declarations list them
+CAT_TRAVERSAL, CAT_DISTANCE, CAT_CANDIDATE, CAT_TRANSFER, CAT_QUEUE = (
+    CATEGORIES.index(c) for c in ("traversal", "distance", "candidate", "transfer", "queue"))
 
 
 OBJ_VECTOR, OBJ_ADJACENCY, OBJ_READS, OBJ_RANGE = 0, 1, 2, 3
@@ -140,40 +146,6 @@ class Program(NamedTuple):
         task_req = np.where(np.diff(self.task_step_ptr) > 0, task_req, 0)
         return np.bincount(self.task_query, weights=task_req,
                            minlength=self.num_queries).astype(np.int64)
-
-
-class Costs(NamedTuple):
-    """Per-operation costs in DRAM cycles (floats: fractional cycles are kept per item)."""
-
-    host_dist: float        # one distance on the host core
-    host_visit: float       # one visited check per neighbor
-    host_insert: float      # one candidate insertion
-    host_select: float      # select next node
-    host_merge: float       # per result merged
-    host_lat: int           # host on-chip latency, one way
-    host_mlp: int
-    gpc_dist: float
-    gpc_visit: float
-    gpc_insert: float
-    gpc_select: float
-    gpc_partial: float      # add one rank PU partial distance
-    dev_lat: int            # device on-chip latency, one way
-    gpc_mlp: int
-    pu_latency: int         # rank PU pipeline latency
-    accel_latency: int      # CXL-ANNS accelerator latency
-    accel_mlp: int
-    req_wire: float         # wire bytes of a read request (one slot)
-    data_wire: float        # wire bytes of a 64-byte data response
-    slot_wire: float        # wire bytes per slot
-    slot_bytes: int
-    # scans (IVF-PQ and exact; 0 where the trace has no PQ codes)
-    host_lut: float         # one lookup-table entry built on the host (dim / pq_m dims)
-    host_code: float        # one PQ code scanned on the host (pq_m lookups + queue compare)
-    scan_code: float        # one PQ code through a device scan unit
-    scan_dot: float         # one full vector through a device scan unit's dot-product pipe
-    scan_lut_load: float    # a probed list's lookup table loaded into the scan unit
-    scan_pipeline: float    # the scan unit's pipeline depth
-    scan_mlp: int
 
 
 def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int, pq_m: int = 0,
@@ -251,13 +223,31 @@ N_R = 12
 F_CLINE, F_C0, F_C1 = range(3)
 N_F = 3
 DEV_SEARCH = -2     # R_DEV: the device of the cluster search (else a fixed instance, -1 none)
-# places of a query (cosmos.systems.PLACES, in that order)
-PL_ENTRY, PL_ADJ, PL_VEC, PL_CAND, PL_DISPATCH, PL_DONE, PL_MERGE, PL_SCAN, PL_RERANK = range(9)
-N_PLACES = 9
-# counts (cosmos.systems.COUNTS, in that order): cnt[...] in the kernel
-(C_ONE, C_DEGREE, C_READS, C_INSERTS, C_PROBES_K, C_RANK_PARTS, C_READS_X_PARTS,
- C_K, C_CODES, C_LUT, C_RERANK, C_LISTS, C_LISTS_LUT, C_DEV_K) = range(14)
-N_COUNTS = 14
+
+
+def _numbered(vocabulary: tuple, words: tuple, what: str) -> tuple:
+    """The position in ``vocabulary`` of each of ``words`` (the builder's constants below, in
+    the order it names them); ImportError unless they are the vocabulary's words, each once: a
+    place or count cosmos.systems declares and the kernel does not handle (or the reverse) is
+    caught when this module loads, not by a wrong program."""
+    if sorted(words) != sorted(vocabulary):
+        raise ImportError(f"cosmos.program: the builder's {what} {sorted(words)} are not "
+                          f"cosmos.systems' {sorted(vocabulary)}")
+    return tuple(vocabulary.index(w) for w in words)
+
+
+# places of a query: rows pp[PL_x]:pp[PL_x + 1] of the step table (cosmos.systems.PLACES)
+PL_ENTRY, PL_ADJ, PL_VEC, PL_CAND, PL_DISPATCH, PL_DONE, PL_MERGE, PL_SCAN, PL_RERANK = \
+    _numbered(PLACES, ("entry", "adjacency", "vectors", "candidates", "dispatch",
+                       "device_done", "merge", "scan", "rerank"), "places")
+N_PLACES = len(PLACES)
+# counts: cnt[C_x] in the kernel (cosmos.systems.COUNTS)
+(C_ONE, C_DEGREE, C_READS, C_INSERTS, C_PROBES_K, C_RANK_PARTS, C_READS_X_PARTS, C_K, C_CODES,
+ C_LUT, C_RERANK, C_LISTS, C_LISTS_LUT, C_DEV_K) = \
+    _numbered(COUNTS, ("one", "degree", "reads", "inserts", "probes-x-k", "rank-parts",
+                       "reads-x-rank-parts", "k", "codes", "lut-entries", "rerank-reads",
+                       "lists", "lists-x-lut-entries", "devices-x-k"), "counts")
+N_COUNTS = len(COUNTS)
 C_RANGE_LINES = N_COUNTS    # (not a declared count) lines of the scan element's range
 
 
@@ -532,9 +522,6 @@ def check_message(model, where: str, send, vector_bytes: int, count: int = 0) ->
     """The payload in bytes of the Send step ``send`` of ``model`` (at ``where``, e.g.
     ``"dispatch[0]"``) for vectors of ``vector_bytes`` and its count ``count``; UserError
     naming the step's largest field if it is beyond cosmos.systems.MAX_MESSAGE_BYTES."""
-    from cosmos.systems import MAX_MESSAGE_BYTES
-    from cosmos_common import UserError
-
     parts = {"vectors": send.vectors * int(vector_bytes), "bytes": send.bytes,
              "per_item_bytes": send.per_item_bytes * int(count)}
     total = sum(parts.values())
@@ -557,8 +544,6 @@ def _check_messages(model, pp: np.ndarray, count_max: np.ndarray, vector_bytes: 
     """Every Send step of ``model`` against the message limit, with the largest count it
     had in the program (``count_max`` per step-table row, rows ``pp[p]:pp[p+1]`` of place
     ``p`` in declaration order: :func:`step_rows`)."""
-    from cosmos.systems import PLACES, Send
-
     for p, place in enumerate(PLACES):
         for i, st in enumerate(getattr(model, place)):
             if isinstance(st, Send):
@@ -575,8 +560,6 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
     their per-item cost is charged per 64-byte line returned, ``64 / code_bytes`` items
     each (a list's last, partly filled line costs a whole line, as a pipeline taking one
     line per cycle spends it)."""
-    from cosmos.systems import COUNTS, PLACES, Read, Send
-
     count_code = {name: i for i, name in enumerate(COUNTS)}
     cv = costs._asdict()
     unit_mlp_lat = {"host": (costs.host_mlp, costs.host_lat),
@@ -677,14 +660,11 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     GPCs re-ranks those of its device), the program's reads being the re-rank reads grouped
     by device within each query.
     """
-    from cosmos.systems import model_for
-
     cfg.validate()
     model = model_for(cfg)
     meta = trace.meta
     family = trace.index_kind       # "graph", "ivfpq" or "exact"
     if family != model.index:
-        from cosmos_common import UserError
         raise UserError(f"trace: an {family!r} trace cannot be replayed by system model "
                         f"{model.name!r}, which replays {model.index!r} traces")
     dim = int(meta["dim"])
@@ -697,9 +677,7 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     S = trace.search_cluster.shape[0]
     H = trace.hop_node.shape[0]
     gpc = int(model.traversal == "gpc")
-    n = {p: len(getattr(model, p)) for p in ("entry", "adjacency", "vectors", "candidates",
-                                             "dispatch", "device_done", "merge", "scan",
-                                             "rerank")}
+    n = {p: len(getattr(model, p)) for p in PLACES}
     max_tasks = Q * (2 * D + 1) + 1 if gpc else Q + 1
     max_steps = (S * (n["entry"] + n["scan"])
                  + H * (n["adjacency"] + n["vectors"] + n["candidates"])

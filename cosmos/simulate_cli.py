@@ -194,7 +194,9 @@ def run(args) -> int:
         from cosmos.simulate import check_capacity_setting
 
         overrides = parse_overrides(args.set)
-        cfg = with_overrides(cfg, overrides)
+        from cosmos.systems import validate_system
+
+        cfg = validate_system(with_overrides(cfg, overrides))   # the fields and the model
         check_capacity_setting(cfg, overrides)
     from cosmos_common.outdir import RunFolder, prepare_out_dir
 

@@ -28,7 +28,7 @@ A step is one of three records:
   DRAM; ``"host-cache"``: the host DRAM graph cache). The route follows: the host reading a
   device crosses the CXL link both ways; a device unit reads its own DRAM; ``rank_pus=True``
   reads each vector's 64-byte segments rank-locally (rank-level PUs). ``per_vector`` is a
-  :class:`cosmos.program.Costs` field charged per vector (per code for list-codes) on the
+  :class:`cosmos.systems.Costs` field charged per vector (per code for list-codes) on the
   context's core, a share per returned line (overlapped with the lines still in flight);
   ``after`` are :class:`Cost` terms (``Costs`` field x a count) added when the last line is
   back; ``cached`` is the same read for an object held in the host graph cache.
@@ -37,7 +37,7 @@ A step is one of three records:
 - :class:`Compute`: ``cost`` cycles on the context's core.
 
 Every step names its breakdown category (``traversal``, ``distance``, ``candidate``,
-``transfer``, ``queue``: cosmos.program.CATEGORIES). Counts: ``one``, ``degree`` (neighbors
+``transfer``, ``queue``: :data:`CATEGORIES`). Counts: ``one``, ``degree`` (neighbors
 of the expanded node), ``reads`` (vectors read at the hop), ``inserts`` (candidate
 insertions), ``probes-x-k`` (probed clusters x k), ``rank-parts`` (ranks holding a segment of
 a vector), ``reads-x-rank-parts``, ``k``; for scans ``codes`` (codes or vectors of the scan
@@ -62,8 +62,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable, NamedTuple, Union
 
+from cosmos.config import SystemConfig
 from cosmos_common import UserError
 
 UNITS = ("host", "gpc", "accelerator", "scan-unit")
@@ -96,6 +97,47 @@ PLACE_OBJECTS = {"entry": ("entry-vector",), "adjacency": ("adjacency",),
                  "rerank": ("rerank-vectors",)}
 #: the object a scan reads, by index family
 SCAN_OBJECT = {"ivfpq": "list-codes", "exact": "list-vectors"}
+#: A step's breakdown category (the paper's Fig. 4b); cosmos.program numbers them (CAT_*).
+CATEGORIES = ("traversal", "distance", "candidate", "transfer", "queue")
+
+
+class Costs(NamedTuple):
+    """Per-operation costs in DRAM cycles (floats: fractional cycles are kept per item): the
+    names a declaration's :class:`Cost` terms and ``per_vector`` may use. Their values come
+    from the configuration (:func:`cosmos.program.costs_for`, each from a cosmos.config field
+    with its source)."""
+
+    host_dist: float        # one distance on the host core
+    host_visit: float       # one visited check per neighbor
+    host_insert: float      # one candidate insertion
+    host_select: float      # select next node
+    host_merge: float       # per result merged
+    host_lat: int           # host on-chip latency, one way
+    host_mlp: int
+    gpc_dist: float
+    gpc_visit: float
+    gpc_insert: float
+    gpc_select: float
+    gpc_partial: float      # add one rank PU partial distance
+    dev_lat: int            # device on-chip latency, one way
+    gpc_mlp: int
+    pu_latency: int         # rank PU pipeline latency
+    accel_latency: int      # CXL-ANNS accelerator latency
+    accel_mlp: int
+    req_wire: float         # wire bytes of a read request (one slot)
+    data_wire: float        # wire bytes of a 64-byte data response
+    slot_wire: float        # wire bytes per slot
+    slot_bytes: int
+    # scans (IVF-PQ and exact; 0 where the trace has no PQ codes)
+    host_lut: float         # one lookup-table entry built on the host (dim / pq_m dims)
+    host_code: float        # one PQ code scanned on the host (pq_m lookups + queue compare)
+    scan_code: float        # one PQ code through a device scan unit
+    scan_dot: float         # one full vector through a device scan unit's dot-product pipe
+    scan_lut_load: float    # a probed list's lookup table loaded into the scan unit
+    scan_pipeline: float    # the scan unit's pipeline depth
+    scan_mlp: int
+
+
 #: the counts that exist at each place (a hop's counts only at a hop)
 _HOP = ("one", "degree", "reads", "inserts", "rank-parts", "reads-x-rank-parts", "k")
 PLACE_COUNTS = {"entry": ("one", "rank-parts", "k"), "adjacency": _HOP, "vectors": _HOP,
@@ -110,7 +152,7 @@ PLACE_COUNTS = {"entry": ("one", "rank-parts", "k"), "adjacency": _HOP, "vectors
 
 @dataclass(frozen=True)
 class Cost:
-    """``value`` x ``count`` cycles: ``value`` names a cosmos.program.Costs field."""
+    """``value`` x ``count`` cycles: ``value`` names a cosmos.systems.Costs field."""
 
     value: str
     count: str = "one"
@@ -233,8 +275,6 @@ class SystemModel:
     # ---- validation ------------------------------------------------------------------------
     def validate(self) -> "SystemModel":
         """Reject an unknown or inconsistent declaration (UserError naming the field)."""
-        from cosmos.program import CATEGORIES, Costs
-
         who = f"system model {self.name!r}"
 
         def bad(where, msg):
@@ -293,7 +333,7 @@ class SystemModel:
                     bad(where, f"expected Cost terms, got {t!r}")
                 if t.value not in costs:
                     bad(f"{where}.cost {t.value!r}", f"unknown; expected a field of "
-                                                     f"cosmos.program.Costs: {sorted(costs)}")
+                                                     f"cosmos.systems.Costs: {sorted(costs)}")
                 if t.count not in PLACE_COUNTS[place]:
                     bad(f"{where}.count {t.count!r}", f"not a count at {place!r}; expected "
                                                       f"one of {PLACE_COUNTS[place]}")
@@ -346,7 +386,7 @@ class SystemModel:
                 if st.per_vector is not None:
                     if st.per_vector not in costs:
                         bad(f"{where}.per_vector", f"unknown {st.per_vector!r}; expected a "
-                                                   f"field of cosmos.program.Costs")
+                                                   f"field of cosmos.systems.Costs")
                     if st.objects == "adjacency":
                         bad(f"{where}.per_vector", "a per-vector cost needs vector objects")
                 if st.cached is not None:
@@ -425,6 +465,15 @@ def describe(name: str) -> str:
     return _REGISTRY[name][0]
 
 
+def validate_system(cfg: SystemConfig) -> SystemConfig:
+    """``cfg`` checked as a whole: its fields (:meth:`SystemConfig.validate`) and the execution
+    model its ``kind`` names, resolved against it (:func:`model_for`); returns ``cfg``. An
+    error names the field (``system.kind: unknown ...``, ``system.section.field: ...``)."""
+    cfg.validate()
+    model_for(cfg)
+    return cfg
+
+
 def model_for(cfg) -> SystemModel:
     """The validated :class:`SystemModel` of ``cfg.kind`` (resolved against ``cfg``)."""
     kind = cfg.kind
@@ -440,7 +489,7 @@ def model_for(cfg) -> SystemModel:
 
 # ------------------------------------------------------------------------------------------
 # The paper's four execution models and three more. Costs named here are fields of
-# cosmos.program.Costs (each from a cosmos.config field with its source).
+# cosmos.systems.Costs (each from a cosmos.config field with its source).
 # ------------------------------------------------------------------------------------------
 
 def _host_search(name, description, index_memory, cache=False):
@@ -553,7 +602,7 @@ def _cxl_anns_rankpu(cfg):
 # ------------------------------------------------------------------------------------------
 # Scan systems (issue 31): IVF-PQ and exact scan of the graph index's k-means lists, on the
 # host over the CXL link or next to the memory. They replay the scan traces of graphs.ivfpq.
-# Every cost is a cosmos.program.Costs field from a cosmos.config field with its source
+# Every cost is a cosmos.systems.Costs field from a cosmos.config field with its source
 # (host.* and scan_unit.* in cosmos.config.SOURCE).
 # ------------------------------------------------------------------------------------------
 
@@ -643,8 +692,6 @@ def systems_for_index(index: str) -> tuple:
     """Registered models that replay traces of ``index`` (``"graph"``, ``"ivfpq"``,
     ``"exact"``), resolved against the default config of their kind (a model whose
     function refuses the default config is left out)."""
-    from cosmos.config import SystemConfig
-
     out = []
     for name, (_, entry) in _REGISTRY.items():
         try:

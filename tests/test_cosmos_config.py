@@ -9,7 +9,7 @@ from cosmos.config import (NOT_HARDWARE, SOURCE, SystemConfig, bytes_per_cycle,
                            core_cycles_to_dram, ns_to_cycles, with_overrides)
 from cosmos.layout import (AddressFields, build_layout, graph_cache_nodes, lines_for,
                            with_graph_cache)
-from cosmos.systems import model_for
+from cosmos.systems import model_for, validate_system
 from cosmos.presets import PAPER_SYSTEMS, PRESETS, get_preset
 from cosmos.program import (CAT_DISTANCE, CAT_TRANSFER, CAT_TRAVERSAL, OBJ_ADJACENCY,
                             OBJ_READS, OBJ_VECTOR, STEP_MEM, STEP_XFER, build_program)
@@ -97,7 +97,7 @@ def test_overrides_and_validation_errors():
     with pytest.raises(ValueError, match="gpc.cores: must be >= 1"):
         with_overrides(cfg, {"gpc.cores": 0})
     with pytest.raises(ValueError, match="kind"):
-        dataclasses.replace(cfg, kind="gpu").validate()
+        validate_system(dataclasses.replace(cfg, kind="gpu"))
     assert SystemConfig.from_dict(cfg.to_dict()) == cfg
 
 

@@ -10,7 +10,7 @@ import pytest
 from cosmos_common import UserError
 from cosmos.presets import DESCRIPTIONS, PRESETS, TWO_BY_TWO, get_preset
 from cosmos.systems import (Compute, Cost, Read, Send, SystemModel, known_systems, model_for,
-                            register_system)
+                            register_system, validate_system)
 
 
 def _host_model(**change):
@@ -65,14 +65,14 @@ def test_an_inconsistent_declaration_names_what_is_wrong(change, expect):
 
 def test_unknown_kind_lists_the_known_ones():
     with pytest.raises(ValueError, match=r"system\.kind: unknown 'gpu'; expected one of .*cosmos"):
-        dataclasses.replace(get_preset("cosmos"), kind="gpu").validate()
+        validate_system(dataclasses.replace(get_preset("cosmos"), kind="gpu"))
 
 
 def test_rank_pu_model_needs_rank_pus():
     cfg = get_preset("cxl-anns-rankpu")
     with pytest.raises(UserError, match=r"system\.rank_pu\.enabled"):
-        dataclasses.replace(cfg, rank_pu=dataclasses.replace(cfg.rank_pu, enabled=False)
-                            ).validate()
+        validate_system(dataclasses.replace(
+            cfg, rank_pu=dataclasses.replace(cfg.rank_pu, enabled=False)))
 
 
 def test_registering_a_name_twice_needs_replace():

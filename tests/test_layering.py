@@ -2,8 +2,10 @@
 line modules) never import the cosmos or experiments packages; they share the error type and
 the version through cosmos_common."""
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +31,103 @@ def test_graphs_cli_runs_alone_with_one_line_errors():
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip() == ("graphs: error: --M=1 must be in 2..10000 (hnswlib caps M at "
                                 "10000; the level-0 degree limit is 2*M)")
+
+
+# ---- no import cycle inside a package (imports inside functions counted) ---------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("cosmos", "cosmos_common", "dram", "graphs", "placement", "experiments")
+
+
+def _modules(package: str) -> dict:
+    """Module name -> file, for every module of ``package``."""
+    out = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def import_graph(package: str) -> dict:
+    """Module -> the modules of the same package it imports, anywhere in its file (at the top
+    or inside a function). ``from p import x`` is an arrow to ``p.x`` when that is a module,
+    else to ``p``; ``import p.q.r`` to the longest module name it begins with."""
+    mods = _modules(package)
+    graph = {m: set() for m in mods}
+    for mod, path in mods.items():
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                    here = here[:len(here) - node.level + 1]
+                    base = ".".join(here + ([node.module] if node.module else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
+                           for a in node.names]
+            else:
+                continue
+            for t in targets:
+                while t and t not in mods:
+                    t = t.rpartition(".")[0]
+                if t and t != mod:
+                    graph[mod].add(t)
+    return graph
+
+
+def cycles(graph: dict) -> list:
+    """The strongly connected components of more than one module (each an import cycle)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_sees_a_cycle_through_a_function_level_import():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    graph = import_graph("cosmos")
+    # arrows from imports inside functions are there (cosmos.simulate_cli imports
+    # cosmos.simulate inside run(), for a fast start-up)
+    assert "cosmos.simulate" in graph["cosmos.simulate_cli"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_package_has_no_import_cycle(package):
+    """DESIGN: inside a package, dependencies run one way (no import cycles, counting imports
+    inside functions)."""
+    found = cycles(import_graph(package))
+    assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_the_declarations_import_nothing_of_the_builder():
+    """cosmos.systems (the declaration layer, its vocabulary included) imports only the
+    configuration of cosmos: not the program builder, the engine or anything above them."""
+    assert import_graph("cosmos")["cosmos.systems"] <= {"cosmos.config", "cosmos.units"}
