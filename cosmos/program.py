@@ -206,6 +206,57 @@ def pool_sizes(cfg: SystemConfig, agent_contexts: int) -> np.ndarray:
 # ------------------------------------------------------------------------------------------
 
 
+class StepTable(NamedTuple):
+    """A declaration resolved for the builder (:func:`step_rows`): one row per step of each
+    place, in declaration order, then the cached variants."""
+
+    ints: np.ndarray        # (N_R, rows) int64: fields R_* of each row
+    floats: np.ndarray      # (N_F, rows) float64: fields F_*
+    place_ptr: np.ndarray   # (N_PLACES + 1,) int64: place p = rows place_ptr[p]:place_ptr[p+1]
+
+
+class TraceWalk(NamedTuple):
+    """The trace arrays the builder walks (cosmos.trace_input.TraceArrays). Scan traces:
+    search ``s`` is a scan element of ``scan_count[s]`` codes in ``scan_lines[s]`` lines, its
+    range object ``range_base + s``; a query's re-rank reads are ``rr_ptr[q]:rr_ptr[q+1]`` of
+    the program's reads, grouped by device (``rr_dev``). Empty scan arrays for a graph
+    trace."""
+
+    query_ptr: np.ndarray
+    search_cluster: np.ndarray
+    search_entry: np.ndarray
+    search_hop_ptr: np.ndarray
+    hop_node: np.ndarray
+    hop_degree: np.ndarray
+    hop_read_ptr: np.ndarray
+    hop_cand_inserts: np.ndarray
+    scan_count: np.ndarray
+    scan_lines: np.ndarray
+    range_base: int          # the first scan element's object id (the trace's N nodes)
+    rr_ptr: np.ndarray
+    rr_dev: np.ndarray
+
+
+class BuildTarget(NamedTuple):
+    """What the builder needs of the system, the placement and the layout."""
+
+    gpc: int                  # 1: searches on the GPCs (traversal "gpc"), 0: on the host
+    num_devices: int
+    k: int                    # results per search
+    lut_entries: int          # entries of one IVF-PQ lookup table (0: none)
+    cluster_device: np.ndarray  # (C,) int64 the placement
+    cached: np.ndarray        # (N,) uint8 node held in the host graph cache (or (1,) zeros)
+    node_lines_max: int       # lines of an adjacency list at most
+    vector_lines: int         # lines of a vector
+    vec_R: int                # a vector's lines: line l at l % R x rank_step + l // R x
+    vec_rstep: int            # col_step (cosmos.layout: rank_parts, rank_step, col_step)
+    vec_cstep: int
+    slot_wire: float          # wire bytes of one 16-byte message slot
+    slot_bytes: int
+    max_tasks: int            # buffer sizes (worst case)
+    max_steps: int
+
+
 @nb.njit(cache=True)
 def _adjacency_lines(degree, node_lines_max):
     """64-byte lines read for an adjacency list of ``degree`` 4-byte ids (1 .. node_lines_max)."""
@@ -262,12 +313,15 @@ def _after_cycles(x):
 
 
 @nb.njit(cache=True, inline="always")
-def _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec, node_lines_max, cached, slot_wire,
-          slot_bytes):
-    """Append step ``si`` (arrays ``sa``) of step-table row ``row`` for a search on device
-    ``d`` (``node``: the entry or expanded node, ``r0``: the hop's first read, ``cnt``: the
-    counts at this place); a row with a cached variant uses it when ``node`` is cached.
-    The class row (tables ``ca``) is filled by its first step. Returns ``si + 1``."""
+def _emit(sa, ca, si, tab, row, d, node, r0, cnt, vec, tg):
+    """Append step ``si`` (arrays ``sa``) of row ``row`` of the :class:`StepTable` ``tab`` for
+    a search on device ``d`` (``node``: the entry or expanded node, ``r0``: the hop's first
+    read, ``cnt``: the counts at this place; ``tg``: the :class:`BuildTarget`); a row with a
+    cached variant uses it when ``node`` is cached. The class row (tables ``ca``) is filled
+    by its first step. Returns ``si + 1``."""
+    rt, rf = tab.ints, tab.floats
+    node_lines_max, cached = tg.node_lines_max, tg.cached
+    slot_wire, slot_bytes = tg.slot_wire, tg.slot_bytes
     alt = rt[R_ALT, row]
     if alt >= 0 and cached[node] != 0:
         row = alt
@@ -333,22 +387,24 @@ def _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec, node_lines_max, cached
 
 
 @nb.njit(cache=True)
-def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_ptr, hop_node,
-           hop_degree, hop_read_ptr, hop_cand_inserts, cluster_device, cached,
-           node_lines_max, vector_lines, num_devices, k, vec_R, vec_rstep, vec_cstep,
-           slot_wire, slot_bytes, max_tasks, max_steps, scan_count, scan_lines, range_base,
-           lut_entries, rr_ptr, rr_dev):
-    """Interpret the step table (rows ``rt``/``rf``, place ``p`` = rows ``pp[p]:pp[p+1]``)
-    over the trace. ``gpc = 0``: one task per query on the host cores (every search, then
-    the merge); ``gpc = 1``: per device with probed clusters (first-probe order) a dispatch
-    task on the I/O agent, then a search task on that device's GPC contexts, then one merge
-    task on the agent when all have finished.
-
-    Scan traces (empty arrays for a graph trace): search ``s`` is a scan element of
-    ``scan_count[s]`` codes in ``scan_lines[s]`` lines, its range object ``range_base + s``;
-    the query's re-rank reads are ``rr_ptr[q]:rr_ptr[q+1]`` of the program's reads, grouped
-    by device (``rr_dev``), one ``rerank`` group per device (the search task's device only,
-    for ``gpc = 1``), after the task's searches."""
+def _build(tab, tw, tg):
+    """Interpret the step table ``tab`` (:class:`StepTable`) over the trace ``tw``
+    (:class:`TraceWalk`) for the system and layout ``tg`` (:class:`BuildTarget`).
+    ``tg.gpc = 0``: one task per query on the host cores (every search, then the merge);
+    ``tg.gpc = 1``: per device with probed clusters (first-probe order) a dispatch task on
+    the I/O agent, then a search task on that device's GPC contexts, then one merge task on
+    the agent when all have finished. A scan trace's re-rank reads make one ``rerank`` group
+    per device (the search task's device only, for ``gpc = 1``), after the task's searches."""
+    pp = tab.place_ptr
+    rt = tab.ints
+    query_ptr, search_cluster, search_entry = tw.query_ptr, tw.search_cluster, tw.search_entry
+    search_hop_ptr, hop_node, hop_degree = tw.search_hop_ptr, tw.hop_node, tw.hop_degree
+    hop_read_ptr, hop_cand_inserts = tw.hop_read_ptr, tw.hop_cand_inserts
+    scan_count, scan_lines, range_base = tw.scan_count, tw.scan_lines, tw.range_base
+    rr_ptr, rr_dev = tw.rr_ptr, tw.rr_dev
+    gpc, num_devices, k, lut_entries = tg.gpc, tg.num_devices, tg.k, tg.lut_entries
+    cluster_device, max_tasks, max_steps = tg.cluster_device, tg.max_tasks, tg.max_steps
+    vec_R, vector_lines = tg.vec_R, tg.vector_lines
     Q = query_ptr.shape[0] - 1
     D = num_devices
     agent = D + 1
@@ -367,7 +423,7 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
     # class tables, classes filled, and per step-table row the largest count of its messages
     ca = (np.zeros((N_CLS_INT, K), np.int64), np.zeros(K, np.float64), np.zeros(K, np.int64),
           np.zeros(rt.shape[1], np.int64))
-    vec = (vec_R, vec_rstep, vec_cstep, vector_lines)     # a vector's lines (OBJ_READS: each)
+    vec = (vec_R, tg.vec_rstep, tg.vec_cstep, vector_lines)   # a vector's lines (each)
     cnt = np.zeros(N_COUNTS + 1, np.int64)
     cnt[C_ONE] = 1
     cnt[C_K] = k
@@ -424,8 +480,7 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
                 task_npred[ti] = 0
                 task_device[ti] = dj
                 for row in range(pp[PL_DISPATCH], pp[PL_DISPATCH + 1]):
-                    si = _emit(sa, ca, si, rt, rf, row, dj, 0, 0, cnt, vec, node_lines_max,
-                               cached, slot_wire, slot_bytes)
+                    si = _emit(sa, ca, si, tab, row, dj, 0, 0, cnt, vec, tg)
                 ti += 1
                 task_step_ptr[ti] = si
                 task_query[ti] = q
@@ -447,13 +502,11 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
                     cnt[C_CODES] = scan_count[s]
                     cnt[C_RANGE_LINES] = scan_lines[s]
                     for row in range(pp[PL_SCAN], pp[PL_SCAN + 1]):
-                        si = _emit(sa, ca, si, rt, rf, row, d, range_base + s, 0, cnt, vec,
-                                   node_lines_max, cached, slot_wire, slot_bytes)
+                        si = _emit(sa, ca, si, tab, row, d, range_base + s, 0, cnt, vec, tg)
                     continue
                 e = search_entry[s]
                 for row in range(pp[PL_ENTRY], pp[PL_ENTRY + 1]):
-                    si = _emit(sa, ca, si, rt, rf, row, d, e, 0, cnt, vec, node_lines_max,
-                               cached, slot_wire, slot_bytes)
+                    si = _emit(sa, ca, si, tab, row, d, e, 0, cnt, vec, tg)
                 for h in range(search_hop_ptr[s], search_hop_ptr[s + 1]):
                     node = hop_node[h]
                     r0 = hop_read_ptr[h]
@@ -463,15 +516,12 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
                     cnt[C_INSERTS] = hop_cand_inserts[h]
                     cnt[C_READS_X_PARTS] = nr * cnt[C_RANK_PARTS]
                     for row in range(pp[PL_ADJ], pp[PL_ADJ + 1]):
-                        si = _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec,
-                                   node_lines_max, cached, slot_wire, slot_bytes)
+                        si = _emit(sa, ca, si, tab, row, d, node, r0, cnt, vec, tg)
                     if nr > 0:
                         for row in range(pp[PL_VEC], pp[PL_VEC + 1]):
-                            si = _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec,
-                                       node_lines_max, cached, slot_wire, slot_bytes)
+                            si = _emit(sa, ca, si, tab, row, d, node, r0, cnt, vec, tg)
                     for row in range(pp[PL_CAND], pp[PL_CAND + 1]):
-                        si = _emit(sa, ca, si, rt, rf, row, d, node, r0, cnt, vec,
-                                   node_lines_max, cached, slot_wire, slot_bytes)
+                        si = _emit(sa, ca, si, tab, row, d, node, r0, cnt, vec, tg)
             if has_rerank:
                 # the re-rank reads of this task, one group per device (grouped by device)
                 i = rr_ptr[q]
@@ -484,13 +534,11 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
                         cnt[C_READS] = i1 - i
                         cnt[C_RERANK] = i1 - i
                         for row in range(pp[PL_RERANK], pp[PL_RERANK + 1]):
-                            si = _emit(sa, ca, si, rt, rf, row, d, 0, i, cnt, vec,
-                                       node_lines_max, cached, slot_wire, slot_bytes)
+                            si = _emit(sa, ca, si, tab, row, d, 0, i, cnt, vec, tg)
                     i = i1
             if gpc == 1:
                 for row in range(pp[PL_DONE], pp[PL_DONE + 1]):
-                    si = _emit(sa, ca, si, rt, rf, row, dj, 0, 0, cnt, vec, node_lines_max,
-                               cached, slot_wire, slot_bytes)
+                    si = _emit(sa, ca, si, tab, row, dj, 0, 0, cnt, vec, tg)
                 ti += 1
                 task_step_ptr[ti] = si
         if gpc == 1:
@@ -501,8 +549,7 @@ def _build(gpc, rt, rf, pp, query_ptr, search_cluster, search_entry, search_hop_
             task_device[ti] = -1
         cnt[C_LISTS] = s1 - s0
         for row in range(pp[PL_MERGE], pp[PL_MERGE + 1]):
-            si = _emit(sa, ca, si, rt, rf, row, -1, 0, 0, cnt, vec, node_lines_max, cached,
-                       slot_wire, slot_bytes)
+            si = _emit(sa, ca, si, tab, row, -1, 0, 0, cnt, vec, tg)
         ti += 1
         task_step_ptr[ti] = si
         query_task_ptr[q + 1] = ti
@@ -716,13 +763,17 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     if model.host_cache and layout.node_cached is None:
         raise ValueError(f"system model {model.name!r} reads a host graph cache: the layout "
                          f"needs one (cosmos.layout.with_graph_cache)")
-    out = _build(
-        gpc, rt, rf, pp, trace.query_ptr, trace.search_cluster, trace.search_entry,
-        trace.search_hop_ptr, trace.hop_node, trace.hop_degree, trace.hop_read_ptr,
-        trace.hop_cand_inserts, np.asarray(cluster_device, np.int64), cached,
-        layout.node_lines, layout.vector_lines, D, k, layout.rank_parts, layout.rank_step,
-        layout.col_step, c.slot_wire, c.slot_bytes, max_tasks, max_steps, scan_count,
-        scan_lines, trace.n, lut, rr_ptr, rr_dev)
+    tab = StepTable(rt, rf, pp)
+    walk = TraceWalk(trace.query_ptr, trace.search_cluster, trace.search_entry,
+                     trace.search_hop_ptr, trace.hop_node, trace.hop_degree, trace.hop_read_ptr,
+                     trace.hop_cand_inserts, scan_count, scan_lines, trace.n, rr_ptr, rr_dev)
+    target = BuildTarget(gpc=gpc, num_devices=D, k=k, lut_entries=lut,
+                         cluster_device=np.asarray(cluster_device, np.int64), cached=cached,
+                         node_lines_max=layout.node_lines, vector_lines=layout.vector_lines,
+                         vec_R=layout.rank_parts, vec_rstep=layout.rank_step,
+                         vec_cstep=layout.col_step, slot_wire=c.slot_wire,
+                         slot_bytes=c.slot_bytes, max_tasks=max_tasks, max_steps=max_steps)
+    out = _build(tab, walk, target)
     (qtp, tq, tp, tsucc, tnpred, tdev, tsp, scls, sobj, snreq, safter, swire, ct, cl,
      count_max) = out
     _check_messages(model, pp, count_max, vector_bytes)
