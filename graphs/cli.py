@@ -27,12 +27,16 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--num-queries", type=int, default=None, help="queries (synthetic default 1000; files: first q)")
     g.add_argument("--base", type=Path, help="base vectors file (.fvecs .bvecs .fbin .u8bin .i8bin)")
     g.add_argument("--queries", type=Path, help="query vectors file")
-    g.add_argument("--groundtruth", type=Path, help="ground truth (.ivecs, .ibin or big-ann binary)")
+    g.add_argument("--groundtruth", type=Path,
+                   help="ground truth (.ivecs, .ibin or big-ann binary); without it, trace computes "
+                        "the exact top-k of --queries once and caches it (--no-groundtruth: skip)")
     g.add_argument("--metric", choices=("l2", "ip"), default="l2", help="metric of --base files (default l2)")
     p.add_argument("--seed", type=int, default=_DEFAULTS["seed"], help="seed of the synthetic data, k-means and graphs")
     p.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default $COSMOS_CACHE or ~/.cache/cosmos)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (as on the other commands)")
-    p.add_argument("--num-clusters", type=int, default=_DEFAULTS["num_clusters"], help="k-means clusters (1 = single graph)")
+    p.add_argument("--num-clusters", "--nlist", dest="num_clusters", type=int,
+                   default=_DEFAULTS["num_clusters"],
+                   help="k-means clusters (1 = single graph); --nlist is faiss's name")
     p.add_argument("--M", type=int, default=_DEFAULTS["M"],
                    help="hnswlib M, 2..10000 (level-0 max degree 2M; hnswlib caps M at 10000)")
     p.add_argument("--ef-construction", type=int, default=_DEFAULTS["ef_construction"], help="hnswlib build beam width")
@@ -60,8 +64,16 @@ def register(subparsers) -> None:
     b.set_defaults(func=_build)
     t = sub.add_parser("trace", help="trace the queries on the (cached) index and write the logical trace")
     _dataset_args(t)
-    t.add_argument("--num-probes", type=int, default=_DEFAULTS["num_probes"], help="clusters searched per query")
-    t.add_argument("--cand-list-len", type=int, default=_DEFAULTS["cand_list_len"], help="beam search list length L")
+    t.add_argument("--num-probes", "--nprobe", dest="num_probes", type=int,
+                   default=_DEFAULTS["num_probes"],
+                   help="clusters searched per query; --nprobe is faiss's name")
+    t.add_argument("--cand-list-len", "--ef-search", "--L-search", dest="cand_list_len", type=int,
+                   default=_DEFAULTS["cand_list_len"],
+                   help="beam search list length L; --ef-search (hnswlib, faiss) and --L-search "
+                        "(DiskANN, big-ann-benchmarks) are the same parameter")
+    t.add_argument("--no-groundtruth", action="store_true",
+                   help="with --base and no --groundtruth: do not compute the exact ground truth "
+                        "(recall is then n/a)")
     t.add_argument("-k", "--k", dest="k", type=int, default=_DEFAULTS["k"],
                    help="neighbors returned per query, 1..--cand-list-len and at most the base size")
     t.add_argument("--entry", choices=("medoid", "hnsw"), default="medoid", help="entry point of each cluster search")
@@ -185,6 +197,30 @@ def _trace_outputs_and_queries(args):
     return ds
 
 
+#: neighbours kept per query when ``trace`` computes the ground truth of the user's files (as
+#: ``cosmos reproduce --dataset`` does: experiments.workloads)
+GROUNDTRUTH_K = 100
+
+
+def _with_groundtruth(ds, args):
+    """``ds`` with the exact top-k of its queries when the user's files (``--base``) come without
+    ``--groundtruth`` (graphs.workload.cached_groundtruth: computed once, then read from the
+    cache), so that the trace reports its recall; ``ds`` itself otherwise. Called after the
+    options are checked against the data, before the index is built."""
+    from graphs.dataset import Dataset
+    from graphs.workload import cached_groundtruth
+
+    if args.base is None or ds.groundtruth is not None or args.no_groundtruth:
+        return ds
+
+    k = min(ds.n, max(GROUNDTRUTH_K, args.k))
+    print(f"ground truth: the exact top-{k} of {len(ds.queries):,} queries over {ds.n:,} vectors "
+          "(computed once, then cached; --no-groundtruth skips it)", flush=True)
+    gt = cached_groundtruth(ds, k, args.cache_dir, progress=_progress(args))
+    return Dataset(name=ds.name, base=ds.base, queries=ds.queries, groundtruth=gt,
+                   metric=ds.metric, _fp={"fp": ds.fingerprint()})
+
+
 def _build(args) -> int:
     from graphs.workload import export_clusters
 
@@ -234,6 +270,7 @@ def _trace(args) -> int:
                         args.cand_list_len, args.k, args.entry)
     params.validate(ds.n)
     check_groundtruth_k(ds, args.k, None if args.groundtruth is None else f"--groundtruth {args.groundtruth}")
+    ds = _with_groundtruth(ds, args)
     idx, path, _ = _index(args, ds)
     validate_search(idx, ds.queries, args.num_probes, args.cand_list_len, args.k, args.entry)
     t0 = time.perf_counter()
@@ -290,6 +327,7 @@ def _scan_trace(args) -> int:
         raise UserError(f"--num-clusters={args.num_clusters} must be in 1..{ds.n} (base vectors of {ds.name})")
     check_scan_params(args.index, ds.n, ds.dim, args.num_clusters, args.num_probes, args.k, args.pq_m, rerank)
     check_groundtruth_k(ds, args.k, None if args.groundtruth is None else f"--groundtruth {args.groundtruth}")
+    ds = _with_groundtruth(ds, args)
     t0 = time.perf_counter()
     tr = scan_trace(ds, args.index, args.num_clusters, args.num_probes, args.k, args.pq_m, rerank,
                     args.seed, cache_dir=args.cache_dir)

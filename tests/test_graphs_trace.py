@@ -272,3 +272,30 @@ def test_cached_trace_without_recall_gets_it_from_the_ground_truth(tmp_path, mon
     np.testing.assert_allclose(t1.query_recall, expect.astype(np.float32))
     t2 = graphs.cached_trace(with_gt, cache_dir=tmp_path, **spar)
     assert t2 is not None and t2.meta["recall"] == pytest.approx(t1.meta["recall"])
+
+
+def test_user_files_get_their_ground_truth_and_the_ann_option_names(tmp_path, capsys):
+    """`graphs trace --base --queries` without --groundtruth computes the exact top-k once (then
+    reads it from the cache) and reports recall; faiss's and DiskANN's option names are the
+    same parameters as ours."""
+    _float_files(tmp_path)
+    cache = tmp_path / "c"
+    files = ["--base", str(tmp_path / "base.fbin"), "--queries", str(tmp_path / "q.fbin"),
+             "--M", "8", "--cache-dir", str(cache), "--no-progress"]
+    ours = ["--num-clusters", "4", "--num-probes", "2", "--cand-list-len", "24"]
+    theirs = ["--nlist", "4", "--nprobe", "2", "--ef-search", "24"]
+    assert main(["graphs", "trace", *files, *ours, "--out", str(tmp_path / "a.npz")]) == 0
+    out = capsys.readouterr().out
+    assert "ground truth: the exact top-" in out and "recall@10: n/a" not in out
+    assert len(list((cache / "groundtruth").glob("*.npz"))) == 1
+    assert main(["graphs", "trace", *files, *theirs, "--out", str(tmp_path / "b.npz")]) == 0
+    assert main(["graphs", "trace", *files, "--nlist", "4", "--nprobe", "2", "--L-search", "24",
+                 "--out", str(tmp_path / "c.npz")]) == 0
+    a, b, c = (load_trace(tmp_path / f"{x}.npz") for x in "abc")
+    assert a.meta["recall"] is not None and a.meta["recall"] == b.meta["recall"] == c.meta["recall"]
+    np.testing.assert_array_equal(a.read_node, b.read_node)
+    np.testing.assert_array_equal(a.read_node, c.read_node)
+    assert main(["graphs", "trace", *files, *ours, "--no-groundtruth",
+                 "--out", str(tmp_path / "d.npz")]) == 0
+    assert "recall@10: n/a" in capsys.readouterr().out
+    assert load_trace(tmp_path / "d.npz").meta["recall"] is None
