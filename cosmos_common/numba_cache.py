@@ -39,8 +39,10 @@ __all__ = ["SEAL_SUFFIX", "install", "seal", "check_seal", "check_file", "is_num
 SEAL_SUFFIX = ".sha256"
 #: the first bytes of an object file: ELF, Mach-O (64-bit), COFF (x86-64)
 _OBJECT_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\x64\x86")
-#: the simulator's packages that define cached kernels (their ``__pycache__`` folders)
-PACKAGES = ("dram", "cosmos", "graphs", "placement", "experiments", "cosmos_common")
+#: the simulator's packages (and sub-packages) that define cached kernels (their ``__pycache__``
+#: folders)
+PACKAGES = ("dram", "dram.kernel", "cosmos", "graphs", "placement", "experiments",
+            "cosmos_common")
 
 
 def is_numba_file(path: Path) -> bool:

@@ -163,3 +163,15 @@ def test_every_module_with_cached_kernels_checks_them(module):
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
     assert run.stdout.strip() == "True", run.stderr
+
+
+def test_the_kernel_package_folder_is_checked():
+    """The DRAM kernel is a package of its own (dram/kernel/): its compiled code is checked
+    like that of the top-level packages."""
+    import dram.kernel
+    from cosmos_common.numba_cache import PACKAGES, package_folders
+
+    assert "dram.kernel" in PACKAGES
+    folder = Path(dram.kernel.__file__).resolve().parent / "__pycache__"
+    if folder.is_dir() and not os.environ.get("NUMBA_CACHE_DIR"):
+        assert folder in package_folders()
