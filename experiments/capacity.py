@@ -46,8 +46,27 @@ def index_bytes(family: str, scale) -> int | None:
         return None
     vector_bytes = spec.dim * np.dtype(spec.dtype).itemsize
     max_degree = IndexParams(num_clusters=scale.num_clusters).max_degree
-    per_vector = (lines_for(4 * max_degree) + lines_for(vector_bytes)) * LINE_BYTES
-    return int(scale.n) * per_vector
+    return graph_index_bytes(int(scale.n), vector_bytes, max_degree)
+
+
+def graph_index_bytes(n: int, vector_bytes: int, max_degree: int) -> int:
+    """Bytes of a graph index of ``n`` vectors as cosmos.layout lays it out: per vector its
+    adjacency list (``max_degree`` 4-byte ids) and the vector, each in whole 64-byte lines."""
+    return int(n) * (lines_for(4 * max_degree) + lines_for(vector_bytes)) * LINE_BYTES
+
+
+def trace_index_bytes(trace) -> int:
+    """Bytes the index of ``trace`` occupies in the simulated memory (cosmos.layout): a graph
+    index as :func:`graph_index_bytes`; a scan index (IVF-PQ, exact) its lists of
+    ``code_bytes`` codes, each list line-aligned, and the full vectors it re-ranks or reads,
+    one per line-aligned slot."""
+    meta = trace.meta
+    n, vb = int(meta["n"]), int(meta["vector_bytes"])
+    if not trace.is_scan:
+        return graph_index_bytes(n, vb, int(meta["max_degree"]))
+    sizes = np.diff(np.asarray(trace.cluster_ptr, np.int64))
+    lists = int((-(-(sizes * int(meta["code_bytes"])) // LINE_BYTES)).sum()) * LINE_BYTES
+    return lists + n * lines_for(vb) * LINE_BYTES
 
 
 def _capacity(system: str, overrides: dict) -> int:

@@ -33,6 +33,7 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
+from experiments.capacity import trace_index_bytes
 from experiments.common import error_bars, pyplot, save_figure, write_csv
 from experiments.sim import simulate_task
 
@@ -57,14 +58,17 @@ K = 10
 #: A latency ratio, the largest over the paper's datasets and batch sizes.
 CHAMELEON_LATENCY_VS_CPU = 23.72
 
-#: columns of recall_qps.csv, in order
+#: columns of recall_qps.csv, in order (``recall`` is written as ``recall_at_10``, the
+#: big-ann-benchmarks name; :func:`read_table` reads it back)
 COLUMNS = ["dataset", "family", "system", "num_probes", "cand_list_len", "rerank", "recall",
-           "recall_queries", "qps", "qps_ci_low", "qps_ci_high", "latency_mean_ns",
+           "recall_queries", "index_bytes", "qps", "qps_ci_low", "qps_ci_high", "latency_mean_ns",
            "latency_p99_ns", "latency_unloaded_mean_ns", "dram_bytes_per_query", "num_queries",
            "steady_state", "ci_note"]
 #: systems also simulated with one query in flight (``latency_unloaded_mean_ns``): the
 #: latency of a lone query, the sense of Chameleon's latency figure
 UNLOADED = ("ivfpq-host", "ivfpq-pnm")
+#: the CSV's name of the ``recall`` column
+RECALL_COLUMN = f"recall_at_{K}"
 
 
 @dataclass(frozen=True)
@@ -122,16 +126,18 @@ def _save(ctx, name: str, build) -> tuple[Path, dict]:
     folder.mkdir(exist_ok=True)
     path = folder / f"{name}.npz"
     if path.exists():
-        return path, load_trace(path, verify=False).meta
-    tr = build()
-    save_trace(path, tr)
-    return path, tr.meta
+        tr = load_trace(path, verify=False)
+    else:
+        tr = build()
+        save_trace(path, tr)
+    return path, {**tr.meta, "index_bytes": trace_index_bytes(tr)}
 
 
 def points(ctx) -> list[dict]:
     """Every (workload, family, knobs) point of the context's grid with its trace: dicts of
     dataset, family, num_probes, cand_list_len, rerank (None where the family has no such
-    knob), trace_path, recall and recall_queries."""
+    knob), trace_path, recall, recall_queries and index_bytes (bytes of the index in the
+    simulated memory, experiments.capacity.trace_index_bytes)."""
     from graphs.ivfpq import scan_trace
     from experiments.workloads import workload
 
@@ -144,7 +150,8 @@ def points(ctx) -> list[dict]:
             path, meta = _save(ctx, name, build)
             out.append(dict(dataset=fam, family=family, num_probes=probes, cand_list_len=L,
                             rerank=rerank, trace_path=str(path), recall=float(meta["recall"]),
-                            recall_queries=int(meta["num_queries"])))
+                            recall_queries=int(meta["num_queries"]),
+                            index_bytes=int(meta["index_bytes"])))
 
         for p in (p for p in grid.graph_probes if p <= clusters):
             for L in grid.cand_list_len:
@@ -172,7 +179,7 @@ def run(ctx) -> dict:
     for pt in pts:
         for system in SYSTEMS[pt["family"]]:
             tags = {k: pt[k] for k in ("dataset", "family", "num_probes", "cand_list_len",
-                                        "rerank", "recall", "recall_queries")}
+                                        "rerank", "recall", "recall_queries", "index_bytes")}
             task = dict(system=system, trace_path=pt["trace_path"],
                         num_queries=ctx.scale.sweep_queries, seed=ctx.seed,
                         tags={**tags, "system": system})
@@ -189,7 +196,7 @@ def run(ctx) -> dict:
     if "ci_note" not in df:
         df["ci_note"] = ""
     df = df[COLUMNS]
-    write_csv(ctx.out / "recall_qps.csv", df)
+    write_csv(ctx.out / "recall_qps.csv", df.rename(columns={"recall": RECALL_COLUMN}))
     out = {}
     win = winners(df)
     for r in win.itertuples():
@@ -301,10 +308,15 @@ _MARKERS = {"base": "o", "cxl-anns": "s", "cosmos": "D", "ivfpq-host": "v", "ivf
             "exact-host": "<", "exact-pnm": ">"}
 
 
+def read_table(folder) -> pd.DataFrame:
+    """``recall_qps.csv`` of ``folder`` with its recall column as ``recall``."""
+    return pd.read_csv(Path(folder) / "recall_qps.csv").rename(columns={RECALL_COLUMN: "recall"})
+
+
 def plot(folder) -> None:
     plt = pyplot()
 
-    df = pd.read_csv(Path(folder) / "recall_qps.csv")
+    df = read_table(folder)
     fams = list(dict.fromkeys(df.dataset))
     systems = list(dict.fromkeys(df.system))
     fig, axes = plt.subplots(1, len(fams), figsize=(5.0 * len(fams), 3.8), squeeze=False)
@@ -350,7 +362,7 @@ def _winner_line(r) -> str:
 
 
 def summary_md(folder) -> str:
-    df = pd.read_csv(Path(folder) / "recall_qps.csv")
+    df = read_table(folder)
     lines = ["## Recall@10 against QPS: graph vs IVF-PQ vs exact scan", "",
              "QPS at each recall target is read off each system's Pareto front (log QPS "
              "interpolated linearly in recall between the two front points around the target); "

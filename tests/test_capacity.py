@@ -40,3 +40,28 @@ def test_a_users_dataset_is_left_as_it_is():
     assert fit_for(ctx, "sift", "dram-only") == {}
     ctx = SimpleNamespace(dataset=None, scale=SCALES["paper"])
     assert fit_for(ctx, "sift", "dram-only") == {"host.dram_ranks": 2}
+
+
+@pytest.mark.parametrize("kind", ["graph", "ivfpq", "exact"])
+def test_an_index_occupies_what_the_layout_lays_out(tmp_path, kind):
+    """trace_index_bytes (recall_qps's index_bytes) is the sum of the layout's bytes per device."""
+    import numpy as np
+
+    from cosmos.layout import build_layout
+    from experiments.capacity import trace_index_bytes
+    from graphs import make_workload
+    from graphs.ivfpq import scan_trace
+    from graphs.workload import get_dataset
+
+    if kind == "graph":
+        tr = make_workload("sift", n=2000, num_queries=5, num_clusters=8, num_probes=2,
+                           cache_dir=tmp_path, progress=False)
+    else:
+        ds = get_dataset("sift", 2000, 5, 0, tmp_path, progress=False)
+        tr = scan_trace(ds, kind, num_clusters=8, num_probes=2, rerank=0, cache_dir=tmp_path)
+    C = tr.num_clusters
+    layout = build_layout(tr.cluster_ptr, tr.cluster_nodes, np.arange(C) % 3, 3,
+                          vector_bytes=int(tr.meta["vector_bytes"]),
+                          max_degree=int(tr.meta["max_degree"]), capacity_bytes=1 << 34,
+                          code_bytes=int(tr.meta.get("code_bytes", 0)) if tr.is_scan else 0)
+    assert trace_index_bytes(tr) == int(np.sum(layout.bytes_used)) > 0

@@ -40,7 +40,10 @@ def tiny_runs(tmp_path_factory):
 
 def test_csv_has_every_system_and_knob_point(tiny_runs):
     folder, _ = tiny_runs
-    df = pd.read_csv(folder / "recall_qps.csv")
+    raw = pd.read_csv(folder / "recall_qps.csv")
+    assert list(raw.columns) == [R.RECALL_COLUMN if c == "recall" else c for c in R.COLUMNS]
+    assert R.RECALL_COLUMN == "recall_at_10"
+    df = R.read_table(folder)
     assert list(df.columns) == R.COLUMNS
     grid, clusters = R.GRIDS["tiny"], get_scale("tiny").num_clusters
     want = set()
@@ -57,7 +60,7 @@ def test_csv_has_every_system_and_knob_point(tiny_runs):
     got = {(r.dataset, r.system, int(r.num_probes), int(r.cand_list_len), int(r.rerank))
            for r in df.fillna(-1).itertuples()}
     assert got == want and len(df) == len(want)
-    for col in ("recall", "qps", "latency_mean_ns", "dram_bytes_per_query"):
+    for col in ("recall", "index_bytes", "qps", "latency_mean_ns", "dram_bytes_per_query"):
         assert np.isfinite(df[col]).all() and (df[col] > 0).all(), col
     assert ((df.recall > 0) & (df.recall <= 1)).all()
     assert (df.family == df.system.map(R.FAMILY_OF)).all()

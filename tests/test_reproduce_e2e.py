@@ -49,7 +49,8 @@ EXPECTED = {
                                         "energy_breakdown_dram_array_mJ_per_query",
                                         "energy_breakdown_static_mJ_per_query"]},
     "recall_qps": {"recall_qps.csv": ["dataset", "family", "system", "num_probes",
-                                      "cand_list_len", "rerank", "recall", "qps", "qps_ci_low",
+                                      "cand_list_len", "rerank", "recall_at_10", "index_bytes",
+                                      "qps", "qps_ci_low",
                                       "qps_ci_high", "latency_mean_ns",
                                       "dram_bytes_per_query"]},
 }
