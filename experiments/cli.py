@@ -4,6 +4,7 @@
     cosmos reproduce --full                # 1M vectors and 10,000 queries per dataset
     cosmos reproduce --dataset base.fbin   # on your own vectors (the first 50,000 at this scale)
     cosmos run fig4a_qps --scale tiny      # one figure
+    cosmos run rag_ttft --set rag.model=llama-3.1-70b --set rag.batch=64
     cosmos replay my_trace.npz --systems base,cosmos
 """
 
@@ -31,12 +32,14 @@ def register(subparsers) -> None:
                    help="print the plan (workloads, every simulation with its queries and "
                         "estimated DRAM requests, which experiments share it, an estimated "
                         "time) and stop: nothing is run or written")
+    _add_settings_argument(p)
     p.set_defaults(func=reproduce)
 
     r = subparsers.add_parser("run", help="run one experiment (a figure) into a new results folder")
     r.add_argument("name", choices=list(ALL_EXPERIMENTS), metavar="NAME",
                    help="one of: " + ", ".join(ALL_EXPERIMENTS))
     add_common_arguments(r)
+    _add_settings_argument(r)
     r.set_defaults(func=run_one)
 
     q = subparsers.add_parser("replay", help="run a logical ANNS trace under several systems "
@@ -64,11 +67,50 @@ def register(subparsers) -> None:
     q.set_defaults(func=replay)
 
 
+#: experiments that take ``--set`` settings, and the prefix of their settings
+SETTINGS = {"rag_ttft": "rag"}
+
+
+def _add_settings_argument(p) -> None:
+    p.add_argument("--set", action="append", default=[], metavar="rag.FIELD=VALUE",
+                   help="a setting of the RAG pipeline of rag_ttft (repeatable): any field of "
+                        "experiments.rag.PipelineConfig (rag.model, rag.accelerator, rag.batch, "
+                        "rag.passages, rag.retrieval_every_tokens, ...), rag.systems (graph "
+                        "presets to simulate) or rag.profile (a `cosmos simulate --out` folder); "
+                        "they change the pipeline arithmetic, not the simulations (but "
+                        "rag.systems, which chooses them)")
+
+
+def _settings(args, names):
+    """The checked ``--set`` settings (experiments.rag.RagSettings) for the experiments
+    ``names``: ValueError if none of them takes settings."""
+    from experiments.rag import RagSettings, parse_settings
+
+    items = getattr(args, "set", None) or []
+    if not items:
+        return RagSettings()
+    takers = [n for n in names if n in SETTINGS]
+    if not takers:
+        raise ValueError(f"--set {items[0]}: {', '.join(names)} take(s) no settings; only "
+                         f"{', '.join(SETTINGS)} does (--set rag.FIELD=VALUE)")
+    return parse_settings(items, takers[0])
+
+
 def _headline_text(h: dict) -> str:
     return "; ".join(f"{k}={v}" for k, v in h.items() if k != "wall_s")
 
 
 def reproduce(args) -> int:
+    from experiments.rag import settings_applied
+    from experiments.runner import ALL_EXPERIMENTS, reproduce_names
+
+    names = ([n.strip() for n in args.only.split(",") if n.strip() in ALL_EXPERIMENTS]
+             if args.only else reproduce_names(args.scale))
+    with settings_applied(_settings(args, names)):
+        return _reproduce(args)
+
+
+def _reproduce(args) -> int:
     import sys
 
     from cosmos_common.outdir import RunFolder, incomplete_folders
@@ -187,12 +229,15 @@ def _produced_table(root: Path, done: list) -> str:
 
 
 def run_one(args) -> int:
+    from experiments.rag import settings_applied
     from experiments.runner import common_options, script_main
 
+    settings = _settings(args, [args.name])    # checked before anything is written
     argv = common_options(args)
     if args.out is not None:
         argv += ["--out", str(args.out)]
-    return script_main(args.name, argv)
+    with settings_applied(settings):
+        return script_main(args.name, argv)
 
 
 def replay(args) -> int:
