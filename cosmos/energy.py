@@ -36,6 +36,7 @@ import numpy as np
 
 from cosmos.config import TCK_PS, EnergyConfig  # noqa: F401  (EnergyConfig: re-exported)
 from cosmos.systems import Read, model_for
+from cosmos.units import unit
 from dram.energy import energy_stats
 
 #: Reported components, in order.
@@ -87,8 +88,10 @@ def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
 
 
 def _accelerator_from_channel(model) -> bool:
-    return any(isinstance(s, Read) and s.unit in ("accelerator", "scan-unit")
-               and not s.rank_pus for _, _, s in model.steps())
+    """Some read is on a unit charged per line it reads over the channel (cosmos.units:
+    ``energy="per-line"``, without the rank PUs)."""
+    return any(isinstance(s, Read) and unit(s.unit).energy == "per-line" and not s.rank_pus
+               for _, _, s in model.steps())
 
 
 def summary_fields(res, ecfg: EnergyConfig | None = None) -> dict:

@@ -62,6 +62,7 @@ import cosmos.systems as _systems
 from cosmos.layout import LINE_BYTES, Layout
 from cosmos.systems import (CATEGORIES, COUNTS, MAX_MESSAGE_BYTES, PLACES, Costs, Read, Send,
                             model_for)
+from cosmos.units import unit
 from cosmos_common import UserError
 from dram.jitcache import drop_stale
 from graphs.ivfpq import PQ_KSUB
@@ -609,10 +610,6 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
     line per cycle spends it)."""
     count_code = {name: i for i, name in enumerate(COUNTS)}
     cv = costs._asdict()
-    unit_mlp_lat = {"host": (costs.host_mlp, costs.host_lat),
-                    "gpc": (costs.gpc_mlp, costs.dev_lat),
-                    "accelerator": (costs.accel_mlp, costs.dev_lat),
-                    "scan-unit": (costs.scan_mlp, costs.dev_lat)}
     ints, floats, pp, alts = [], [], [0], []
 
     def terms(seq):
@@ -640,10 +637,11 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
                 r[R_DEV] = num_devices
             else:
                 r[R_DEV] = DEV_SEARCH
-            r[R_LINK] = int(st.unit == "host" and st.memory == "index"
+            u = unit(st.unit)       # its in-flight limit and latency are Costs fields
+            r[R_LINK] = int(u.reads_over_cxl and st.memory == "index"
                             and model.index_memory == "devices")
             r[R_RANK_LOCAL] = int(st.rank_pus)
-            r[R_MLP], r[R_LAT] = unit_mlp_lat[st.unit]
+            r[R_MLP], r[R_LAT] = cv[u.inflight], cv[u.latency]
             if st.per_vector is not None:
                 if r[R_SRC] == OBJ_RANGE:
                     f[F_CLINE] = cv[st.per_vector] * LINE_BYTES / code_bytes

@@ -20,13 +20,14 @@ and rerank; no hops).
 
 A step is one of three records:
 
-- :class:`Read`: a ``unit`` (``"host"`` core, device ``"gpc"`` context, device
-  ``"accelerator"``, device ``"scan-unit"``: a near-memory scan pipeline, scans only) reads
-  ``objects`` (``"entry-vector"``, ``"adjacency"``, ``"hop-vectors"``; for scans
-  ``"list-codes"`` / ``"list-vectors"``: the scan element's contiguous range of PQ codes or
-  full vectors, and ``"rerank-vectors"``) from ``memory`` (``"index"``: where the index lives, a device or the host
-  DRAM; ``"host-cache"``: the host DRAM graph cache). The route follows: the host reading a
-  device crosses the CXL link both ways; a device unit reads its own DRAM; ``rank_pus=True``
+- :class:`Read`: a ``unit`` of the unit registry (:mod:`cosmos.units`: ``"host"`` core,
+  device ``"gpc"`` context, device ``"accelerator"``, device ``"scan-unit"``: a near-memory
+  scan pipeline, scans only) reads ``objects`` (``"entry-vector"``, ``"adjacency"``,
+  ``"hop-vectors"``; for scans ``"list-codes"`` / ``"list-vectors"``: the scan element's
+  contiguous range of PQ codes or full vectors, and ``"rerank-vectors"``) from ``memory``
+  (``"index"``: where the index lives, a device or the host DRAM; ``"host-cache"``: the host
+  DRAM graph cache). The route follows from the unit's location: a unit on the host reading
+  a device crosses the CXL link both ways; a device unit reads its own DRAM; ``rank_pus=True``
   reads each vector's 64-byte segments rank-locally (rank-level PUs). ``per_vector`` is a
   :class:`cosmos.systems.Costs` field charged per vector (per code for list-codes) on the
   context's core, a share per returned line (overlapped with the lines still in flight);
@@ -65,9 +66,9 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Union
 
 from cosmos.config import SystemConfig
+from cosmos.units import reading_units, unit
 from cosmos_common import UserError
 
-UNITS = ("host", "gpc", "accelerator", "scan-unit")
 MEMORIES = ("index", "host-cache")
 OBJECTS = ("entry-vector", "adjacency", "hop-vectors", "list-codes", "list-vectors",
            "rerank-vectors")
@@ -161,9 +162,9 @@ class Cost:
 @dataclass(frozen=True)
 class Read:
     """``unit`` reads ``objects`` from ``memory`` (module docstring): ``objects`` in
-    :data:`OBJECTS`, ``unit`` in :data:`UNITS`, ``memory`` in :data:`MEMORIES`; ``category``
-    a breakdown category; ``rank_pus``: rank-local segment reads by the rank-level PUs;
-    ``per_vector``: a Costs field charged per vector on the context's core (a share per
+    :data:`OBJECTS`, ``unit`` a unit of the registry (:mod:`cosmos.units`), ``memory`` in
+    :data:`MEMORIES`; ``category`` a breakdown category; ``rank_pus``: rank-local segment
+    reads by the rank-level PUs; ``per_vector``: a Costs field charged per vector on the context's core (a share per
     returned line); ``after``: :class:`Cost` terms once the last line is back; ``cached``:
     the read to use for an object held in the host graph cache."""
 
@@ -260,17 +261,19 @@ class SystemModel:
         """Some read uses the rank-level PUs (the layout partitions vectors across ranks)."""
         return any(isinstance(s, Read) and s.rank_pus for _, _, s in self.steps())
 
+    @property
+    def units(self) -> tuple:
+        """Names of the units the model's reads use, in the registry's order
+        (cosmos.units)."""
+        used = {s.unit for _, _, s in self.steps() if isinstance(s, Read)}
+        return tuple(n for n in reading_units() if n in used)
+
     def contexts_fields(self) -> str:
-        """The config fields that set how many requests can be in flight (for messages)."""
-        if self.traversal == "gpc":
-            ctx = "device.count x gpc.cores x gpc.threads_per_core x gpc.outstanding_requests"
-        else:
-            ctx = "host.threads x host.outstanding_misses"
-        if any(isinstance(s, Read) and s.unit == "accelerator" for _, _, s in self.steps()):
-            ctx += ", cxl_anns.accel_outstanding"
-        if any(isinstance(s, Read) and s.unit == "scan-unit" for _, _, s in self.steps()):
-            ctx += ", scan_unit.outstanding_requests"
-        return ctx
+        """The config fields that set how many requests can be in flight (for messages): the
+        search contexts' unit (the traversal's), then every other unit the reads use."""
+        fields = [unit(self.traversal).inflight_fields]
+        fields += [unit(n).inflight_fields for n in self.units if n != self.traversal]
+        return ", ".join(fields)
 
     # ---- validation ------------------------------------------------------------------------
     def validate(self) -> "SystemModel":
@@ -351,22 +354,23 @@ class SystemModel:
                 if place == "scan" and st.objects != SCAN_OBJECT[self.index]:
                     bad(f"{where}.objects", f"{st.objects!r}: a scan of an {self.index!r} "
                                             f"index reads {SCAN_OBJECT[self.index]!r}")
-                if st.unit not in UNITS:
-                    bad(f"{where}.unit", f"unknown {st.unit!r}; expected one of {UNITS}")
-                ok_units = ("host", "accelerator") if self.traversal == "host" else \
-                    ("gpc", "accelerator", "scan-unit")
-                if st.unit == "scan-unit" and place not in SCAN_PLACES:
-                    bad(f"{where}.unit", f"the scan unit streams lists and re-rank vectors "
-                                         f"(places {SCAN_PLACES}), not {place!r} reads")
+                known = reading_units()
+                if st.unit not in known:
+                    bad(f"{where}.unit", f"unknown {st.unit!r}; expected one of {known}")
+                u = unit(st.unit)
+                ok_units = tuple(n for n in known if self.traversal in unit(n).serves)
+                if u.read_places is not None and place not in u.read_places:
+                    bad(f"{where}.unit", f"the {u.label} {u.role} (places {u.read_places}), "
+                                         f"not {place!r} reads")
                 if st.unit not in ok_units:
                     bad(f"{where}.unit", f"{st.unit!r} cannot serve a search that runs on the "
                                          f"{self.traversal}; expected one of {ok_units}")
                 if st.memory not in MEMORIES:
                     bad(f"{where}.memory", f"unknown {st.memory!r}; expected one of {MEMORIES}")
-                if self.index_in_host and st.unit != "host":
+                if self.index_in_host and u.location != "host":
                     bad(f"{where}.unit", "the index is in host DRAM: only the host reads it")
                 if st.memory == "host-cache":
-                    if st.unit != "host":
+                    if u.location != "host":
                         bad(f"{where}.memory", "only the host reads the host DRAM cache")
                     if self.index_in_host:
                         bad(f"{where}.memory", "the index is already in host DRAM")
@@ -377,7 +381,7 @@ class SystemModel:
                                              "scan layout keeps a list contiguous across the "
                                              "channels, not partitioned across ranks)")
                 if st.rank_pus:
-                    if st.unit == "host" or self.index_in_host:
+                    if u.location not in unit("rank-pu").driven_from or self.index_in_host:
                         bad(f"{where}.rank_pus", "rank PUs sit in the devices' DRAM ranks: a "
                                                  "device unit must drive them")
                     if st.objects == "adjacency":

@@ -148,3 +148,36 @@ def test_the_host_graph_cache_is_one_more_memory_instance_outside_the_lir():
     s = summary(res)
     assert s["link_wire_bytes_per_query"]["up"] < ref["link_wire_bytes_per_query"]["up"]
     assert s["dram_requests"] == ref["dram_requests"]     # the same reads, some elsewhere
+
+
+def test_the_unit_registry_answers_what_the_checks_the_builder_and_energy_ask():
+    """cosmos.units (issue 52): each unit declares its location, the searches it serves, its
+    in-flight limit and latency (Costs fields), the config fields behind them and its energy
+    charge; nothing else branches on a unit's name."""
+    from cosmos.systems import Costs
+    from cosmos.units import LOCATIONS, Unit, reading_units, register_unit, unit
+
+    assert reading_units() == ("host", "gpc", "accelerator", "scan-unit")
+    for name in reading_units():
+        u = unit(name)
+        assert u.location in LOCATIONS and u.inflight in Costs._fields
+        assert u.latency in Costs._fields
+    assert [n for n in reading_units() if unit(n).reads_over_cxl] == ["host"]
+    assert unit("rank-pu").location == "rank" and unit("rank-pu").driven_from == ("device",)
+    assert [n for n in reading_units() if unit(n).energy == "per-line"] == \
+        ["accelerator", "scan-unit"]
+    # the messages built from the registry are those of the named branches they replaced
+    gpc = "device.count x gpc.cores x gpc.threads_per_core x gpc.outstanding_requests"
+    host = "host.threads x host.outstanding_misses"
+    assert {name: model_for(get_preset(name)).contexts_fields() for name in
+            ("cosmos", "cxl-anns", "cosmos-accel", "base", "ivfpq-pnm")} == {
+        "cosmos": gpc, "cxl-anns": f"{host}, cxl_anns.accel_outstanding",
+        "cosmos-accel": f"{gpc}, cxl_anns.accel_outstanding", "base": host,
+        "ivfpq-pnm": f"{gpc}, scan_unit.outstanding_requests"}
+    with pytest.raises(ValueError, match=r"unit 'x': location: unknown 'moon'; expected one of"):
+        register_unit(Unit("x", "moon", "x"))
+    with pytest.raises(ValueError, match=r"'host' is already registered"):
+        register_unit(Unit("host", "host", "host core"))
+    with pytest.raises(UserError, match=r"entry\[0\]\.unit: unknown 'fpga'; expected one of "
+                                        r"\('host', 'gpc', 'accelerator', 'scan-unit'\)"):
+        _host_model(entry=(Read("entry-vector", "fpga", "distance"),)).validate()

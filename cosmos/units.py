@@ -1,0 +1,132 @@
+"""Compute units as data: where each unit sits, what limits it, how it is charged and named.
+
+A :class:`Unit` is one kind of compute unit that a declaration (cosmos.systems) names in a
+``Read``: its *location* in the machine, the searches it can serve, the places of a query at
+which it may read, the names of its in-flight limit and on-chip latency among the cost
+names of the declarations (:class:`cosmos.systems.Costs`, each from a cosmos.config field
+with its source), the configuration fields behind them (for messages), how the energy model
+charges its work (cosmos.energy) and its label in results. The declaration checks, the
+program builder and the energy model ask this registry; none of them branches on a unit's
+name.
+
+Locations, from the host outwards: ``"host"`` (the host CPU; its reads of a device cross
+the CXL path: upstream port, switch, device link), ``"switch"`` (in the CXL switch),
+``"device"`` (a CXL device's controller: its GPC cores, distance accelerator, scan units;
+reads of its own DRAM cross no link), ``"dimm-buffer"`` (a DIMM's buffer chip), ``"rank"``
+(next to each DRAM rank).
+
+The rank-level PUs are the entry ``"rank-pu"``: a device unit drives them (``Read(...,
+rank_pus=True)`` turns the unit's vector reads into rank-local segment reads), so a
+declaration names the driving unit and sets ``rank_pus``; the entry says where they sit and
+how they are charged, and the checks ask it where a unit that drives them must sit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: where a unit can sit, from the host outwards
+LOCATIONS = ("host", "switch", "device", "dimm-buffer", "rank")
+#: how cosmos.energy charges a unit's work: ``"contexts"`` (the time its search contexts are
+#: held: host cores x ``energy.host_core_active_W``, GPC cores x ``gpc_core_active_W``),
+#: ``"per-line"`` (each 64-byte line it reads over the channel x
+#: ``energy.accel_pJ_per_line``), ``"per-burst"`` (each rank-local burst x
+#: ``energy.rank_pu_pJ_per_burst``)
+ENERGY = ("contexts", "per-line", "per-burst")
+#: where a search can run (cosmos.systems.SystemModel.traversal): on the host cores, or per
+#: device on its GPC contexts
+TRAVERSALS = ("host", "gpc")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One kind of compute unit (module docstring).
+
+    ``location``: one of :data:`LOCATIONS`. ``serves``: the traversals (:data:`TRAVERSALS`)
+    whose searches it reads for. ``read_places``: the places of a query it may read at (None:
+    every place that has reads). ``inflight`` / ``latency``: names of
+    :class:`cosmos.systems.Costs` fields: its in-flight limit in 64-byte requests and its
+    one-way on-chip latency in DRAM cycles (None for a unit another one drives).
+    ``inflight_fields``: the configuration fields behind the limit. ``energy``: one of
+    :data:`ENERGY`. ``label``: its name in results and messages; ``role``: what it does, for
+    the message refusing a read at another place. ``driven_from``: for a unit that another
+    drives (the rank PUs), the locations the driving unit may sit at."""
+
+    name: str
+    location: str
+    label: str
+    serves: tuple = ()
+    read_places: tuple | None = None
+    inflight: str | None = None
+    latency: str | None = None
+    inflight_fields: str = ""
+    energy: str = "contexts"
+    role: str = ""
+    driven_from: tuple = ()
+
+    @property
+    def reads_over_cxl(self) -> bool:
+        """Its reads of the index on the devices cross the CXL path (host port, switch,
+        device link) both ways: a unit on the host's side of the devices."""
+        return self.location == "host"
+
+
+#: name -> :class:`Unit`, in registration order
+UNITS: dict[str, Unit] = {}
+
+
+def register_unit(unit: Unit) -> Unit:
+    """Add ``unit`` to the registry; ValueError naming the field for an unknown location,
+    energy charge or traversal, or a name already registered."""
+    if not isinstance(unit, Unit) or not unit.name:
+        raise ValueError(f"register_unit: expected a named Unit, got {unit!r}")
+    if unit.name in UNITS:
+        raise ValueError(f"register_unit: {unit.name!r} is already registered")
+    if unit.location not in LOCATIONS:
+        raise ValueError(f"unit {unit.name!r}: location: unknown {unit.location!r}; expected "
+                         f"one of {LOCATIONS}")
+    if unit.energy not in ENERGY:
+        raise ValueError(f"unit {unit.name!r}: energy: unknown {unit.energy!r}; expected one "
+                         f"of {ENERGY}")
+    bad = [t for t in unit.serves if t not in TRAVERSALS]
+    if bad:
+        raise ValueError(f"unit {unit.name!r}: serves: unknown {bad}; expected some of "
+                         f"{TRAVERSALS}")
+    UNITS[unit.name] = unit
+    return unit
+
+
+def unit(name: str) -> Unit:
+    """The registered unit ``name`` (KeyError if unknown: declarations are checked first)."""
+    return UNITS[name]
+
+
+def reading_units() -> tuple:
+    """Names of the units a ``Read`` may name (those with an in-flight limit of their own)."""
+    return tuple(n for n, u in UNITS.items() if u.inflight is not None)
+
+
+# ------------------------------------------------------------------------------------------
+# The units of the built-in systems. Their figures are cosmos.config fields (sources in
+# cosmos.config.SOURCE); the Costs names below are derived from them by
+# cosmos.program.costs_for.
+# ------------------------------------------------------------------------------------------
+
+register_unit(Unit(
+    "host", "host", "host core", serves=("host",), inflight="host_mlp", latency="host_lat",
+    inflight_fields="host.threads x host.outstanding_misses"))
+register_unit(Unit(
+    "gpc", "device", "device GPC context", serves=("gpc",), inflight="gpc_mlp",
+    latency="dev_lat",
+    inflight_fields="device.count x gpc.cores x gpc.threads_per_core x "
+                    "gpc.outstanding_requests"))
+register_unit(Unit(
+    "accelerator", "device", "device distance accelerator", serves=("host", "gpc"),
+    inflight="accel_mlp", latency="dev_lat", inflight_fields="cxl_anns.accel_outstanding",
+    energy="per-line"))
+register_unit(Unit(
+    "scan-unit", "device", "scan unit", serves=("gpc",), read_places=("scan", "rerank"),
+    inflight="scan_mlp", latency="dev_lat", inflight_fields="scan_unit.outstanding_requests",
+    energy="per-line", role="streams lists and re-rank vectors"))
+register_unit(Unit(
+    "rank-pu", "rank", "rank-level PU", energy="per-burst", driven_from=("device",)))
