@@ -426,9 +426,10 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--groundtruth", metavar="PATH", help="with --dataset and --queries: ground "
                    "truth (ivecs or big-ann format), used only if the base is not cut (default: "
                    "computed exactly, once, and cached)")
-    p.add_argument("--metric", choices=("l2", "ip"), default=None,
+    p.add_argument("--metric", choices=("l2", "ip", "cosine", "angular"), default=None,
                    help="with --dataset: distance of your vectors, l2 (squared Euclidean, the "
-                        "default) or ip (inner product)")
+                        "default), ip (inner product) or cosine (angular: the vectors scaled to "
+                        "unit length, searched by inner product)")
     p.add_argument("--out-root", default="results", metavar="DIR",
                    help="results go to a new folder <name>-<time> under DIR (default: "
                         "./results)")

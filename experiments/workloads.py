@@ -130,7 +130,7 @@ def user_dataset_plan(dataset: str | os.PathLike, scale: str | Scale = "default"
 
     Returns a dict of plain values (it goes into ``config.json``).
     """
-    from graphs.dataset import METRICS
+    from graphs.dataset import INPUT_METRICS as METRICS
     from graphs.io import read_vectors
 
     sc = get_scale(scale)
@@ -227,6 +227,7 @@ def _user_dataset(plan: dict):
     import numpy as np
 
     from graphs import Dataset
+    from graphs.dataset import apply_metric
     from graphs.io import read_vectors
 
     key = (tuple(sorted(plan.items())), _file_id(plan["dataset"]), _file_id(plan["queries"]))
@@ -244,7 +245,10 @@ def _user_dataset(plan: dict):
         available = total
     if n < available:
         name += f"[:{n}]"
-    ds = Dataset(name=name, base=read_vectors(p, n=n), queries=q, metric=plan["metric"])
+    base, q, metric = apply_metric(read_vectors(p, n=n), q, plan["metric"], str(p))
+    if metric != plan["metric"]:
+        name += f"-{plan['metric']}"
+    ds = Dataset(name=name, base=base, queries=q, metric=metric)
     _PREPARED.clear()  # one user dataset per run; do not hold on to older ones
     _PREPARED[key] = ds
     return ds
@@ -295,8 +299,9 @@ def workload(family: str, scale: str | Scale = "default", *, num_probes: int | N
     dataset, queries, groundtruth : path, optional
         The user's own files (fbin/u8bin/i8bin/fvecs/bvecs; ground truth ivecs or big-ann). The
         base is cut to the scale's size (:func:`user_dataset_plan` says exactly what is used).
-    metric : {"l2", "ip"}
-        Distance of the user's dataset (the synthetic families have their own).
+    metric : {"l2", "ip", "cosine", "angular"}
+        Distance of the user's dataset (the synthetic families have their own); cosine
+        (angular) scales the vectors to unit length and searches by inner product.
     graph : {"hnsw", "vamana", "vamana-paper"}, optional
         Graph kind of the clusters (default :data:`GRAPH`), with its default parameters.
     cand_list_len : int, optional

@@ -9,6 +9,8 @@ from pathlib import Path
 #: graphs.index.GRAPH_KINDS, written out so that the command line starts without importing numpy
 #: (tests/test_graphs_vamana.py checks they are the same)
 GRAPH_KINDS = ("hnsw", "vamana", "vamana-paper")
+#: graphs.dataset.INPUT_METRICS, written out for the same reason (tests/test_graphs_io.py)
+INPUT_METRICS = ("l2", "ip", "cosine", "angular")
 
 _DEFAULTS = dict(num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef_construction=100, seed=0,
                  graph="hnsw", R=64, L=100, alpha=1.2)
@@ -30,7 +32,9 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--groundtruth", type=Path,
                    help="ground truth (.ivecs, .ibin or big-ann binary); without it, trace computes "
                         "the exact top-k of --queries once and caches it (--no-groundtruth: skip)")
-    g.add_argument("--metric", choices=("l2", "ip"), default="l2", help="metric of --base files (default l2)")
+    g.add_argument("--metric", choices=INPUT_METRICS, default="l2",
+                   help="metric of --base files (default l2; cosine or angular: the vectors "
+                        "scaled to unit length, searched by inner product)")
     p.add_argument("--seed", type=int, default=_DEFAULTS["seed"], help="seed of the synthetic data, k-means and graphs")
     p.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default $COSMOS_CACHE or ~/.cache/cosmos)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (as on the other commands)")

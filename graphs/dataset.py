@@ -13,9 +13,16 @@ from cosmos_common import UserError
 
 from .io import check_finite, check_groundtruth_ids, read_groundtruth, read_vectors
 
-__all__ = ["Dataset", "METRICS", "load_dataset", "real_dataset"]
+__all__ = ["Dataset", "METRICS", "INPUT_METRICS", "load_dataset", "real_dataset", "unit_rows",
+           "apply_metric"]
 
+#: metrics of a :class:`Dataset` (every index, search and ground truth computes these two)
 METRICS = ("l2", "ip")
+#: metrics of the user's files: ``cosine`` (``angular``: ann-benchmarks' name) is the inner
+#: product of the vectors scaled to unit length, as faiss does it (normalize, then
+#: METRIC_INNER_PRODUCT): :func:`apply_metric`
+INPUT_METRICS = ("l2", "ip", "cosine", "angular")
+_COSINE = ("cosine", "angular")
 _DTYPES = ("uint8", "int8", "float32")
 
 
@@ -143,6 +150,31 @@ def _check_vector_file(path, x: np.ndarray, what: str) -> None:
         raise UserError(f"{path}: holds no vectors; {what} need at least one")
 
 
+def unit_rows(x: np.ndarray, what: str) -> np.ndarray:
+    """``x`` as float32 rows of unit Euclidean length (a zero row has no direction:
+    UserError naming ``what`` and the row)."""
+    x = np.asarray(x, dtype=np.float32)
+    norm = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
+    zero = np.flatnonzero(norm == 0)
+    if zero.size:
+        raise UserError(f"{what}: row {int(zero[0])} is a zero vector, which has no direction "
+                        "for the cosine metric")
+    return (x / norm[:, None]).astype(np.float32)
+
+
+def apply_metric(base: np.ndarray, queries: np.ndarray | None, metric: str, what: str):
+    """``(base, queries, dataset metric)`` for an input ``metric`` of :data:`INPUT_METRICS`:
+    ``cosine``/``angular`` scale every vector to unit length (float32) and search by inner
+    product, which then orders neighbours as cosine similarity does; ``l2``/``ip`` leave the
+    vectors as they are."""
+    if metric not in INPUT_METRICS:
+        raise UserError(f"{what}: metric {metric!r} unknown; expected one of {INPUT_METRICS}")
+    if metric not in _COSINE:
+        return base, queries, metric
+    q = None if queries is None else unit_rows(queries, f"{what} (queries)")
+    return unit_rows(base, what), q, "ip"
+
+
 def load_dataset(
     base: str | os.PathLike,
     queries: str | os.PathLike | None = None,
@@ -155,7 +187,9 @@ def load_dataset(
 
     ``n`` reads only the first n base vectors (memory-mapped). If the base is cut and a ground
     truth file is given, the ground truth would refer to vectors that are not there, so it is
-    recomputed exactly instead (with a note in the name).
+    recomputed exactly instead (with a note in the name). ``metric`` is one of
+    :data:`INPUT_METRICS`; ``cosine`` loads the vectors scaled to unit length, searched by inner
+    product (:func:`apply_metric`; the name ends in ``-cosine``).
     """
     b = read_vectors(base, n=n)
     _check_vector_file(base, b, "base vectors")
@@ -166,6 +200,9 @@ def load_dataset(
         check_finite(q, str(queries))
     if q is not None and q.shape[1] != b.shape[1]:
         raise UserError(f"{queries}: queries have dimension {q.shape[1]} but {base} has dimension {b.shape[1]}")
+    if metric in _COSINE:
+        name = (name or Path(base).stem + (f"[:{n}]" if n is not None else "")) + "-cosine"
+    b, q, metric = apply_metric(b, q, metric, str(base))
     gt = None
     if groundtruth is not None:
         if q is None:

@@ -228,3 +228,35 @@ def test_npz_members_stored_uncompressed_are_mapped_read_only(tmp_path):
     with np.load(bad) as z:
         with pytest.raises(UserError, match=r"bad.npz: key 'u8' cannot be read"):
             npz_array(z, "u8", bad, mmap=True)
+
+
+def test_cosine_is_inner_product_on_unit_vectors(tmp_path, capsys):
+    """--metric cosine (or angular) scales the user's vectors to unit length and searches by
+    inner product: its exact neighbours are those of cosine similarity, the trace says ip,
+    a zero vector is one line, and the command line's list is graphs.dataset's."""
+    from graphs import cli as gcli
+    from graphs.dataset import INPUT_METRICS, load_dataset
+    from graphs.groundtruth import exact_knn
+
+    assert gcli.INPUT_METRICS == INPUT_METRICS
+    rng = np.random.default_rng(0)
+    base = (rng.random((300, 8)) * [1, 1, 1, 1, 9, 9, 9, 9]).astype(np.float32)
+    q = rng.random((7, 8)).astype(np.float32)
+    write_vectors(tmp_path / "b.fbin", base, "fbin")
+    write_vectors(tmp_path / "q.fbin", q, "fbin")
+    for name in ("cosine", "angular"):
+        ds = load_dataset(tmp_path / "b.fbin", tmp_path / "q.fbin", metric=name)
+        assert ds.metric == "ip" and ds.name.endswith("-cosine")
+        np.testing.assert_allclose(np.linalg.norm(ds.base, axis=1), 1, rtol=1e-6)
+        cos = (q @ base.T) / np.linalg.norm(q, axis=1)[:, None] / np.linalg.norm(base, axis=1)
+        want = np.argsort(-cos, axis=1, kind="stable")[:, :5]
+        np.testing.assert_array_equal(exact_knn(ds.base, ds.queries, 5, "ip")[0], want)
+    zero = base.copy()
+    zero[3] = 0
+    write_vectors(tmp_path / "z.fbin", zero, "fbin")
+    from cosmos.cli import main
+
+    rc = main(["graphs", "build", "--base", str(tmp_path / "z.fbin"), "--metric", "cosine",
+               "--num-clusters", "1", "--cache-dir", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "row 3 is a zero vector" in err and len(err.strip().splitlines()) == 1
