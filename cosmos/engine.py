@@ -11,14 +11,17 @@ Model (docs/system_model.md has the full story):
 - *Tasks* wait in their pool's FIFO for a free *execution context* (host core, GPC context of
   a device, or the host's I/O agent); a context runs its task's steps one after another.
 - A MEM step issues its 64-byte requests as long as fewer than its class's ``cls_mlp`` are in
-  flight. A request spends ``cls_lat`` cycles on chip, crosses the CXL link(s) if ``cls_link``,
-  reaches its channel's FIFO (it is put there when issued, with its arrival cycle, in (arrival
+  flight. A request spends ``cls_lat`` cycles on chip, crosses its route's segments
+  (``cls_route``: the host's port into the switch, the switch, the device's link; none for a
+  unit next to the memory), reaches its channel's FIFO (it is put there when issued, with its arrival cycle, in (arrival
   cycle, id) order), waits there until the DRAM controller accepts it (``dram.kernel.offer``),
   completes in the DRAM model, and its data travels back the same way. So a request enters the DRAM
   only when its step has started, i.e. when the step it depends on has completed.
 - Links are FIFO servers per direction: the host's upstream port into the switch (shared by
   all devices) and one link per device. A transfer of ``b`` wire bytes occupies the port for
-  ``b / bandwidth`` cycles after it is free; then the latency is added.
+  ``b / bandwidth`` cycles after it is free; then the latency is added (the switch's after
+  the host port, the link's after the device link). A route crosses any of the three
+  (``_link_send``): the engine knows segments, not the places units sit.
 
 All kernels run without numba's reference counting (``_nrt=False``: they allocate nothing),
 so passing the program and state tuples between them costs no reference counting. A call
@@ -103,7 +106,7 @@ from dram import kernel as dk
 from dram.kernel import _u
 
 from cosmos.program import (MAX_CYCLES, STEP_MEM, STEP_XFER, STEP_COMPUTE, OBJ_READS,
-                            OBJ_VECTOR, Program)
+                            OBJ_VECTOR, SEG_DEVICE_LINK, SEG_HOST_PORT, SEG_SWITCH, Program)
 import cosmos.program as _program
 import dram.config as _dram_config
 from dram.jitcache import drop_stale
@@ -128,6 +131,7 @@ INF = dk.INF
 # float config slots
 CF_UP_BPC, CF_DEV_BPC, CF_REQ_WIRE, CF_DATA_WIRE = range(4)
 # int config slots
+# (CI_SWITCH: whether a switch is configured; the routes carry it, cosmos.units.route)
 CI_SWITCH, CI_SW_LAT, CI_LINK_LAT, CI_NCH, CI_MAXINFL, CI_OPEN, CI_NDEV = range(7)
 # address mapping by shifts (every radix a power of two; else dram.kernel.map_address):
 # CI_SHIFTS = 1, then (shift, mask) of the line number for channel, rank, bank group, bank, row
@@ -151,8 +155,8 @@ RW = 8
 # requests in flight and in-flight limit, the current object (its index, l % R and l // R of
 # the object's line l in the class's numbering, its address and its lines). Then what the
 # step's requests read once per issue or response, copied from the step's class when the
-# step starts: R, rank and column stride, on-chip latency, route (dev << 2 | link << 1 |
-# rank-local), (float64, through the view ctx_cpu) the core's busy-until cycle and the
+# step starts: R, rank and column stride, on-chip latency, route (dev << 4 | segments << 1
+# | rank-local; segments: the SEG_* bits of cls_route), (float64, through the view ctx_cpu) the core's busy-until cycle and the
 # compute per line; and the step. The context stays on a MEM step until its last request
 # has returned, so a request in flight reads its step's parameters from its context's
 # record. (Requests completed = issued - in flight: not kept.)
@@ -377,16 +381,26 @@ def _serialize(st, row, direction, x, nbytes, bytes_per_cycle):
 
 
 @nb.njit(cache=True, _nrt=False)
-def _link_send(st, cf, ci, dev, direction, nbytes, t):
-    """Send ``nbytes`` wire bytes between host and device ``dev`` at cycle ``t``; return the
-    arrival cycle. direction 0 = host to device, 1 = device to host."""
+def _link_send(st, cf, ci, dev, direction, nbytes, t, route):
+    """Send ``nbytes`` wire bytes at cycle ``t`` over the segments of ``route`` (bits
+    ``SEG_*``: the host's port into the switch, the switch, device ``dev``'s link); return
+    the arrival cycle. direction 0 = outwards (host -> switch -> device), 1 = inwards. The
+    host port is queued, then the switch's latency added; the device link is queued, then
+    its latency added."""
     D = ci[CI_NDEV]
     x = float(t)
-    if direction == 0 and ci[CI_SWITCH] != 0:
-        x = _serialize(st, D, direction, x, nbytes, cf[CF_UP_BPC]) + ci[CI_SW_LAT]
-    x = _serialize(st, dev, direction, x, nbytes, cf[CF_DEV_BPC]) + ci[CI_LINK_LAT]
-    if direction == 1 and ci[CI_SWITCH] != 0:
-        x = _serialize(st, D, direction, x, nbytes, cf[CF_UP_BPC]) + ci[CI_SW_LAT]
+    if direction == 0:
+        if route & SEG_HOST_PORT:
+            x = _serialize(st, D, direction, x, nbytes, cf[CF_UP_BPC])
+        if route & SEG_SWITCH:
+            x = x + ci[CI_SW_LAT]
+    if route & SEG_DEVICE_LINK:
+        x = _serialize(st, dev, direction, x, nbytes, cf[CF_DEV_BPC]) + ci[CI_LINK_LAT]
+    if direction == 1:
+        if route & SEG_HOST_PORT:
+            x = _serialize(st, D, direction, x, nbytes, cf[CF_UP_BPC])
+        if route & SEG_SWITCH:
+            x = x + ci[CI_SW_LAT]
     arr = _cycle_at(x)
     if arr > MAX_CYCLES:
         _past_clock(st, arr)
@@ -447,8 +461,8 @@ def _issue(pg, st, cf, ci, params, ctx, t):
     cstep = st.ctx_rec[_cx(ctx, CX_CSTEP)]
     lat = st.ctx_rec[_cx(ctx, CX_LAT)]
     route = st.ctx_rec[_cx(ctx, CX_ROUTE)]
-    link = (route >> 1) & 1
-    dev = route >> 2
+    segs = (route >> 1) & 7
+    dev = route >> 4
     while st.ctx_rec[_cx(ctx, CX_TODO)] > 0 and st.ctx_rec[_cx(ctx, CX_OUT)] < mlp:
         todo = st.ctx_rec[_cx(ctx, CX_TODO)] - 1
         lr = st.ctx_rec[_cx(ctx, CX_LRANK)]
@@ -474,8 +488,8 @@ def _issue(pg, st, cf, ci, params, ctx, t):
         st.req_rec[_rq(req, RQ_CTX)] = ctx
         st.req_rec[_rq(req, RQ_ADDR)] = addr
         t1 = t + lat
-        if link != 0:
-            t1 = _link_send(st, cf, ci, dev, np.int64(0), cf[CF_REQ_WIRE], t1)
+        if segs != 0:
+            t1 = _link_send(st, cf, ci, dev, np.int64(0), cf[CF_REQ_WIRE], t1, segs)
         _enqueue(st, ci, params, req, dev, t1)
         st.ctx_rec[_cx(ctx, CX_TODO)] = todo
         st.ctx_rec[_cx(ctx, CX_OUT)] += 1
@@ -509,7 +523,7 @@ def _start_step(pg, st, cf, ci, params, ctx, t):
         st.ctx_rec[_cx(ctx, CX_RSTEP)] = pg.cls_rank_step[_u(c)]
         st.ctx_rec[_cx(ctx, CX_CSTEP)] = pg.cls_col_step[_u(c)]
         st.ctx_rec[_cx(ctx, CX_LAT)] = pg.cls_lat[_u(c)]
-        st.ctx_rec[_cx(ctx, CX_ROUTE)] = ((pg.cls_dev[_u(c)] << 2) | (pg.cls_link[_u(c)] << 1)
+        st.ctx_rec[_cx(ctx, CX_ROUTE)] = ((pg.cls_dev[_u(c)] << 4) | (pg.cls_route[_u(c)] << 1)
                                           | pg.cls_rank_local[_u(c)])
         st.ctx_cpu[_cx(ctx, CX_LINE)] = pg.cls_compute_line[_u(c)]
         if st.ctx_cpu[_cx(ctx, CX_CPU)] < t:
@@ -517,7 +531,7 @@ def _start_step(pg, st, cf, ci, params, ctx, t):
         _issue(pg, st, cf, ci, params, ctx, t)
     elif kind == STEP_XFER:
         arr = _link_send(st, cf, ci, pg.cls_dev[_u(c)], pg.cls_link[_u(c)],
-                         pg.step_wire_bytes[_u(s)], t)
+                         pg.step_wire_bytes[_u(s)], t, pg.cls_route[_u(c)])
         _event(st, arr + pg.step_compute_after[_u(s)], EV_STEP, ctx)
     else:
         _event(st, t + pg.step_compute_after[_u(s)], EV_STEP, ctx)
@@ -654,13 +668,14 @@ def _deliver(pg, st, cf, ci, clk):
         st.scal[SC_DLEN] -= 1
         ctx = st.req_rec[_rq(req, RQ_CTX)]
         route = st.ctx_rec[_cx(ctx, CX_ROUTE)]
-        inst = route >> 2
+        inst = route >> 4
         st.inst_reqs[_u(inst)] += 1
         st.scal[SC_REQS_DONE] += 1
         if route & 1 != 0:
             st.inst_local[_u(inst)] += 1
-        if route & 2 != 0:
-            c = _link_send(st, cf, ci, inst, np.int64(1), cf[CF_DATA_WIRE], c)
+        if route & 14 != 0:
+            c = _link_send(st, cf, ci, inst, np.int64(1), cf[CF_DATA_WIRE], c,
+                           (route >> 1) & 7)
         _respond(st, ci, c + st.ctx_rec[_cx(ctx, CX_LAT)], req)
 
 

@@ -1,4 +1,4 @@
-"""The paper's six systems (Fig. 4 of the Cosmos paper) and three more, as named
+"""The paper's six systems (Fig. 4 of the Cosmos paper) and four more, as named
 :class:`SystemConfig` instances.
 
 All share the same hardware defaults (cosmos.config); they differ only in their execution
@@ -22,6 +22,9 @@ x what computes the distances) and CXL-ANNS's graph cache:
   accelerator reading whole vectors (no rank PUs); adjacency-aware placement as Cosmos.
 - ``cxl-anns-rankpu``: CXL-ANNS's host traversal, distances on the rank-level PUs;
   round-robin placement as CXL-ANNS.
+- ``cxl-anns-switch``: CXL-ANNS's host traversal, distances on a distance accelerator in
+  the CXL switch (BEACON's placement, MICRO 2022): vectors cross the device links but not
+  the host's port; round-robin placement as CXL-ANNS.
 
 The scan systems (``SCAN_PRESETS``, replaying the IVF-PQ and exact-scan traces of
 graphs.ivfpq): ``ivfpq-host``, ``ivfpq-pnm``, ``exact-host``, ``exact-pnm``.
@@ -56,6 +59,8 @@ PRESETS: dict[str, SystemConfig] = {
                                  placement="adjacency", rank_pu=_NO_RANK),
     "cxl-anns-rankpu": SystemConfig(name="cxl-anns-rankpu", kind="cxl-anns-rankpu",
                                     placement="round_robin"),
+    "cxl-anns-switch": SystemConfig(name="cxl-anns-switch", kind="cxl-anns-switch",
+                                    placement="round_robin", rank_pu=_NO_RANK),
 }
 
 #: Scan systems (IVF-PQ and exact scan on the graph index's k-means lists): they replay the
@@ -93,6 +98,8 @@ DESCRIPTIONS: dict[str, str] = {
                       "graph_cache.capacity_bytes)",
     "cosmos-accel": "full offload to GPCs, distances on a device accelerator (no rank PUs)",
     "cxl-anns-rankpu": "host traversal as CXL-ANNS, distances on rank-level PUs",
+    "cxl-anns-switch": "host traversal as CXL-ANNS, distances on an accelerator in the CXL "
+                       "switch (vectors cross the device links, not the host's port)",
     "ivfpq-host": "IVF-PQ scan on the host, codes and re-rank vectors over the CXL link "
                   "(scan traces)",
     "ivfpq-pnm": "IVF-PQ near memory (ChamVS-style decoding units per device), host merges "

@@ -16,12 +16,15 @@ A *program* is flat integer/float arrays (built by one numba kernel, no Python p
 
   ``STEP_MEM``     read ``step_nreq`` 64-byte lines of the step's objects from memory
                    instance ``cls_dev``, at most ``cls_mlp`` in flight; each request spends
-                   ``cls_lat`` cycles on chip each way, crosses the CXL link both ways when
-                   ``cls_link == 1``, and is rank-local when ``cls_rank_local == 1``; each
+                   ``cls_lat`` cycles on chip each way, crosses the route's segments
+                   (``cls_route``: host port, switch, device link, cosmos.units.SEGMENTS;
+                   ``cls_link == 1`` when it crosses any) outwards and its data back, and
+                   is rank-local when ``cls_rank_local == 1``; each
                    returned line costs ``cls_compute_line`` cycles of the context's core
                    (overlapped with the other lines in flight), then ``step_compute_after``.
-  ``STEP_XFER``    a message of ``step_wire_bytes`` over the link of device ``cls_dev`` in
-                   direction ``cls_link`` (0 = host to device, 1 = device to host); the step
+  ``STEP_XFER``    a message of ``step_wire_bytes`` over the segments ``cls_route``
+                   between the host and device ``cls_dev`` (or the switch) in direction
+                   ``cls_link`` (0 = from the host, 1 = to the host); the step
                    completes when it arrives, then ``step_compute_after``.
   ``STEP_COMPUTE`` ``step_compute_after`` cycles on the context's core.
 
@@ -62,7 +65,7 @@ import cosmos.systems as _systems
 from cosmos.layout import LINE_BYTES, Layout
 from cosmos.systems import (CATEGORIES, COUNTS, MAX_MESSAGE_BYTES, PLACES, Costs, Read, Send,
                             model_for)
-from cosmos.units import unit
+from cosmos.units import SEGMENT_BIT, route_mask, unit
 from cosmos_common import UserError
 from dram.jitcache import drop_stale
 from graphs.ivfpq import PQ_KSUB
@@ -82,12 +85,19 @@ CAT_TRAVERSAL, CAT_DISTANCE, CAT_CANDIDATE, CAT_TRANSFER, CAT_QUEUE = (
 
 
 OBJ_VECTOR, OBJ_ADJACENCY, OBJ_READS, OBJ_RANGE = 0, 1, 2, 3
+# the bits of a route's segments (cls_route; cosmos.units.SEGMENT_BIT, checked here: the
+# engine compiles these in)
+SEG_HOST_PORT, SEG_SWITCH, SEG_DEVICE_LINK = 1, 2, 4
+if (SEG_HOST_PORT, SEG_SWITCH, SEG_DEVICE_LINK) != tuple(
+        SEGMENT_BIT[s] for s in ("host-port", "switch", "device-link")):
+    raise ImportError("cosmos.program: SEG_* are not cosmos.units.SEGMENT_BIT")
 
 # class table rows (cls_* fields, int64 except cls_compute_line)
 _CLS_INT = ("cls_kind", "cls_cat", "cls_dev", "cls_link", "cls_rank_local", "cls_mlp",
-            "cls_lat", "cls_R", "cls_rank_step", "cls_col_step", "cls_obj_src", "cls_obj_lines")
+            "cls_lat", "cls_R", "cls_rank_step", "cls_col_step", "cls_obj_src", "cls_obj_lines",
+            "cls_route")
 (K_KIND, K_CAT, K_DEV, K_LINK, K_RANK_LOCAL, K_MLP, K_LAT, K_R, K_RSTEP, K_CSTEP, K_SRC,
- K_OLINES) = range(len(_CLS_INT))
+ K_OLINES, K_ROUTE) = range(len(_CLS_INT))
 N_CLS_INT = len(_CLS_INT)
 
 
@@ -119,6 +129,7 @@ class Program(NamedTuple):
     cls_col_step: np.ndarray     # (K,) int64
     cls_obj_src: np.ndarray      # (K,) int64 OBJ_*
     cls_obj_lines: np.ndarray    # (K,) int64 lines per object of OBJ_READS (0 otherwise)
+    cls_route: np.ndarray        # (K,) int64 segments crossed (cosmos.units.SEGMENT_BIT)
     cls_compute_line: np.ndarray  # (K,) float64
     read_node: np.ndarray        # (R,) int32 (or int64) the trace's
     vector_addr: np.ndarray      # (N,) uint64 the layout's
@@ -270,8 +281,8 @@ def _adjacency_lines(degree, node_lines_max):
 # its row and its memory instance / link: every other class field is the same for all the
 # steps of one row on one device.
 (R_OP, R_CAT, R_DEV, R_LINK, R_RANK_LOCAL, R_MLP, R_LAT, R_SRC, R_COUNT, R_PAY_FIXED,
- R_PAY_PER, R_ALT) = range(12)
-N_R = 12
+ R_PAY_PER, R_ALT, R_ROUTE) = range(13)
+N_R = 13
 F_CLINE, F_C0, F_C1 = range(3)
 N_F = 3
 DEV_SEARCH = -2     # R_DEV: the device of the cluster search (else a fixed instance, -1 none)
@@ -339,6 +350,7 @@ def _emit(sa, ca, si, tab, row, d, node, r0, cnt, vec, tg):
         ct[K_CAT, c] = rt[R_CAT, row]
         ct[K_DEV, c] = dev
         ct[K_LINK, c] = rt[R_LINK, row]
+        ct[K_ROUTE, c] = rt[R_ROUTE, row]
         ct[K_RANK_LOCAL, c] = rt[R_RANK_LOCAL, row]
         ct[K_MLP, c] = rt[R_MLP, row]
         ct[K_LAT, c] = rt[R_LAT, row]
@@ -600,14 +612,15 @@ def _check_messages(model, pp: np.ndarray, count_max: np.ndarray, vector_bytes: 
 
 
 def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_devices: int,
-              code_bytes: int = 0):
+              code_bytes: int = 0, switch: bool = True):
     """The step table of ``model`` (a validated cosmos.systems.SystemModel) with ``costs``:
     ``(rt, rf, pp)``: int rows ``(N_R, rows)``, float rows ``(N_F, rows)`` and the place
     pointers ``(N_PLACES + 1,)`` (a row's cached variant is appended after all places).
     ``code_bytes``: bytes per item of a scan's list reads (a PQ code, or a full vector);
     their per-item cost is charged per 64-byte line returned, ``64 / code_bytes`` items
     each (a list's last, partly filled line costs a whole line, as a pipeline taking one
-    line per cycle spends it)."""
+    line per cycle spends it). ``switch``: the devices sit behind a CXL switch (each row's
+    route, cosmos.units.route)."""
     count_code = {name: i for i, name in enumerate(COUNTS)}
     cv = costs._asdict()
     ints, floats, pp, alts = [], [], [0], []
@@ -638,8 +651,9 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
             else:
                 r[R_DEV] = DEV_SEARCH
             u = unit(st.unit)       # its in-flight limit and latency are Costs fields
-            r[R_LINK] = int(u.reads_over_cxl and st.memory == "index"
-                            and model.index_memory == "devices")
+            segments = model.route(st, switch)
+            r[R_LINK] = int(len(segments) > 0)
+            r[R_ROUTE] = route_mask(segments)
             r[R_RANK_LOCAL] = int(st.rank_pus)
             r[R_MLP], r[R_LAT] = cv[u.inflight], cv[u.latency]
             if st.per_vector is not None:
@@ -652,6 +666,7 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
             r[R_OP] = STEP_XFER
             r[R_DEV] = DEV_SEARCH
             r[R_LINK] = 0 if st.direction == "down" else 1
+            r[R_ROUTE] = route_mask(model.route(st, switch))
             r[R_COUNT] = count_code[st.count]
             r[R_PAY_FIXED] = check_message(model, where, st, vector_bytes)  # its fixed part
             r[R_PAY_PER] = st.per_item_bytes
@@ -730,7 +745,8 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     if model.rank_pus and layout.rank_parts < 1:
         raise ValueError("rank-level PUs need a rank-partitioned layout")
     code_bytes = int(meta.get("code_bytes", 0)) if family != "graph" else 0
-    rt, rf, pp = step_rows(model, c, layout.vector_lines, vector_bytes, D, code_bytes)
+    rt, rf, pp = step_rows(model, c, layout.vector_lines, vector_bytes, D, code_bytes,
+                           switch=bool(cfg.switch.present))
     node_addr = layout.node_addr
     read_node = trace.read_node
     z64 = np.zeros(0, np.int64)

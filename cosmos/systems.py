@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Union
 
 from cosmos.config import SystemConfig
-from cosmos.units import reading_units, unit
+from cosmos.units import reading_units, route, unit
 from cosmos_common import UserError
 
 MEMORIES = ("index", "host-cache")
@@ -78,6 +78,8 @@ COUNTS = ("one", "degree", "reads", "inserts", "probes-x-k", "rank-parts",
 TRAVERSALS = ("host", "gpc")
 INDEX_MEMORIES = ("devices", "host")
 DIRECTIONS = ("down", "up")
+#: the far end of a message from the host: the search's device, or a unit in the CXL switch
+SEND_ENDS = ("device", "switch")
 #: The largest message a Send may declare and the engine carries, in bytes (2**40 = 1 TiB):
 #: payload = ``vectors`` x the trace's vector bytes + ``bytes`` + ``per_item_bytes`` x its
 #: count, each field checked here and the whole payload when the program is built
@@ -180,10 +182,12 @@ class Read:
 
 @dataclass(frozen=True)
 class Send:
-    """A message over the search device's link, ``"down"`` (host to device) or ``"up"``:
-    ``vectors`` query vectors + ``bytes`` + ``per_item_bytes`` x ``count`` bytes of payload,
-    sent as one header slot plus whole slots (cosmos.config.LinkConfig); at most
-    :data:`MAX_MESSAGE_BYTES` in all."""
+    """A message between the host and ``to`` (:data:`SEND_ENDS`: ``"device"``, the search's
+    device, or ``"switch"``, a unit in the CXL switch), ``"down"`` (from the host) or
+    ``"up"``: ``vectors`` query vectors + ``bytes`` + ``per_item_bytes`` x ``count`` bytes of
+    payload, sent as one header slot plus whole slots (cosmos.config.LinkConfig) over the
+    segments between the two (cosmos.units.route); at most :data:`MAX_MESSAGE_BYTES` in
+    all."""
 
     direction: str
     vectors: int = 0
@@ -191,6 +195,7 @@ class Send:
     per_item_bytes: int = 0
     count: str = "one"
     category: str = "transfer"
+    to: str = "device"
 
 
 @dataclass(frozen=True)
@@ -267,6 +272,33 @@ class SystemModel:
         (cosmos.units)."""
         used = {s.unit for _, _, s in self.steps() if isinstance(s, Read)}
         return tuple(n for n in reading_units() if n in used)
+
+    def memory_of(self, read: "Read") -> str:
+        """Where ``read``'s memory is (cosmos.units.MEMORY_LOCATIONS): ``"host"`` for the
+        host graph cache or an index in host DRAM, else ``"device"``."""
+        return "host" if read.memory == "host-cache" or self.index_in_host else "device"
+
+    def route(self, step, switch: bool) -> tuple:
+        """The segments (cosmos.units.SEGMENTS) a Read's requests or a Send's message cross,
+        from the unit or the host outwards, with or without a CXL switch (``switch``);
+        ValueError for a route the hardware does not have (:func:`cosmos.units.route`)."""
+        if isinstance(step, Read):
+            return route(unit(step.unit).location, self.memory_of(step), switch)
+        if isinstance(step, Send):
+            return route("host", step.to, switch)
+        return ()
+
+    def check_routes(self, switch: bool) -> "SystemModel":
+        """Every Read and Send has a route in a machine with (``switch``) or without a CXL
+        switch; UserError naming the model, the step and the field otherwise."""
+        for place, i, st in self.steps():
+            try:
+                self.route(st, switch)
+            except ValueError as exc:
+                field = "unit" if isinstance(st, Read) else "to"
+                raise UserError(f"system model {self.name!r}: {place}[{i}].{field}: "
+                                f"{exc}") from None
+        return self
 
     def contexts_fields(self) -> str:
         """The config fields that set how many requests can be in flight (for messages): the
@@ -411,6 +443,8 @@ class SystemModel:
                 if st.direction not in DIRECTIONS:
                     bad(f"{where}.direction", f"unknown {st.direction!r}; expected one of "
                                               f"{DIRECTIONS}")
+                if st.to not in SEND_ENDS:
+                    bad(f"{where}.to", f"unknown {st.to!r}; expected one of {SEND_ENDS}")
                 for f in ("vectors", "bytes", "per_item_bytes"):
                     v = getattr(st, f)
                     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -488,7 +522,7 @@ def model_for(cfg) -> SystemModel:
     if not isinstance(model, SystemModel):
         raise UserError(f"system.kind {kind!r}: its function returned "
                         f"{type(model).__name__}, expected a SystemModel")
-    return model.validate()
+    return model.validate().check_routes(bool(cfg.switch.present))
 
 
 # ------------------------------------------------------------------------------------------
@@ -511,10 +545,13 @@ def _host_search(name, description, index_memory, cache=False):
         merge=(Compute("candidate", (Cost("host_merge", "probes-x-k"),)),))
 
 
-def _host_traversal_device_distances(name, description, rank_pus, cache=False):
+def _host_traversal_device_distances(name, description, rank_pus, cache=False,
+                                     unit="accelerator", to="device"):
     """CXL-ANNS's split: the host traverses (adjacency over the link); the device computes
     distances next to its DRAM and returns only distances; fine-grained scheduling keeps only
-    select-next on the critical path (inserts deferred)."""
+    select-next on the critical path (inserts deferred). ``unit`` / ``to``: the distance unit
+    and where the host's messages go (``"switch-accelerator"`` / ``"switch"``: the unit in
+    the CXL switch, whose vector reads cross the device links but not the host's port)."""
     if rank_pus:
         # rank PUs read the segments rank-locally; the partial distances are added on the
         # device (gpc.partial_sum_cycles each, as Cosmos's GPC does) after the PU pipeline
@@ -527,15 +564,13 @@ def _host_traversal_device_distances(name, description, rank_pus, cache=False):
         adj = dataclasses.replace(adj, cached=dataclasses.replace(adj, memory="host-cache"))
     return SystemModel(
         name=name, description=description, traversal="host",
-        entry=(Send("down", vectors=1, bytes=4, category="transfer"),     # query + entry id
-               Read("entry-vector", "accelerator", "distance", rank_pus=rank_pus,
-                    after=entry_after),
-               Send("up", bytes=4)),                                       # its distance
+        entry=(Send("down", vectors=1, bytes=4, to=to),                     # query + entry id
+               Read("entry-vector", unit, "distance", rank_pus=rank_pus, after=entry_after),
+               Send("up", bytes=4, to=to)),                                 # its distance
         adjacency=(adj,),
-        vectors=(Send("down", per_item_bytes=4, count="reads"),            # the ids
-                 Read("hop-vectors", "accelerator", "distance", rank_pus=rank_pus,
-                      after=vec_after),
-                 Send("up", per_item_bytes=4, count="reads")),             # the distances
+        vectors=(Send("down", per_item_bytes=4, count="reads", to=to),     # the ids
+                 Read("hop-vectors", unit, "distance", rank_pus=rank_pus, after=vec_after),
+                 Send("up", per_item_bytes=4, count="reads", to=to)),      # the distances
         candidates=(Compute("candidate", (Cost("host_select"),)),),
         merge=(Compute("candidate", (Cost("host_merge", "probes-x-k"),)),))
 
@@ -601,6 +636,12 @@ def _cxl_anns_rankpu(cfg):
                         "on the rank-level PUs; set it to true (or use kind cxl-anns)")
     return _host_traversal_device_distances("cxl-anns-rankpu", describe("cxl-anns-rankpu"),
                                             rank_pus=True)
+
+
+register_system(_host_traversal_device_distances(
+    "cxl-anns-switch", "host traversal as in CXL-ANNS, distances on a distance accelerator "
+    "in the CXL switch (BEACON-style placement): ids and distances cross the host's port, "
+    "vectors only the device links", rank_pus=False, unit="switch-accelerator", to="switch"))
 
 
 # ------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ program builder and the energy model ask this registry; none of them branches on
 name.
 
 Locations, from the host outwards: ``"host"`` (the host CPU; its reads of a device cross
-the CXL path: upstream port, switch, device link), ``"switch"`` (in the CXL switch),
+the CXL path: upstream port, switch, device link), ``"switch"`` (in the CXL switch: its
+reads cross the switch and the device link),
 ``"device"`` (a CXL device's controller: its GPC cores, distance accelerator, scan units;
 reads of its own DRAM cross no link), ``"dimm-buffer"`` (a DIMM's buffer chip), ``"rank"``
 (next to each DRAM rank).
@@ -64,12 +65,6 @@ class Unit:
     role: str = ""
     driven_from: tuple = ()
 
-    @property
-    def reads_over_cxl(self) -> bool:
-        """Its reads of the index on the devices cross the CXL path (host port, switch,
-        device link) both ways: a unit on the host's side of the devices."""
-        return self.location == "host"
-
 
 #: name -> :class:`Unit`, in registration order
 UNITS: dict[str, Unit] = {}
@@ -101,6 +96,53 @@ def unit(name: str) -> Unit:
     return UNITS[name]
 
 
+# ------------------------------------------------------------------------------------------
+# Routes: the segments between a place and a memory, computed from the two locations.
+# ------------------------------------------------------------------------------------------
+
+#: The segments a request or a message can cross, from the host outwards, and their bits in
+#: a route mask (the engine's ``cls_route``): the host's port into the switch (queued at
+#: ``switch.upstream_bandwidth_GBps``, shared by all devices), the switch itself
+#: (``switch.latency_ns``) and the device's link (queued at ``link.bandwidth_GBps``, then
+#: ``link.latency_ns``). A request crosses them outwards, its data inwards.
+SEGMENTS = ("host-port", "switch", "device-link")
+SEGMENT_BIT = {name: 1 << i for i, name in enumerate(SEGMENTS)}
+#: where a memory can be: the index's devices (a device's DRAM) or the host's DRAM
+MEMORY_LOCATIONS = ("device", "host")
+
+
+def route(location: str, memory: str, switch: bool) -> tuple:
+    """The segments between a unit at ``location`` (:data:`LOCATIONS`) and a memory at
+    ``memory`` (:data:`MEMORY_LOCATIONS`; ``"switch"`` too, for a message to a unit in the
+    switch), in order from the unit, with ``switch`` true when the devices sit behind a CXL
+    switch. A device-side unit (device controller, DIMM buffer, rank) reads its own device's
+    DRAM; ValueError naming both ends for a route the hardware does not have (a device-side
+    unit reading host DRAM or another place, anything in a switch that is not configured)."""
+    if location not in LOCATIONS:
+        raise ValueError(f"unknown location {location!r}; expected one of {LOCATIONS}")
+    if (location == "switch" or memory == "switch") and not switch:
+        raise ValueError("no CXL switch is configured (switch.present = false): nothing "
+                         "sits in it or is sent to it")
+    if location == "host":
+        if memory == "host":
+            return ()
+        if memory == "switch":
+            return ("host-port", "switch")
+        if memory == "device":
+            return ("host-port", "switch", "device-link") if switch else ("device-link",)
+    elif location == "switch":
+        if memory == "device":
+            return ("switch", "device-link")
+    elif memory == "device":
+        return ()       # a device-side unit reads the DRAM of its own device
+    raise ValueError(f"a unit in the {location} cannot reach {memory} memory")
+
+
+def route_mask(segments: tuple) -> int:
+    """The bits of ``segments`` (:data:`SEGMENT_BIT`)."""
+    return sum(SEGMENT_BIT[s] for s in segments)
+
+
 def reading_units() -> tuple:
     """Names of the units a ``Read`` may name (those with an in-flight limit of their own)."""
     return tuple(n for n, u in UNITS.items() if u.inflight is not None)
@@ -130,3 +172,14 @@ register_unit(Unit(
     energy="per-line", role="streams lists and re-rank vectors"))
 register_unit(Unit(
     "rank-pu", "rank", "rank-level PU", energy="per-burst", driven_from=("device",)))
+# A distance unit in the CXL switch (BEACON, Huangfu et al., MICRO 2022, puts near-data
+# accelerators in the CXL switch of a memory pool). Its figures are estimates: it is the
+# CXL-ANNS device accelerator's datapath (cxl_anns.accel_outstanding lines in flight,
+# cxl_anns.accel_latency_ns after the last line) placed in the switch, with the device
+# controller's on-chip latency (device.onchip_latency_ns) between it and the switch's ports;
+# no figure of BEACON's is used. Its reads cross the switch and the device link, not the
+# host's port (cosmos.units.route).
+register_unit(Unit(
+    "switch-accelerator", "switch", "switch distance accelerator", serves=("host",),
+    inflight="accel_mlp", latency="dev_lat", inflight_fields="cxl_anns.accel_outstanding",
+    energy="per-line"))

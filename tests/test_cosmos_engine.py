@@ -140,6 +140,36 @@ def hand_latency(cfg):
             t += math.ceil(hc(h.select_cycles))                           # select (insert deferred)
         t += math.ceil(1 * k * hc(h.merge_cycles_per_result))             # merge top-k
         return t
+    if cfg.kind == "cxl-anns-switch":
+        # CXL-ANNS's host traversal, the distances on an accelerator in the CXL switch: the
+        # host's messages go to the switch (host port queued, then the switch's latency), the
+        # accelerator's reads cross the switch and the device link, never the host's port
+        h = cfg.host
+        hl, dl = ns_to_cycles(h.onchip_latency_ns), ns_to_cycles(cfg.device.onchip_latency_ns)
+        req, data, slot = (L.wire_bytes(L.request_slots), L.wire_bytes(L.data_slots),
+                           L.wire_bytes(1))
+        up_bpc = bytes_per_cycle(cfg.switch.upstream_bandwidth_GBps)
+        dev_bpc = bytes_per_cycle(L.bandwidth_GBps)
+        sw, ln = ns_to_cycles(cfg.switch.latency_ns), ns_to_cycles(L.latency_ns)
+        acc = ns_to_cycles(cfg.cxl_anns.accel_latency_ns)
+
+        def to_switch(t, nbytes):   # host -> switch, or back: the host port, the switch
+            return math.ceil(t + nbytes / up_bpc + sw - 1e-9)
+
+        def dist(t):                # one 64-B vector read by the switch's accelerator
+            t = math.ceil(t + dl + sw + req / dev_bpc + ln - 1e-9)       # request to the device
+            t = math.ceil(t + dram + data / dev_bpc + ln + sw - 1e-9)    # its data to the switch
+            return t + dl + acc
+
+        t = to_switch(0, (1 + math.ceil((64 + 4) / 16)) * slot)          # query + entry id
+        t = to_switch(dist(t), (1 + math.ceil(4 / 16)) * slot)          # the entry's distance
+        t = up(down(t + hl, req) + dram, data) + hl                       # adjacency via link
+        t += math.ceil(16 * hc(h.visit_check_cycles))
+        t = to_switch(t, (1 + math.ceil(4 / 16)) * slot)                  # 1 neighbor id
+        t = to_switch(dist(t), (1 + math.ceil(4 / 16)) * slot)          # its distance back
+        t += math.ceil(hc(h.select_cycles))                               # select
+        t += math.ceil(1 * k * hc(h.merge_cycles_per_result))             # merge top-k
+        return t
     if cfg.kind == "host-cxl":
         h = cfg.host
         lat = ns_to_cycles(h.onchip_latency_ns)
@@ -189,7 +219,8 @@ def hand_latency(cfg):
 
 
 @pytest.mark.parametrize("name", ["base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos",
-                                  "cxl-anns-cache", "cosmos-accel", "cxl-anns-rankpu"])
+                                  "cxl-anns-cache", "cosmos-accel", "cxl-anns-rankpu",
+                                  "cxl-anns-switch"])
 def test_single_query_latency_equals_hand_sum(name):
     cfg = dataclasses.replace(get_preset(name), layout_spread=False)
     res = simulate(cfg, worked_trace(0 if name == "cxl-anns-cache" else 1), progress=False,

@@ -157,15 +157,17 @@ def test_the_unit_registry_answers_what_the_checks_the_builder_and_energy_ask():
     from cosmos.systems import Costs
     from cosmos.units import LOCATIONS, Unit, reading_units, register_unit, unit
 
-    assert reading_units() == ("host", "gpc", "accelerator", "scan-unit")
+    assert reading_units() == ("host", "gpc", "accelerator", "scan-unit", "switch-accelerator")
     for name in reading_units():
         u = unit(name)
         assert u.location in LOCATIONS and u.inflight in Costs._fields
         assert u.latency in Costs._fields
-    assert [n for n in reading_units() if unit(n).reads_over_cxl] == ["host"]
+    assert {n: unit(n).location for n in reading_units()} == {
+        "host": "host", "gpc": "device", "accelerator": "device", "scan-unit": "device",
+        "switch-accelerator": "switch"}
     assert unit("rank-pu").location == "rank" and unit("rank-pu").driven_from == ("device",)
     assert [n for n in reading_units() if unit(n).energy == "per-line"] == \
-        ["accelerator", "scan-unit"]
+        ["accelerator", "scan-unit", "switch-accelerator"]
     # the messages built from the registry are those of the named branches they replaced
     gpc = "device.count x gpc.cores x gpc.threads_per_core x gpc.outstanding_requests"
     host = "host.threads x host.outstanding_misses"
@@ -179,5 +181,60 @@ def test_the_unit_registry_answers_what_the_checks_the_builder_and_energy_ask():
     with pytest.raises(ValueError, match=r"'host' is already registered"):
         register_unit(Unit("host", "host", "host core"))
     with pytest.raises(UserError, match=r"entry\[0\]\.unit: unknown 'fpga'; expected one of "
-                                        r"\('host', 'gpc', 'accelerator', 'scan-unit'\)"):
+                                        r"\('host', 'gpc', 'accelerator', 'scan-unit', "
+                                        r"'switch-accelerator'\)"):
         _host_model(entry=(Read("entry-vector", "fpga", "distance"),)).validate()
+
+
+def test_routes_are_segments_computed_from_where_the_unit_and_the_memory_are():
+    """cosmos.units.route (issue 52): the host reads a device over its port, the switch and
+    the device link; a unit in the switch over the switch and the device link; a device unit
+    its own DRAM over nothing. The engine walks the segments (cls_route), and a new place is a
+    unit entry and a declaration: cxl-anns-switch needs no engine change."""
+    from cosmos.units import route
+
+    assert route("host", "device", True) == ("host-port", "switch", "device-link")
+    assert route("host", "device", False) == ("device-link",)
+    assert route("host", "switch", True) == ("host-port", "switch")
+    assert route("switch", "device", True) == ("switch", "device-link")
+    assert route("device", "device", True) == route("rank", "device", True) == ()
+    with pytest.raises(ValueError, match="a unit in the device cannot reach host memory"):
+        route("device", "host", True)
+    m = model_for(get_preset("cxl-anns-switch"))
+    assert [(place, m.route(st, True)) for place, _, st in m.steps()
+            if place in ("entry", "adjacency")] == [
+        ("entry", ("host-port", "switch")), ("entry", ("switch", "device-link")),
+        ("entry", ("host-port", "switch")), ("adjacency", ("host-port", "switch", "device-link"))]
+
+
+def test_a_route_the_hardware_cannot_take_is_one_clear_error():
+    cfg = get_preset("cxl-anns-switch")
+    no_switch = dataclasses.replace(cfg, switch=dataclasses.replace(cfg.switch, present=False))
+    with pytest.raises(UserError, match=r"^system model 'cxl-anns-switch': entry\[0\]\.to: no "
+                                        r"CXL switch is configured \(switch\.present = false\)"):
+        validate_system(no_switch)
+    # a unit in the switch cannot drive the rank PUs of a device's ranks
+    with pytest.raises(UserError, match=r"entry\[0\]\.rank_pus: rank PUs sit in the devices' "
+                                        r"DRAM ranks"):
+        _host_model(entry=(Read("entry-vector", "switch-accelerator", "distance",
+                                rank_pus=True),)).validate()
+    with pytest.raises(UserError, match=r"entry\[0\]\.to: unknown 'pool'"):
+        _host_model(entry=(Send("down", to="pool"),)).validate()
+
+
+def test_the_switch_accelerator_keeps_vectors_off_the_hosts_port():
+    """cxl-anns sends every byte over the host's port and a device link (vectors are read in
+    the device); cxl-anns-switch the same bytes over the host's port (ids, distances,
+    adjacency lists), and its vector lines over the device links only."""
+    from cosmos.simulate import simulate
+    from tests.cosmos_helpers import make_trace
+
+    tr = make_trace(num_queries=12, hops=3, reads_per_hop=6, seed=3)
+    out = {}
+    for name in ("cxl-anns", "cxl-anns-switch"):
+        res = simulate(get_preset(name), tr, progress=False)
+        D = res.config.device.count
+        out[name] = (float(res.state.link_bytes[:D].sum()), float(res.state.link_bytes[D].sum()))
+    assert out["cxl-anns"][0] == out["cxl-anns"][1]
+    assert out["cxl-anns-switch"][0] > out["cxl-anns"][0]     # vector lines on device links
+    assert out["cxl-anns-switch"][1] == out["cxl-anns"][1]    # the host's port: the same
