@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 __all__ = ["SEAL_SUFFIX", "install", "seal", "check_seal", "check_file", "is_numba_file",
-           "numba_files", "package_folders", "remove"]
+           "numba_files", "package_folders", "remove", "first_run_note", "COMPILE_NOTE_ENV"]
 
 #: the seal of a cache file ``F`` is ``F + SEAL_SUFFIX``: the hex SHA-256 of F's bytes
 SEAL_SUFFIX = ".sha256"
@@ -214,6 +214,25 @@ def package_folders() -> list[Path]:
     return out
 
 
+#: ``off`` silences :func:`first_run_note` (the tests set it; a note once printed sets it, so
+#: that the run's worker processes do not repeat it)
+COMPILE_NOTE_ENV = "COSMOS_COMPILE_NOTE"
+
+
+def first_run_note() -> str | None:
+    """The line a run prints when none of the simulator's compiled kernels is cached yet
+    (no numba index in any folder of :func:`package_folders`): this run compiles them. At
+    most once per process tree (:data:`COMPILE_NOTE_ENV`); None otherwise."""
+    if os.environ.get(COMPILE_NOTE_ENV) == "off":
+        return None
+    os.environ[COMPILE_NOTE_ENV] = "off"
+    if any(next(folder.glob("*.nbi"), None) is not None for folder in package_folders()):
+        return None
+    return ("numba: no compiled kernels are cached yet, so this first run compiles them, about "
+            "a minute on 2 cores for each kind it uses (DRAM model, system engine, graph search; "
+            "docs/performance.md); later runs load them")
+
+
 def _damaged(path: Path, problem: str) -> None:
     """Report the damaged cache file ``path`` in one line and delete it (numba then compiles
     the function again and writes it anew)."""
@@ -234,6 +253,11 @@ def install() -> bool:
     files, cache = getattr(caching, "IndexDataCacheFile", None), getattr(caching, "Cache", None)
     if getattr(files, "_cosmos_sealed", False):
         return True
+    note = first_run_note()
+    if note:
+        import sys
+
+        print(note, file=sys.stderr, flush=True)
     needed = {files: ("_load_index", "_save_index", "_load_data", "_save_data", "_data_path"),
               cache: ("_load_overload", "_index_key")}
     if not all(hasattr(c, n) for c, names in needed.items() for n in names):

@@ -22,6 +22,10 @@ import os
 import pytest
 from hypothesis import settings
 
+# no first-run compile note in the tests' output (cosmos_common.numba_cache.first_run_note;
+# tests/test_numba_cache.py checks the note itself)
+os.environ["COSMOS_COMPILE_NOTE"] = "off"
+
 settings.register_profile("repeatable", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 

@@ -175,3 +175,20 @@ def test_the_kernel_package_folder_is_checked():
     folder = Path(dram.kernel.__file__).resolve().parent / "__pycache__"
     if folder.is_dir() and not os.environ.get("NUMBA_CACHE_DIR"):
         assert folder in package_folders()
+
+
+def test_a_first_run_says_it_compiles_once(tmp_path, monkeypatch):
+    """No compiled kernel cached anywhere: one line says this run compiles them, once per
+    process tree; with a numba index in a package folder, or silenced, nothing."""
+    monkeypatch.setattr(numba_cache, "package_folders", lambda: [tmp_path])
+    monkeypatch.delenv(numba_cache.COMPILE_NOTE_ENV, raising=False)
+    note = numba_cache.first_run_note()
+    assert note and note.startswith("numba: no compiled kernels are cached yet")
+    assert os.environ[numba_cache.COMPILE_NOTE_ENV] == "off"
+    assert numba_cache.first_run_note() is None             # once
+    monkeypatch.delenv(numba_cache.COMPILE_NOTE_ENV)
+    (tmp_path / "search._run-1.py311.nbi").write_bytes(b"x")
+    assert numba_cache.first_run_note() is None             # something is cached
+    monkeypatch.setenv(numba_cache.COMPILE_NOTE_ENV, "off")
+    (tmp_path / "search._run-1.py311.nbi").unlink()
+    assert numba_cache.first_run_note() is None             # silenced
