@@ -23,6 +23,8 @@ import os
 import sys
 from pathlib import Path
 
+from cosmos_common.terminal import progress_wanted
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("simulate", help="simulate one system preset on a logical trace",
@@ -220,7 +222,7 @@ def run(args) -> int:
         if not args.trace:
             from graphs import make_workload
 
-            trace = make_workload(args.workload, progress=not args.no_progress)
+            trace = make_workload(args.workload, progress=progress_wanted(args.no_progress))
             _note_num_queries(args.num_queries, _trace_queries(trace), args.workload)
 
         from cosmos.metrics import per_device, per_query, summary
@@ -228,7 +230,7 @@ def run(args) -> int:
 
         res = simulate(cfg, trace, num_queries=args.num_queries, mode=args.mode,
                        rate_qps=args.rate, max_inflight=args.max_inflight, seed=args.seed,
-                       progress=not args.no_progress, ci_target=args.ci_target,
+                       progress=progress_wanted(args.no_progress), ci_target=args.ci_target,
                        ci_min_queries=args.ci_min_queries, warmup=args.warmup)
         summ = summary(res, warmup=args.warmup)
         conf = {"system": cfg.to_dict(), "trace_meta": res.trace_meta,

@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from cosmos_common.terminal import progress_wanted
+
 
 def register(subparsers) -> None:
     from experiments.runner import (ALL_EXPERIMENTS, EXPERIMENTS, FULL_ON_REQUEST, ON_REQUEST,
@@ -317,7 +319,7 @@ def replay(args) -> int:
         tasks = [dict(system=s, trace_path=str(trace), overrides=overrides,
                       num_queries=args.num_queries, tags={"system": s}) for s in systems]
         rows = run_sweep(simulate_task, tasks, workers=args.workers, scheduler=args.scheduler,
-                         progress=not args.no_progress, desc="replay")
+                         progress=progress_wanted(args.no_progress), desc="replay")
         df = pd.DataFrame(rows)
         if "base" in systems:
             df["qps_vs_base"] = df["qps"] / float(df.loc[df.system == "base", "qps"].iloc[0])

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cosmos_common.terminal import progress_wanted
 from experiments.common import atomic_write_text, new_results_dir, write_json
 from experiments.replications import parse_replications
 from experiments import workloads as _workloads
@@ -568,7 +569,7 @@ def context_from_args(args, out: Path, traces_dir: Path | None = None,
     ctx = Context(out=out, scale=get_scale(args.scale),
                   cache_dir=Path(args.cache_dir) if args.cache_dir else default_cache_dir(),
                   workers=args.workers, scheduler=args.scheduler, dataset=ds,
-                  progress=not args.no_progress, seed=args.seed,
+                  progress=progress_wanted(args.no_progress), seed=args.seed,
                   replications=getattr(args, "replications", 1), traces_dir=traces_dir,
                   options=common_options(args), sim_cache=not args.no_sim_cache,
                   shared=shared)

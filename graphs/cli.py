@@ -17,8 +17,10 @@ _DEFAULTS = dict(num_clusters=64, num_probes=8, cand_list_len=64, k=10, M=32, ef
 
 
 def _progress(args) -> bool:
-    """Progress bars unless ``--no-progress``."""
-    return not getattr(args, "no_progress", False)
+    """Progress bars on a terminal, unless ``--no-progress`` (cosmos_common.terminal)."""
+    from cosmos_common.terminal import progress_wanted
+
+    return progress_wanted(getattr(args, "no_progress", False))
 
 
 def _dataset_args(p: argparse.ArgumentParser) -> None:

@@ -182,3 +182,25 @@ def test_a_full_disk_names_the_file_being_written(tmp_path, monkeypatch):
     with pytest.raises(PermissionError) as err:
         atomic_write(tmp_path / "y.npz", denied)
     assert err.value.filename == "/elsewhere/x"
+
+
+def test_progress_bars_are_drawn_on_a_terminal_only():
+    """cosmos_common.terminal: a redirected stderr (a file, a pipe, a closed stream) gets no
+    bars, nor does --no-progress; a terminal does."""
+    import io
+
+    from cosmos_common.terminal import progress_wanted
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    class Closed(io.StringIO):
+        def isatty(self):
+            raise ValueError("I/O operation on closed file")
+
+    assert progress_wanted(False, Tty()) is True
+    assert progress_wanted(True, Tty()) is False
+    assert progress_wanted(False, io.StringIO()) is False
+    assert progress_wanted(False, Closed()) is False
+    assert progress_wanted(False, object()) is False
