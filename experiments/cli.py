@@ -63,6 +63,8 @@ def register(subparsers) -> None:
     q.add_argument("--out", metavar="DIR", default=None,
                    help="results go to DIR instead: created, or an empty folder (a folder "
                         "holding anything is refused; nothing is written over)")
+    q.add_argument("--seed", type=int, default=0,
+                   help="seed of the simulations (open-loop arrivals, placement), as on simulate")
     q.add_argument("--workers", type=int, default=None, help="local worker processes")
     q.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address, or 'local'")
     q.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -281,6 +283,8 @@ def replay(args) -> int:
         raise ValueError(f"--num-queries must be >= 1, got {args.num_queries}")
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    if args.seed < 0:     # as simulate, run and graphs refuse it (numpy seeds are >= 0)
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
     import placement
     from cosmos.config import parse_overrides
     from cosmos.systems import model_for
@@ -314,10 +318,11 @@ def replay(args) -> int:
     with RunFolder(out, "replay", ["config.json", "systems.csv"], created=created) as rf:
         write_json(out / "config.json", {"trace": str(trace.resolve()), "trace_meta": meta,
                                          "systems": systems, "overrides": overrides,
-                                         "num_queries": args.num_queries})
+                                         "num_queries": args.num_queries, "seed": args.seed})
         rf.done("config.json")
         tasks = [dict(system=s, trace_path=str(trace), overrides=overrides,
-                      num_queries=args.num_queries, tags={"system": s}) for s in systems]
+                      num_queries=args.num_queries, seed=args.seed, tags={"system": s})
+                 for s in systems]
         rows = run_sweep(simulate_task, tasks, workers=args.workers, scheduler=args.scheduler,
                          progress=progress_wanted(args.no_progress), desc="replay")
         df = pd.DataFrame(rows)

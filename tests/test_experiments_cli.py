@@ -2,6 +2,7 @@
 (cut to the scale, ground truth once, config.json enough to rerun); bad input fails in one line.
 """
 
+import json
 import shlex
 
 import numpy as np
@@ -24,9 +25,10 @@ def small_trace(tmp_path_factory):
 def test_replay_compares_systems(small_trace, tmp_path, capsys):
     rc = main(["replay", str(small_trace), "--systems", "base,cosmos", "--num-queries", "20",
                "--set", "device.count=2", "--out-root", str(tmp_path), "--workers", "1",
-               "--no-progress"])
+               "--no-progress", "--seed", "3"])
     assert rc == 0
     (folder,) = tmp_path.iterdir()
+    assert json.loads((folder / "config.json").read_text())["seed"] == 3
     df = pd.read_csv(folder / "systems.csv")
     assert list(df.system) == ["base", "cosmos"]
     assert (df.qps > 0).all() and df.qps_vs_base.iloc[0] == pytest.approx(1.0)
@@ -101,7 +103,6 @@ def test_user_dataset_is_cut_to_the_scale_and_its_ground_truth_computed_once(tmp
     """`reproduce --dataset` on a real 10,000-vector file at the tiny scale: a note says the base
     is cut to 3,000 vectors, the ground truth of the cut base is computed once for three traces
     (probes 4, 8, 16) and cached, and a rerun finds the traces without computing it again."""
-    import json
 
     monkeypatch.setenv("COSMOS_CACHE", str(tmp_path / "cache"))
     files = ["--dataset", str(DATA / "siftsmall_base.u8bin"), "--queries",
@@ -171,7 +172,6 @@ def test_code_revision_is_unknown_without_git(monkeypatch):
 def test_user_dataset_uncut_with_its_ground_truth_and_ip_metric(tmp_path, capsys, monkeypatch):
     """A base smaller than the scale is used whole and its ground-truth file as given; --metric
     ip reaches the index and the trace; queries held out of the base."""
-    import json
 
     from graphs import load_trace
     from graphs.groundtruth import exact_knn
@@ -274,6 +274,7 @@ def test_run_rejects_bad_user_files_and_seed_in_one_line(tmp_path, capsys, monke
     (["--set", "placement=nope"], "unknown placement policy 'nope'"),
     (["--num-queries", "0"], "--num-queries must be >= 1, got 0"),
     (["--workers", "0"], "--workers must be >= 1, got 0"),
+    (["--seed", "-1"], "--seed must be >= 0, got -1"),
 ])
 def test_replay_checks_everything_before_creating_its_folder(extra, message, small_trace,
                                                              tmp_path, capsys):
@@ -285,7 +286,6 @@ def test_replay_checks_everything_before_creating_its_folder(extra, message, sma
 
 
 def test_replay_refuses_a_trace_the_simulator_cannot_use(small_trace, tmp_path, capsys):
-    import json
 
     d = dict(np.load(small_trace))
     meta = json.loads(str(d["meta"]))
