@@ -51,15 +51,13 @@ def simulation_tasks(ctx) -> list:
 def run(ctx) -> dict:
     rows = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="energy per query")
     df, _ = split_per_device(rows, ["dataset", "system"])
-    for c in COMPONENTS:       # flatten_summary's name -> the unit last
-        df[f"energy_breakdown_{c}_mJ_per_query"] = df[f"energy_breakdown_mJ_per_query_{c}"]
     base = df[df.system == "base"].set_index("dataset")["qps_per_W"]
     df["qps_per_W_vs_base"] = df["qps_per_W"] / df["dataset"].map(base)
     df["chameleon_efficiency_vs_cpu"] = [CHAMELEON_EFFICIENCY_VS_CPU if s == "cosmos" else
                                          float("nan") for s in df.system]
     cols = (["dataset", "system", "qps", "energy_per_query_mJ", "power_avg_W", "qps_per_W",
              "qps_per_W_vs_base", "chameleon_efficiency_vs_cpu"]
-            + [f"energy_breakdown_{c}_mJ_per_query" for c in COMPONENTS] + ["num_queries"])
+            + [f"energy_breakdown_mJ_per_query_{c}" for c in COMPONENTS] + ["num_queries"])
     write_csv(ctx.out / "energy.csv", df[cols])
     out = {}
     for fam in ctx.families:
@@ -84,7 +82,7 @@ def plot(folder) -> None:
         ax = axes[0][j]
         bottom = np.zeros(len(sub))
         for c in COMPONENTS:
-            v = sub[f"energy_breakdown_{c}_mJ_per_query"].to_numpy()
+            v = sub[f"energy_breakdown_mJ_per_query_{c}"].to_numpy()
             if np.nansum(v) > 0:
                 ax.bar(x, v, bottom=bottom, label=c.replace("_", " "))
                 bottom += v
@@ -109,7 +107,7 @@ def summary_md(folder) -> str:
     lines = ["## Energy per query (mJ) by component, average power and QPS per watt", "", head,
              "|" + "---|" * (7 + len(COMPONENTS))]
     for _, r in df.iterrows():
-        parts = " | ".join(f"{r[f'energy_breakdown_{c}_mJ_per_query']:.3g}" for c in COMPONENTS)
+        parts = " | ".join(f"{r[f'energy_breakdown_mJ_per_query_{c}']:.3g}" for c in COMPONENTS)
         cham = (f"{r.chameleon_efficiency_vs_cpu:.1f}x"
                 if pd.notna(r.chameleon_efficiency_vs_cpu) else "")
         lines.append(f"| {r.dataset} | {r.system} | {r.energy_per_query_mJ:.4g} | "
