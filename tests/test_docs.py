@@ -191,3 +191,43 @@ def test_slug_follows_github():
     assert slug("Adding a system") == "adding-a-system"
     assert slug("Fidelity (against Ramulator 2.1)") == "fidelity-against-ramulator-21"
     assert slug("`dram/`: a DDR5 model") == "dram-a-ddr5-model"
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """``(file, command)`` for every ``cosmos ...`` line in a code block of the README and
+    docs/, with its comment, what follows a shell operator and ``[optional]`` parts removed."""
+    import shlex
+
+    out = []
+    for f in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for block in re.findall(r"```[a-z]*\n(.*?)```", f.read_text(), re.S):
+            lines, held = [], ""
+            for line in block.replace("\\\n", " ").splitlines():  # a synopsis's [...] may
+                held = f"{held} {line.strip()}".strip()            # span lines
+                if held.count("[") <= held.count("]"):
+                    lines.append(held)
+                    held = ""
+            for line in lines:
+                if not line.startswith("cosmos "):
+                    continue
+                cmd = re.split(r"\s+#", line)[0]
+                while re.search(r"\[[^\[\]]*\]", cmd):           # optional parts, nested
+                    cmd = re.sub(r"\[[^\[\]]*\]", " ", cmd)
+                cmd = re.split(r"\s*(?:&&|\|\||\||;)\s*", cmd)[0]
+                out.append((f.name, " ".join(shlex.split(cmd))))
+    return out
+
+
+def test_every_documented_command_parses():
+    """Each ``cosmos`` command in the README and docs/ is accepted by the command line as
+    written (its subcommand, options and their values), so the manual runs as printed."""
+    from cosmos.cli import build_parser
+
+    cmds = documented_commands()
+    assert len(cmds) > 30
+    for name, cmd in cmds:
+        words = cmd.split()[1:]
+        try:
+            build_parser(words[0] if words else None).parse_args(words)
+        except SystemExit as exc:
+            assert not exc.code, f"{name}: `{cmd}` is refused by the command line"
