@@ -439,12 +439,12 @@ def plan(names, ctx) -> dict:
     from experiments.runner import load
 
     sc = ctx.scale
-    # workloads: every family at the scale's probes, and fig5a's probe counts
+    # workloads: every family at the scale's probes, and the counts experiments trace besides
+    # (their trace_probes hook, as run_shared traces them)
     traces = {(f, None) for f in ctx.families}
-    if "fig5a_lir" in names:
-        from experiments.fig5a_lir import PROBES
-
-        traces |= {(f, min(p, sc.num_clusters)) for f in ctx.families for p in PROBES}
+    traces |= {(f, min(int(p), sc.num_clusters)) for n in names
+               if hasattr(load(n), "trace_probes") for p in load(n).trace_probes(ctx)
+               for f in ctx.families}
     traces = {(f, None if p == sc.num_probes else p) for f, p in traces}
     frac_n, frac_q = sc.n / 1e6, sc.num_queries / 1e4
     workloads = []
