@@ -1,4 +1,4 @@
-"""The paper's six systems (Fig. 4 of the Cosmos paper) and four more, as named
+"""The paper's six systems (Fig. 4 of the Cosmos paper) and five more, as named
 :class:`SystemConfig` instances.
 
 All share the same hardware defaults (cosmos.config); they differ only in their execution
@@ -25,6 +25,9 @@ x what computes the distances) and CXL-ANNS's graph cache:
 - ``cxl-anns-switch``: CXL-ANNS's host traversal, distances on a distance accelerator in
   the CXL switch (BEACON's placement, MICRO 2022): vectors cross the device links but not
   the host's port; round-robin placement as CXL-ANNS.
+- ``cxl-anns-dimm``: CXL-ANNS's host traversal, distances on accelerators in the DIMM
+  buffers (AxDIMM's placement, IEEE Micro 2022): whole vectors read rank-locally, off the
+  channel's data bus; round-robin placement as CXL-ANNS.
 
 The scan systems (``SCAN_PRESETS``, replaying the IVF-PQ and exact-scan traces of
 graphs.ivfpq): ``ivfpq-host``, ``ivfpq-pnm``, ``exact-host``, ``exact-pnm``.
@@ -61,6 +64,8 @@ PRESETS: dict[str, SystemConfig] = {
                                     placement="round_robin"),
     "cxl-anns-switch": SystemConfig(name="cxl-anns-switch", kind="cxl-anns-switch",
                                     placement="round_robin", rank_pu=_NO_RANK),
+    "cxl-anns-dimm": SystemConfig(name="cxl-anns-dimm", kind="cxl-anns-dimm",
+                                  placement="round_robin", rank_pu=_NO_RANK),
 }
 
 #: Scan systems (IVF-PQ and exact scan on the graph index's k-means lists): they replay the
@@ -100,6 +105,8 @@ DESCRIPTIONS: dict[str, str] = {
     "cxl-anns-rankpu": "host traversal as CXL-ANNS, distances on rank-level PUs",
     "cxl-anns-switch": "host traversal as CXL-ANNS, distances on an accelerator in the CXL "
                        "switch (vectors cross the device links, not the host's port)",
+    "cxl-anns-dimm": "host traversal as CXL-ANNS, distances on accelerators in the DIMM "
+                     "buffers (whole vectors read rank-locally, off the channel bus)",
     "ivfpq-host": "IVF-PQ scan on the host, codes and re-rank vectors over the CXL link "
                   "(scan traces)",
     "ivfpq-pnm": "IVF-PQ near memory (ChamVS-style decoding units per device), host merges "

@@ -654,7 +654,7 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
             segments = model.route(st, switch)
             r[R_LINK] = int(len(segments) > 0)
             r[R_ROUTE] = route_mask(segments)
-            r[R_RANK_LOCAL] = int(st.rank_pus)
+            r[R_RANK_LOCAL] = int(st.rank_pus or u.rank_local)
             r[R_MLP], r[R_LAT] = cv[u.inflight], cv[u.latency]
             if st.per_vector is not None:
                 if r[R_SRC] == OBJ_RANGE:

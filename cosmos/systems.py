@@ -639,6 +639,10 @@ def _cxl_anns_rankpu(cfg):
 
 
 register_system(_host_traversal_device_distances(
+    "cxl-anns-dimm", "host traversal as in CXL-ANNS, distances on accelerators in the DIMM "
+    "buffers (AxDIMM-style placement): whole vectors read rank-locally, off the channel bus",
+    rank_pus=False, unit="dimm-accelerator"))
+register_system(_host_traversal_device_distances(
     "cxl-anns-switch", "host traversal as in CXL-ANNS, distances on a distance accelerator "
     "in the CXL switch (BEACON-style placement): ids and distances cross the host's port, "
     "vectors only the device links", rank_pus=False, unit="switch-accelerator", to="switch"))

@@ -51,7 +51,9 @@ class Unit:
     ``inflight_fields``: the configuration fields behind the limit. ``energy``: one of
     :data:`ENERGY`. ``label``: its name in results and messages; ``role``: what it does, for
     the message refusing a read at another place. ``driven_from``: for a unit that another
-    drives (the rank PUs), the locations the driving unit may sit at."""
+    drives (the rank PUs), the locations the driving unit may sit at. ``rank_local``: its
+    reads are rank-local bursts (a DIMM buffer reads its ranks without the channel's data
+    bus)."""
 
     name: str
     location: str
@@ -64,6 +66,7 @@ class Unit:
     energy: str = "contexts"
     role: str = ""
     driven_from: tuple = ()
+    rank_local: bool = False
 
 
 #: name -> :class:`Unit`, in registration order
@@ -183,3 +186,15 @@ register_unit(Unit(
     "switch-accelerator", "switch", "switch distance accelerator", serves=("host",),
     inflight="accel_mlp", latency="dev_lat", inflight_fields="cxl_anns.accel_outstanding",
     energy="per-line"))
+# A distance unit in each DIMM's buffer chip (AxDIMM: Ke et al., "Near-Memory Processing in
+# Action: Accelerating Personalized Recommendation With AxDIMM", IEEE Micro 42(1), 2022,
+# puts an accelerator on the DIMM's buffer, reading the DIMM's ranks in parallel). It reads
+# whole vectors with rank-local bursts (the buffer's own path to each rank, not the
+# channel's data bus). Its figures are estimates: the CXL-ANNS accelerator's in-flight limit
+# and latency, the device controller's on-chip latency to reach it; its energy is charged
+# per rank-local burst as the rank PU's (energy.rank_pu_pJ_per_burst: the same 16
+# multiply-adds per 64-byte line, next to the DRAM); no figure of AxDIMM's is used.
+register_unit(Unit(
+    "dimm-accelerator", "dimm-buffer", "DIMM-buffer distance accelerator",
+    serves=("host", "gpc"), inflight="accel_mlp", latency="dev_lat",
+    inflight_fields="cxl_anns.accel_outstanding", energy="per-burst", rank_local=True))

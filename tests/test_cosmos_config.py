@@ -17,10 +17,10 @@ from cosmos.trace_input import POINTERS, REQUIRED, as_trace
 from tests.cosmos_helpers import make_trace
 
 
-def test_presets_are_the_papers_six_systems_then_four_more():
+def test_presets_are_the_papers_six_systems_then_five_more():
     assert list(PRESETS) == ["base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo",
                              "cosmos", "cxl-anns-cache", "cosmos-accel", "cxl-anns-rankpu",
-                             "cxl-anns-switch"]
+                             "cxl-anns-switch", "cxl-anns-dimm"]
     assert PAPER_SYSTEMS == tuple(PRESETS)[:6]
     assert PRESETS["cosmos"].rank_pu.enabled and PRESETS["cosmos"].placement == "adjacency"
     assert PRESETS["cosmos-noalgo"].placement == "round_robin"

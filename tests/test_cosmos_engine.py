@@ -101,7 +101,8 @@ def hand_latency(cfg):
         t += math.ceil(hc(insert(h)) + hc(h.select_cycles))         # candidate update
         t += math.ceil(1 * k * hc(h.merge_cycles_per_result))             # merge top-k
         return t
-    if cfg.kind in ("cxl-anns", "cxl-anns-cache", "cxl-anns-rankpu", "cxl-anns-nofgs"):
+    if cfg.kind in ("cxl-anns", "cxl-anns-cache", "cxl-anns-rankpu", "cxl-anns-nofgs",
+                    "cxl-anns-dimm"):
         # host traversal, distances on the device: an accelerator reading whole vectors, or
         # (cxl-anns-rankpu) the rank PUs reading rank-locally, the partial distances added
         # on the device (one per rank holding a segment: the 64-B vector is one segment)
@@ -116,6 +117,14 @@ def hand_latency(cfg):
 
             def dist(t):
                 return t + dl + dram_l + dl + pu
+        elif cfg.kind == "cxl-anns-dimm":
+            # the DIMM buffer's accelerator reads the whole vector rank-locally (its own path
+            # to the rank, not the channel's data bus), then its pipeline latency
+            dram_l = dram_unloaded_read_cycles(cfg, rank_local=True)
+            acc = ns_to_cycles(cfg.cxl_anns.accel_latency_ns)
+
+            def dist(t):
+                return t + dl + dram_l + dl + acc
         else:
             acc = ns_to_cycles(cfg.cxl_anns.accel_latency_ns)
 
@@ -220,7 +229,7 @@ def hand_latency(cfg):
 
 @pytest.mark.parametrize("name", ["base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos",
                                   "cxl-anns-cache", "cosmos-accel", "cxl-anns-rankpu",
-                                  "cxl-anns-switch"])
+                                  "cxl-anns-switch", "cxl-anns-dimm"])
 def test_single_query_latency_equals_hand_sum(name):
     cfg = dataclasses.replace(get_preset(name), layout_spread=False)
     res = simulate(cfg, worked_trace(0 if name == "cxl-anns-cache" else 1), progress=False,

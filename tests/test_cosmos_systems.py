@@ -157,14 +157,16 @@ def test_the_unit_registry_answers_what_the_checks_the_builder_and_energy_ask():
     from cosmos.systems import Costs
     from cosmos.units import LOCATIONS, Unit, reading_units, register_unit, unit
 
-    assert reading_units() == ("host", "gpc", "accelerator", "scan-unit", "switch-accelerator")
+    assert reading_units() == ("host", "gpc", "accelerator", "scan-unit", "switch-accelerator",
+                               "dimm-accelerator")
     for name in reading_units():
         u = unit(name)
         assert u.location in LOCATIONS and u.inflight in Costs._fields
         assert u.latency in Costs._fields
     assert {n: unit(n).location for n in reading_units()} == {
         "host": "host", "gpc": "device", "accelerator": "device", "scan-unit": "device",
-        "switch-accelerator": "switch"}
+        "switch-accelerator": "switch", "dimm-accelerator": "dimm-buffer"}
+    assert [n for n in reading_units() if unit(n).rank_local] == ["dimm-accelerator"]
     assert unit("rank-pu").location == "rank" and unit("rank-pu").driven_from == ("device",)
     assert [n for n in reading_units() if unit(n).energy == "per-line"] == \
         ["accelerator", "scan-unit", "switch-accelerator"]
@@ -182,7 +184,7 @@ def test_the_unit_registry_answers_what_the_checks_the_builder_and_energy_ask():
         register_unit(Unit("host", "host", "host core"))
     with pytest.raises(UserError, match=r"entry\[0\]\.unit: unknown 'fpga'; expected one of "
                                         r"\('host', 'gpc', 'accelerator', 'scan-unit', "
-                                        r"'switch-accelerator'\)"):
+                                        r"'switch-accelerator', 'dimm-accelerator'\)"):
         _host_model(entry=(Read("entry-vector", "fpga", "distance"),)).validate()
 
 
@@ -238,3 +240,22 @@ def test_the_switch_accelerator_keeps_vectors_off_the_hosts_port():
     assert out["cxl-anns"][0] == out["cxl-anns"][1]
     assert out["cxl-anns-switch"][0] > out["cxl-anns"][0]     # vector lines on device links
     assert out["cxl-anns-switch"][1] == out["cxl-anns"][1]    # the host's port: the same
+
+
+def test_the_dimm_buffer_accelerator_reads_rank_locally_over_the_same_link_traffic():
+    """cxl-anns-dimm (AxDIMM's placement): the distance reads are rank-local bursts (off the
+    channel's data bus), every other step and every byte on the links as cxl-anns."""
+    from cosmos.simulate import simulate
+    from tests.cosmos_helpers import make_trace
+
+    tr = make_trace(num_queries=12, hops=3, reads_per_hop=6, seed=3)
+    runs = {name: simulate(get_preset(name), tr, progress=False)
+            for name in ("cxl-anns", "cxl-anns-dimm")}
+    for name, res in runs.items():
+        pg = res.program
+        dist = (pg.step_kind == 0) & (pg.step_cat == 1)       # STEP_MEM, CAT_DISTANCE
+        assert dist.any() and np.all(pg.step_rank_local[dist] == (name == "cxl-anns-dimm"))
+        assert np.all(pg.step_rank_local[(pg.step_kind == 0) & ~dist] == 0)
+    a, b = (runs[n].state for n in ("cxl-anns", "cxl-anns-dimm"))
+    assert np.array_equal(a.link_bytes, b.link_bytes)
+    assert int(b.inst_local.sum()) > 0 == int(a.inst_local.sum())
