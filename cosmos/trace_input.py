@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cosmos.presets import presets_for_index
+from cosmos_common import UserError
+from cosmos_common.npz import npz_arrays
 from graphs.trace import array_checksum as _checksum  # what save_trace stores
 from graphs.trace import check_archive
 
@@ -134,9 +137,6 @@ def _load_npz(path: str) -> dict:
     """Every array of the .npz at ``path``; any failure (not a zip, truncated, a .npy or text
     file, pickled objects, a damaged member) is a ValueError naming the file."""
     check_archive(path)
-    from cosmos_common import UserError
-    from cosmos_common.npz import npz_arrays
-
     try:  # (a zip file: np.load opens it as an NpzFile)
         with np.load(path, allow_pickle=False) as z:
             return npz_arrays(z, z.files, path, mmap=True)
@@ -418,9 +418,6 @@ def check_trace_for(model, tr: "TraceArrays", label: str = "trace",
     not replay: a scan trace given to a graph system, a graph trace to a scan system, an
     IVF-PQ trace to an exact-scan system and the reverse. ``system``: the name the user gave
     (a preset; default: the model's); the message lists the presets that do replay it."""
-    from cosmos_common import UserError
-    from cosmos.presets import presets_for_index
-
     kind = tr.index_kind
     if kind == model.index:
         return
