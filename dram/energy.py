@@ -1,41 +1,40 @@
 """DDR5 energy from the commands the controller issued and the time each bank was open.
 
-The method is DRAMPower's core model (Chandrasekar et al., "Improved Power Modeling of DDR
-SDRAMs", DSD 2011; the DDR4/DDR5 core calculation of tukl-msd/DRAMPower), written here from
-its equations. Its active background is split into a part shared by the rank and a part per
-open bank (factor rho); this model is its rho = 0 case: a rank with no open bank draws the
-precharge standby current IDD2N, and each open bank adds 1/B of the active-standby excess
-(IDD3N - IDD2N), B the banks of a device -- IDD3N is specified with all banks open. So the
-one-bank active standby the IDD0 loop runs on is I1 = IDD2N + (IDD3N - IDD2N) / B. Per device,
-with currents I in mA, voltages in V and times in ns (mA x V x ns = pJ):
+The method is DRAMPower's DDR5 core model (Chandrasekar et al., DSD 2011; the bank-wise
+split of Jung et al.; tukl-msd/DRAMPower ``standards/ddr5/core_calculation_DDR5.cpp``),
+written here from its equations and checked against DRAMPower's own DDR5 test patterns
+(tests/test_dram_drampower.py). Per supply (VDD and VPP, each with its currents), with the
+memspec's bank-wise factor rho and precharge current IBeta (default IDD0):
 
-* activation, per ACT:   E_ACT = (VDD (IDD0 - I1) + VPP (IPP0 - IPP1)) tRAS
-* precharge, per bank closed (PREpb, the auto-precharge of RDA/WRA, each open bank of a
-  PREab):                E_PRE = (VDD (IDD0 - IDD2N) + VPP (IPP0 - IPP2N)) tRP
-* read / write burst:    E_RD = VDD (IDD4R - IDD3N) nBL tCK,  E_WR = VDD (IDD4W - IDD3N) nBL tCK
-  (the IDD4R/W loops run with all banks open, so IDD3N is their baseline)
-* all-bank refresh:      E_REF = (VDD (IDD5B - IDD2N) + VPP (IPP5B - IPP2N)) tRFC (REFab finds
-  every bank precharged, so the precharged background runs beneath it)
-* background:            precharged, per rank for all of the time: VDD IDD2N + VPP IPP2N;
-  active excess, per bank while it is open: (VDD (IDD3N - IDD2N) + VPP (IPP3N - IPP2N)) / B.
+* I_rho = IDD2N + rho (IDD3N - IDD2N): what a rank draws as soon as one bank is open;
+* I_1 = (IDD3N + (B - 1) I_rho) / B: one bank open (B banks per device);
+* I_theta = (IDD0 (tRAS + tRP) - IBeta tRP) / tRAS: the activation's current over tRAS;
+* activation, per ACT: (I_theta - I_1) tRAS; precharge, per bank closed (PREpb, each open bank
+  of a PREab, the implicit precharge of RDA/WRA): (IBeta - IDD2N) tRP;
+* read / write burst: (IDD4R - IDD3N) nBL tCK, (IDD4W - IDD3N) nBL tCK (IPP4R/IPP4W on VPP);
+* all-bank refresh: (IDD5B - IDD3N) tRFC, every bank counted open for tRFC (so the active
+  background, IDD3N with all banks open, runs beneath it);
+* background: IDD2N while a rank has no bank open (``background_precharged``); I_rho while it
+  has one, plus (I_1 - I_rho) per open bank over its open time (``background_active``).
 
-IPP1 is I1's VPP counterpart. Over one IDD0 loop (one bank, ACT, tRAS open, PRE, tRP closed)
-these terms add up to exactly IDD0 x tRC, and with all banks open to IDD3N: the split between
-the increments and the background is the one the IDD definitions imply. The device figures
-are multiplied by the devices of a rank: ``32 / dq`` data chips on a 32-bit DDR5 sub-channel
-(x4: 8 chips). ECC chips are not modeled (an EC4/EC8 DIMM adds 1-2 chips per sub-channel;
-scale by (8+n)/8 to include them). Power-down and self refresh are not modeled (the controller
-never enters them).
+Each multiplied by its voltage (mA x V x ns = pJ). Over one IDD0 loop these add up to IDD0 x
+tRC, and with every bank open the background is IDD3N (tested). The presets use rho = 0
+(:mod:`dram.standards.ddr5_power` gives the reason); a memspec file gives its own
+(:mod:`dram.memspec`). Device figures are multiplied by the devices of a rank: ``32 / dq``
+data chips on a 32-bit sub-channel (x4: 8 chips); ECC chips are not modeled (scale by
+(8+n)/8). Power-down and self refresh are not modeled (the controller never enters them).
 
 Channel I/O: every burst that crosses the channel's data bus (RD, WR, RDA, WRA) costs 64 B x 8
 bits x ``io_pJ_per_bit``. A rank-local burst (RD_L, WR_L, RDA_L, WRA_L: a rank PU reading or
 writing its own rank) costs the array read or write and no channel I/O; the PU's own datapath
 is not DRAM energy and is charged by the system model (cosmos.energy).
 
-Residency comes from the kernel's per-rank counters (``dram.kernel.RA_*``): banks open at ACT
-and close when the precharging command issues; the kernel sums the open banks over time at
-each open/close event. The tRP of a precharge counts as precharged background, as in
-DRAMPower. Parameters: :mod:`dram.standards.ddr5_power`.
+Residency of a replay comes from the kernel's per-rank counters (``dram.kernel.RA_*``): banks
+open at ACT and close when the precharging command issues, including RDA/WRA, where DRAMPower
+keeps the bank open until max(ACT + tRAS, RDA + tRTP) (write recovery for WRA): the replay's
+background differs from DRAMPower's there (:func:`command_energy`, for an explicit command
+list, follows DRAMPower). The tRP of a precharge counts as precharged background, as in
+DRAMPower.
 """
 
 from __future__ import annotations
@@ -52,26 +51,49 @@ COMPONENTS = ("act", "pre", "read", "write", "refresh", "background_active",
               "background_precharged", "io")
 
 
-def device_energies_pJ(power: dict, timing: dict, banks: int) -> dict:
-    """Per-device energy of one event (pJ) and background power (mW) of one device with
-    ``banks`` banks: ``act``, ``pre``, ``read``, ``write``, ``refresh`` (pJ), ``P_pre_mW`` (a
-    device with every bank closed) and ``P_bank_mW`` (what each open bank adds)."""
+def domain_currents(power: dict, domain: str, banks: int, bankgroups: int, tras_ns: float,
+                    trp_ns: float) -> dict:
+    """DRAMPower's derived currents of one supply (``"VDD"`` or ``"VPP"``), mA: ``I_rho``
+    (the rank's shared active background), ``I_1`` (one bank open), ``I_theta`` (the current
+    the activation draws over tRAS), ``I_BG`` (one bank per group open, the REFsb baseline)
+    and the memspec's ``I0``, ``I2N``, ``I3N``, ``I4R``, ``I4W``, ``I5B``, ``I5C``, ``Ibeta``."""
+    k = ("IDD" if domain == "VDD" else "IPP")
+    i = {n: float(power.get(k + n, 0.0)) for n in ("0", "2N", "3N", "4R", "4W", "5B", "5C")}
+    ibeta = power.get("IBETA_" + domain)
+    ibeta = i["0"] if ibeta is None else float(ibeta)
+    rho = float(power.get("rho", 0.0))
+    i_rho = rho * (i["3N"] - i["2N"]) + i["2N"]
+    i_1 = (i["3N"] + (banks - 1) * i_rho) / banks
+    return dict(I0=i["0"], I2N=i["2N"], I3N=i["3N"], I4R=i["4R"], I4W=i["4W"], I5B=i["5B"],
+                I5C=i["5C"], Ibeta=ibeta, I_rho=i_rho, I_1=i_1,
+                I_theta=(i["0"] * (trp_ns + tras_ns) - ibeta * trp_ns) / tras_ns,
+                I_BG=i_rho + (i_1 - i_rho) * bankgroups)
+
+
+def device_energies_pJ(power: dict, timing: dict, banks: int, bankgroups: int = 1) -> dict:
+    """Per-device energy of one event (pJ) and background powers (mW) of one device with
+    ``banks`` banks in ``bankgroups`` groups, DRAMPower's DDR5 core equations summed over VDD
+    and VPP: ``act``, ``pre`` (one bank closed), ``read``, ``write`` (one burst of ``nBL``
+    cycles), ``refresh`` (REFab over tRFC), ``refresh_sb`` (REFsb over tRFCsb, when the timing
+    has ``nRFCsb``); ``P_pre_mW`` (a rank with every bank closed), ``P_shared_mW`` (a rank with
+    at least one bank open, the part shared by its banks) and ``P_bank_mW`` (what each open
+    bank adds). ``timing`` needs ``tCK_ps``, ``nRAS``, ``nRP``, ``nBL``, ``nRFC``."""
     tck = timing["tCK_ps"] / 1000.0
-    vdd, vpp = power["VDD_V"], power["VPP_V"]
-    i1 = power["IDD2N"] + (power["IDD3N"] - power["IDD2N"]) / banks
-    ipp1 = power["IPP2N"] + (power["IPP3N"] - power["IPP2N"]) / banks
-    return {
-        "act": (vdd * (power["IDD0"] - i1) + vpp * (power["IPP0"] - ipp1)) * timing["nRAS"] * tck,
-        "pre": (vdd * (power["IDD0"] - power["IDD2N"])
-                + vpp * (power["IPP0"] - power["IPP2N"])) * timing["nRP"] * tck,
-        "read": vdd * (power["IDD4R"] - power["IDD3N"]) * timing["nBL"] * tck,
-        "write": vdd * (power["IDD4W"] - power["IDD3N"]) * timing["nBL"] * tck,
-        "refresh": (vdd * (power["IDD5B"] - power["IDD2N"])
-                    + vpp * (power["IPP5B"] - power["IPP2N"])) * timing["nRFC"] * tck,
-        "P_pre_mW": vdd * power["IDD2N"] + vpp * power["IPP2N"],
-        "P_bank_mW": (vdd * (power["IDD3N"] - power["IDD2N"])
-                      + vpp * (power["IPP3N"] - power["IPP2N"])) / banks,
-    }
+    tras, trp = timing["nRAS"] * tck, timing["nRP"] * tck
+    out = dict.fromkeys(("act", "pre", "read", "write", "refresh", "refresh_sb", "P_pre_mW",
+                         "P_shared_mW", "P_bank_mW"), 0.0)
+    for dom, v in (("VDD", power["VDD_V"]), ("VPP", power["VPP_V"])):
+        c = domain_currents(power, dom, banks, bankgroups, tras, trp)
+        out["act"] += v * (c["I_theta"] - c["I_1"]) * tras
+        out["pre"] += v * (c["Ibeta"] - c["I2N"]) * trp
+        out["read"] += v * (c["I4R"] - c["I3N"]) * timing["nBL"] * tck
+        out["write"] += v * (c["I4W"] - c["I3N"]) * timing["nBL"] * tck
+        out["refresh"] += v * (c["I5B"] - c["I3N"]) * timing["nRFC"] * tck
+        out["refresh_sb"] += v * (c["I5C"] - c["I_BG"]) * timing.get("nRFCsb", 0) * tck
+        out["P_pre_mW"] += v * c["I2N"]
+        out["P_shared_mW"] += v * c["I_rho"]
+        out["P_bank_mW"] += v * (c["I_1"] - c["I_rho"])
+    return out
 
 
 def rank_active_cycles(state, total_cycles: int) -> np.ndarray:
@@ -91,26 +113,32 @@ def bank_open_cycles(state, total_cycles: int) -> np.ndarray:
     return ra[:, :, K.RA_BANKCYC] + extra
 
 
-def energy_stats(config, state, total_cycles: int) -> dict:
+def energy_stats(config, state, total_cycles: int, power: dict | None = None) -> dict:
     """Energy (nJ) and average power (W) of a replay, total and by component
-    (:data:`COMPONENTS`), and per-channel totals; empty if the device has no power preset.
+    (:data:`COMPONENTS`), and per-channel totals; empty if the device has no power figures.
 
-    ``background_precharged`` is the precharge standby of every rank over the whole time,
-    ``background_active`` the active-standby excess of the open banks (their open cycles x
-    ``P_bank_mW``). Keys: ``energy_<component>_nJ``, ``energy_total_nJ``,
-    ``power_<component>_W``, ``power_avg_W`` (energy / (total_cycles x tCK)),
-    ``energy_per_channel_nJ`` [G], ``rank_active_cycles`` [G][R] (cycles with a bank open),
+    ``power``: the device's currents and voltages (:mod:`dram.standards.ddr5_power` keys, as
+    :func:`dram.memspec.load_memspec` gives them); default: the preset of ``config``'s
+    timing bin and organization. ``background_precharged`` is IDD2N over the time each rank
+    has no bank open, ``background_active`` the shared part (I_rho) over the time a rank has
+    a bank open plus each open bank's part (I_1 - I_rho) over its open cycles; an all-bank
+    refresh holds every bank open for tRFC (DRAMPower's split). Keys:
+    ``energy_<component>_nJ``, ``energy_total_nJ``, ``power_<component>_W``,
+    ``power_avg_W`` (energy / (total_cycles x tCK)), ``energy_per_channel_nJ`` [G],
+    ``rank_active_cycles`` [G][R] (cycles with a bank open, refresh not included),
     ``bank_open_cycles`` [G][R] (summed over the rank's banks), ``access_energy_pJ_per_bit``
     (activation, precharge, read, write and I/O energy over the bits read and written; NaN
     without requests).
     """
-    power = ddr5_power.power_preset(config.standard, config.org)
+    if power is None:
+        power = ddr5_power.power_preset(config.standard, config.org)
     if power is None:
         return {}
     timing = config.timing
     org = ddr5.ORG_PRESETS[config.org]
     chips = 32 // int(org["dq"])
-    e = device_energies_pJ(power, timing, int(org["bankgroups"]) * int(org["banks"]))
+    banks = int(org["bankgroups"]) * int(org["banks"])
+    e = device_energies_pJ(power, timing, banks, int(org["bankgroups"]))
     v = K.views(state)
     st = v["stats"]                                          # [G, N_STATS]
     n = {c: st[:, K.S_CMD0 + i].astype(np.float64) for i, c in enumerate(K.COMMAND_NAMES)}
@@ -118,11 +146,16 @@ def energy_stats(config, state, total_cycles: int) -> dict:
     R = v["rank_busy"].shape[1]
     n_open_end = (v["bank"][:, :, 0] >= 0).sum(axis=1)
     n_pre = n["ACT"] - n_open_end                            # banks closed
-    bank_cyc = bank_open_cycles(state, T).sum(axis=1).astype(np.float64)
     tck_ns = timing["tCK_ps"] / 1000.0
     def total(names):           # counts of the standard's commands in one of its tables
         return sum(n[c] for c in names)
 
+    n_ref = total(ddr5.REFRESHING)
+    # REFab finds every bank of its rank closed and holds them all open for tRFC
+    ref_cyc = np.minimum(n_ref * timing["nRFC"],
+                         float(R * T) - rank_active_cycles(state, T).sum(axis=1))
+    rank_act = rank_active_cycles(state, T).sum(axis=1).astype(np.float64) + ref_cyc
+    bank_cyc = bank_open_cycles(state, T).sum(axis=1).astype(np.float64) + banks * ref_cyc
     reads = total(ddr5.READING)
     writes = total(c for c in ddr5.ACCESSING if c not in ddr5.READING)
     bus_bursts = total(ddr5.DATA_BUS)
@@ -131,9 +164,10 @@ def energy_stats(config, state, total_cycles: int) -> dict:
         "pre": chips * e["pre"] * n_pre,
         "read": chips * e["read"] * reads,
         "write": chips * e["write"] * writes,
-        "refresh": chips * e["refresh"] * total(ddr5.REFRESHING),
-        "background_active": chips * e["P_bank_mW"] * bank_cyc * tck_ns,
-        "background_precharged": chips * e["P_pre_mW"] * np.full(st.shape[0], float(R * T))
+        "refresh": chips * e["refresh"] * n_ref,
+        "background_active": chips * (e["P_shared_mW"] * rank_act + e["P_bank_mW"] * bank_cyc)
+                             * tck_ns,
+        "background_precharged": chips * e["P_pre_mW"] * np.maximum(R * T - rank_act, 0.0)
                                  * tck_ns,
         "io": power["io_pJ_per_bit"] * LINE_BITS * bus_bursts,
     }
@@ -153,4 +187,131 @@ def energy_stats(config, state, total_cycles: int) -> dict:
     bits = float((reads + writes).sum()) * LINE_BITS
     access = sum(out[f"energy_{c}_nJ"] for c in ("act", "pre", "read", "write", "io"))
     out["access_energy_pJ_per_bit"] = access * 1000.0 / bits if bits else float("nan")
+    return out
+
+
+#: Command names :func:`command_energy` takes (DRAMPower's and this model's spellings).
+_CMD_ALIASES = {"ACT": "ACT", "PRE": "PRE", "PREPB": "PRE", "PREA": "PREA", "PREAB": "PREA",
+                "PRESB": "PRESB", "RD": "RD", "WR": "WR", "RDA": "RDA", "WRA": "WRA",
+                "REFA": "REFA", "REFAB": "REFA", "REFSB": "REFSB", "RD_L": "RD", "WR_L": "WR",
+                "RDA_L": "RDA", "WRA_L": "WRA", "NOP": "NOP"}
+
+
+def command_energy(spec, commands, end_cycle: int) -> dict:
+    """Energy (pJ) of an explicit command list for one rank of ``spec`` (a
+    :class:`dram.memspec.Memspec`), by DRAMPower's DDR5 core method: what DRAMPower's own
+    tests compute from a command list.
+
+    ``commands``: (cycle, name, bank) in issue order, ``bank`` the flat bank index
+    (group x banks per group + bank; ignored by rank commands). Names: ACT, PRE (PREpb),
+    PREA (PREab), PRESB (the same bank in every group), RD, WR, RDA, WRA, REFA (REFab), REFSB.
+    Bank state as DRAMPower keeps it: an ACT opens a bank; a precharge closes it (nothing if
+    closed); RDA / WRA close it at max(ACT + tRAS, RDA + tRTP) / max(ACT + tRAS, WRA + WL +
+    BL/2 + WR); REFA holds every bank open for tRFC and REFSB its banks for tRFCsb. Time runs
+    to ``end_cycle``; intervals still open count up to it.
+
+    Returns pJ for the rank (all its devices): ``act``, ``pre`` (explicit and implicit
+    precharges), ``read``, ``write`` (RDA/WRA included), ``refresh`` (REFA and REFSB),
+    ``background_active`` (shared part and per-bank part), ``background_active_shared``
+    (the shared part alone), ``background_precharged``, ``total``; and the cycle counts
+    ``rank_active_cycles``, ``bank_active_cycles`` [B], counts ``n_act``, ``n_pre``.
+    """
+    B, BG = int(spec.banks), int(spec.bankgroups)
+    per_group = B // BG
+    t = spec.timing
+    end = int(end_cycle)
+    open_at = [None] * B              # cycle each open bank opened
+    act_start = [0] * B               # cycle of the bank's last ACT (for RDA/WRA)
+    pending = []                      # (cycle, bank) implicit closes not yet applied
+    intervals = [[] for _ in range(B)]
+    n = dict(act=0, pre=0, rd=0, wr=0, ref=0, refsb=0)
+
+    def close(b, clk, count):
+        if open_at[b] is None:
+            return
+        intervals[b].append((open_at[b], clk))
+        open_at[b] = None
+        if count:
+            n["pre"] += 1
+
+    def run_pending(upto):
+        pending.sort()
+        while pending and pending[0][0] <= upto:
+            clk, b, count = pending.pop(0)
+            close(b, clk, count)
+
+    for clk, name, bank in commands:
+        clk = int(clk)
+        cmd = _CMD_ALIASES.get(str(name).upper())
+        if cmd is None:
+            raise ValueError(f"command_energy: unknown command {name!r}; known: "
+                             f"{', '.join(sorted(set(_CMD_ALIASES.values())))}")
+        run_pending(clk)
+        b = int(bank) if bank is not None else 0
+        if cmd in ("ACT", "PRE", "RD", "WR", "RDA", "WRA", "PRESB", "REFSB") and \
+                not 0 <= b < B:
+            raise ValueError(f"command_energy: bank {b} out of range (0..{B - 1})")
+        if cmd == "ACT":
+            n["act"] += 1
+            if open_at[b] is None:
+                open_at[b] = clk
+            act_start[b] = open_at[b]
+        elif cmd == "PRE":
+            close(b, clk, True)
+        elif cmd == "PREA":
+            for k in range(B):
+                close(k, clk, True)
+        elif cmd == "PRESB":
+            for g in range(BG):
+                close(g * per_group + b % per_group, clk, True)
+        elif cmd in ("RD", "WR", "RDA", "WRA"):
+            n["rd" if cmd in ("RD", "RDA") else "wr"] += 1
+            if cmd == "RDA":
+                pending.append((max(act_start[b] + t["nRAS"], clk + t["nRTP"]), b, True))
+            elif cmd == "WRA":
+                pending.append((max(act_start[b] + t["nRAS"],
+                                    clk + t["nBL"] + t["nCWL"] + t["nWR"]), b, True))
+        elif cmd in ("REFA", "REFSB"):
+            banks_ = range(B) if cmd == "REFA" else [g * per_group + b % per_group
+                                                      for g in range(BG)]
+            dur = t["nRFC"] if cmd == "REFA" else t.get("nRFCsb", 0)
+            n["ref" if cmd == "REFA" else "refsb"] += 1
+            for k in banks_:
+                if open_at[k] is None:
+                    open_at[k] = clk
+                pending.append((clk + dur, k, False))
+    run_pending(end)
+    for k in range(B):
+        if open_at[k] is not None:
+            intervals[k].append((open_at[k], end))
+    bank_cyc = [sum(max(0, min(e, end) - max(s, 0)) for s, e in iv) for iv in intervals]
+    # the rank is active while any bank is: the union of the banks' intervals
+    allv = sorted((max(s, 0), min(e, end)) for iv in intervals for s, e in iv if s < end)
+    rank_cyc, cur_s, cur_e = 0, None, None
+    for s, e in allv:
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                rank_cyc += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        rank_cyc += cur_e - cur_s
+    e = device_energies_pJ(spec.power, t, B, BG)
+    tck = t["tCK_ps"] / 1000.0
+    d = int(spec.devices)
+    shared = d * e["P_shared_mW"] * rank_cyc * tck
+    out = {
+        "act": d * e["act"] * n["act"],
+        "pre": d * e["pre"] * n["pre"],
+        "read": d * e["read"] * n["rd"],
+        "write": d * e["write"] * n["wr"],
+        "refresh": d * (e["refresh"] * n["ref"] + e["refresh_sb"] * n["refsb"]),
+        "background_active": shared + d * e["P_bank_mW"] * sum(bank_cyc) * tck,
+        "background_active_shared": shared,
+        "background_precharged": d * e["P_pre_mW"] * max(end - rank_cyc, 0) * tck,
+    }
+    out["total"] = sum(v for k, v in out.items() if k != "background_active_shared")
+    out.update(rank_active_cycles=rank_cyc, bank_active_cycles=bank_cyc, n_act=n["act"],
+               n_pre=n["pre"])
     return out

@@ -41,22 +41,34 @@ I1 = P["IDD2N"] + (P["IDD3N"] - P["IDD2N"]) / BANKS
 IPP1 = P["IPP2N"] + (P["IPP3N"] - P["IPP2N"]) / BANKS
 
 
-def _hand(stats, n_act, n_pre, n_rd, n_wr, n_ref, bank_cycles, bus_bursts):
-    """Energy (nJ) by component from the equations (dram.energy docstring)."""
+def _hand(stats, n_act, n_pre, n_rd, n_wr, n_ref, bank_cycles, bus_bursts, rank_cycles=None):
+    """Energy (nJ) by component from the equations (dram.energy docstring; DRAMPower's DDR5
+    core method at the preset's rho = 0, so the shared active part is IDD2N). DRAMPower's
+    method since issue 51: the VPP burst currents IPP4R/IPP4W count in RD/WR, refresh is the
+    increment over IDD3N with every bank open for tRFC (so tRFC moves from the precharged to
+    the active background), and the precharged background runs only while no bank is open
+    (the shared part runs while one is)."""
     vdd, vpp = P["VDD_V"], P["VPP_V"]
     total = stats["total_cycles"]
+    rank = bank_cycles if rank_cycles is None else rank_cycles
+    ref = n_ref * T["nRFC"]
     e = {
         "act": n_act * (_pj(P["IDD0"] - I1, vdd, T["nRAS"])
                         + _pj(P["IPP0"] - IPP1, vpp, T["nRAS"])),
         "pre": n_pre * (_pj(P["IDD0"] - P["IDD2N"], vdd, T["nRP"])
                         + _pj(P["IPP0"] - P["IPP2N"], vpp, T["nRP"])),
-        "read": n_rd * _pj(P["IDD4R"] - P["IDD3N"], vdd, T["nBL"]),
-        "write": n_wr * _pj(P["IDD4W"] - P["IDD3N"], vdd, T["nBL"]),
-        "refresh": n_ref * (_pj(P["IDD5B"] - P["IDD2N"], vdd, T["nRFC"])
-                            + _pj(P["IPP5B"] - P["IPP2N"], vpp, T["nRFC"])),
-        "background_active": (_pj(P["IDD3N"] - P["IDD2N"], vdd, bank_cycles)
-                              + _pj(P["IPP3N"] - P["IPP2N"], vpp, bank_cycles)) / BANKS,
-        "background_precharged": _pj(P["IDD2N"], vdd, total) + _pj(P["IPP2N"], vpp, total),
+        "read": n_rd * (_pj(P["IDD4R"] - P["IDD3N"], vdd, T["nBL"])
+                        + _pj(P["IPP4R"] - P["IPP3N"], vpp, T["nBL"])),
+        "write": n_wr * (_pj(P["IDD4W"] - P["IDD3N"], vdd, T["nBL"])
+                         + _pj(P["IPP4W"] - P["IPP3N"], vpp, T["nBL"])),
+        "refresh": n_ref * (_pj(P["IDD5B"] - P["IDD3N"], vdd, T["nRFC"])
+                            + _pj(P["IPP5B"] - P["IPP3N"], vpp, T["nRFC"])),
+        "background_active": (_pj(P["IDD3N"] - P["IDD2N"], vdd, bank_cycles + BANKS * ref)
+                              + _pj(P["IPP3N"] - P["IPP2N"], vpp, bank_cycles + BANKS * ref))
+                             / BANKS
+                             + _pj(P["IDD2N"], vdd, rank + ref) + _pj(P["IPP2N"], vpp, rank + ref),
+        "background_precharged": _pj(P["IDD2N"], vdd, total - rank - ref)
+                                 + _pj(P["IPP2N"], vpp, total - rank - ref),
     }
     out = {k: CHIPS * v / 1000.0 for k, v in e.items()}
     out["io"] = bus_bursts * 512 * P["io_pJ_per_bit"] / 1000.0
@@ -109,18 +121,20 @@ def _log_bank_open_cycles(log, total):
     return acc + sum(total - c for c in since.values())
 
 
-def test_idd0_loop_adds_up_to_idd0():
+@pytest.mark.parametrize("rho", [0.0, 0.2])
+def test_idd0_loop_adds_up_to_idd0(rho):
     """The split the model makes of the IDD0 loop (one bank: ACT, tRAS open, PRE, tRP
     closed): activation + precharge + background over one tRC is IDD0 x tRC (and IPP0 on
     VPP), per device; with every bank open the background is IDD3N's."""
     from dram.energy import device_energies_pJ
-    e = device_energies_pJ(P, T, BANKS)
+    e = device_energies_pJ(dict(P, rho=rho), T, BANKS)
     tck = T["tCK_ps"] / 1000.0
     trc = T["nRAS"] + T["nRP"]
-    loop = (e["act"] + e["pre"] + e["P_pre_mW"] * trc * tck + e["P_bank_mW"] * T["nRAS"] * tck)
+    loop = (e["act"] + e["pre"] + e["P_pre_mW"] * T["nRP"] * tck
+            + (e["P_shared_mW"] + e["P_bank_mW"]) * T["nRAS"] * tck)
     assert loop == pytest.approx((P["VDD_V"] * P["IDD0"] + P["VPP_V"] * P["IPP0"]) * trc * tck,
                                  rel=1e-12)
-    assert e["P_pre_mW"] + BANKS * e["P_bank_mW"] == pytest.approx(
+    assert e["P_shared_mW"] + BANKS * e["P_bank_mW"] == pytest.approx(
         P["VDD_V"] * P["IDD3N"] + P["VPP_V"] * P["IPP3N"], rel=1e-12)
     assert e["act"] > 0 and e["pre"] > 0 and e["refresh"] > 0
 
@@ -168,7 +182,8 @@ def test_idle_interval_with_refresh():
     assert s["bank_open_cycles"] == [[act]]
     n_act = int((log[:, 2] == K.ACT).sum())
     n_open_end = 1
-    _check(s, _hand(s, n_act, n_act - n_open_end, 2, 0, n_ref, act, 2))
+    _check(s, _hand(s, n_act, n_act - n_open_end, 2, 0, n_ref, act, 2,
+                    rank_cycles=s["rank_active_cycles"][0][0]))
 
 
 def _random_trace(seed, n, span, write_frac=0.3):
@@ -224,7 +239,9 @@ def test_monotone_in_reads():
 
 def test_idle_background_is_power_times_time():
     """A single read after a long idle interval: the background energy is the precharged
-    power times the whole time plus the one open bank's excess times its open time."""
+    power times the whole time plus the one open bank's excess times its open time; the
+    precharged component is IDD2N over the time no bank is open (DRAMPower's split, issue
+    51: the rank's shared part, IDD2N at rho = 0, counts as active while the bank is open)."""
     start = 1_000_000
     s = _run([0], arrival=[start]).stats
     act = s["bank_open_cycles"][0][0]
@@ -234,10 +251,12 @@ def test_idle_background_is_power_times_time():
                       + P["VPP_V"] * (P["IPP3N"] - P["IPP2N"])) / BANKS * 1e-3
     p_pre = CHIPS * (P["VDD_V"] * P["IDD2N"] + P["VPP_V"] * P["IPP2N"]) * 1e-3
     assert s["energy_background_precharged_nJ"] == pytest.approx(
-        p_pre * secs(s["total_cycles"]) * 1e9, rel=1e-12)
-    assert s["energy_background_active_nJ"] == pytest.approx(p_bank * secs(act) * 1e9,
+        p_pre * secs(s["total_cycles"] - act) * 1e9, rel=1e-12)
+    assert s["energy_background_active_nJ"] == pytest.approx((p_bank + p_pre) * secs(act) * 1e9,
                                                              rel=1e-12)
-    assert s["power_background_precharged_W"] == pytest.approx(p_pre, rel=1e-12)
+    assert (s["energy_background_precharged_nJ"] + s["energy_background_active_nJ"]
+            == pytest.approx((p_pre * secs(s["total_cycles"]) + p_bank * secs(act)) * 1e9,
+                             rel=1e-12))
 
 
 def test_rank_local_bursts_cost_no_io():

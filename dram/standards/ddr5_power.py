@@ -40,7 +40,21 @@ Per width, therefore:
   x8 except a smaller burst-read current, as a 4-bit-wide burst implies); IDD0 is the x8 one
   (x4 and x8 share the 1 KB page).
 * Shared by every width: IDD2N, IDD3N, IDD5B, IDD6N, IPP0, IPP2N, IPP3N (the x8 column), IPP5B
-  28 mA (the calculator configuration only).
+  28 mA, IPP4R 9 mA and IPP4W 36 mA (the VPP currents of burst read and write; the calculator
+  configuration only).
+* ``rho`` (DRAMPower's ``bankwisespec.factRho``, the share of the active-standby excess
+  IDD3N - IDD2N that a rank draws as soon as one bank is open) = 0, OUR DEFAULT, not a
+  datasheet figure: with these currents IDD0 (103 mA, one bank cycling) lies only 11 mA above
+  IDD2N and below IDD3N (142 mA, all banks open), so the one-bank standby
+  I_1 = (IDD3N + (B - 1) I_rho) / B, I_rho = IDD2N + rho (IDD3N - IDD2N), must stay below
+  IDD0 for the activation energy to be positive: that needs rho < 0.25 at B = 32 (VDD and
+  VPP together; x4 and x8), and
+  rho = 0 (each open bank adds 1/B of the excess, the linear reading of IDD3N's all-banks
+  definition) is the value the IDD definitions imply without a measured split. DRAMPower's
+  own default when a memspec omits it is 1, which would make activation negative here.
+* ``IBETA_VDD`` / ``IBETA_VPP`` (DRAMPower's ``iBeta_vdd`` / ``iBeta_vpp``, the current during
+  the precharge's tRP in the IDD0 loop): absent, so IDD0 / IPP0, DRAMPower's default
+  (MemSpecDDR5.cpp, tukl-msd/DRAMPower).
 * VDD = 1.1 V and VPP = 1.8 V: JEDEC JESD79-5 and the datasheet's nominal supplies.
 * ``io_pJ_per_bit``: energy to move one bit over the DDR5 channel's data bus (driver,
   termination, receiver), an ESTIMATE of 5 pJ/bit: single-ended terminated DDR interfaces are
@@ -61,7 +75,8 @@ VPP currents ``IPP0``, ``IPP2N``, ``IPP3N``, ``IPP5B``; ``io_pJ_per_bit``. Each 
 from __future__ import annotations
 
 _COMMON = dict(VDD_V=1.1, VPP_V=1.8, IDD2N=92.0, IDD3N=142.0, IDD5B=277.0, IDD6N=102.0,
-               IPP0=8.0, IPP2N=6.0, IPP3N=7.0, IPP5B=28.0, io_pJ_per_bit=5.0)
+               IPP0=8.0, IPP2N=6.0, IPP3N=7.0, IPP4R=9.0, IPP4W=36.0, IPP5B=28.0,
+               rho=0.0, io_pJ_per_bit=5.0)
 
 _X4 = dict(_COMMON, IDD0=103.0, IDD4R=318.0, IDD4W=345.0,
            source="Micron 16Gb DDR5 Die Rev A, DDR5-4800; IDD4R/IDD4W: x4 column inferred")
@@ -81,7 +96,7 @@ for _bin in ("DDR5_4800AN", "DDR5_4800BN", "DDR5_4800C"):
 
 #: Numeric keys every preset has.
 POWER_KEYS = ("VDD_V", "VPP_V", "IDD0", "IDD2N", "IDD3N", "IDD4R", "IDD4W", "IDD5B", "IDD6N",
-              "IPP0", "IPP2N", "IPP3N", "IPP5B", "io_pJ_per_bit")
+              "IPP0", "IPP2N", "IPP3N", "IPP4R", "IPP4W", "IPP5B", "rho", "io_pJ_per_bit")
 
 
 def power_preset(standard: str, org: str) -> dict | None:
