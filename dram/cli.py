@@ -79,6 +79,9 @@ def register(subparsers) -> None:
     g.add_argument("--row-policy", dest="row_policy", help="row policy: open or closed")
     g.add_argument("--timing", action="append", default=[], metavar="NAME=CYCLES",
                    help="override one timing parameter, e.g. --timing nCL=36 (repeatable)")
+    g.add_argument("--memspec", metavar="FILE.json", type=Path, default=None,
+                   help="DRAMPower-style DDR5 memspec whose currents, voltages and rho the "
+                        "energy uses (timing stays the preset's)")
     g.add_argument("--config", metavar="FILE", type=Path,
                    help="repeat an earlier run: start from its config.json (memory system and "
                         "the trace options --format, --wrap, --strict-align)")
@@ -323,6 +326,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {args.threads}")
     config = build_config(args)
+    if args.memspec is not None:       # checked before anything is read or written
+        from dram import memspec as _ms
+        from dram.standards import ddr5 as _ddr5
+        args.memspec = _ms.load_memspec(args.memspec)
+        _ms.check_matches(args.memspec, _ddr5.ORG_PRESETS[config.org])
     opts = replay_options(args)
     trace_path = _trace_path(args.trace)
     requests_format = _requests_format(args)
@@ -378,7 +386,8 @@ def _replay_and_write(args, config, opts, trace_path: str, folder, rf,
     progress, close = _progress_bar(len(trace), disable=args.no_progress)
     t0 = time.perf_counter()
     try:
-        result = replay(trace, config, progress=progress, threads=args.threads)
+        result = replay(trace, config, progress=progress, threads=args.threads,
+                        memspec=getattr(args, "memspec", None))
     finally:
         close()
     replay_s = time.perf_counter() - t0
@@ -403,7 +412,11 @@ def _replay_and_write(args, config, opts, trace_path: str, folder, rf,
             "requests_format": requests_format,
             "command": shlex.join(sys.argv),     # as typed, in the folder "cwd"
             "cwd": str(Path.cwd()),
-            "rerun": _rerun_command(trace_path, folder / "config.json", opts),
+            "memspec": (None if getattr(args, "memspec", None) is None else
+                        str(Path(args.memspec.source).resolve())),
+            "rerun": _rerun_command(trace_path, folder / "config.json", opts)
+                     + ("" if getattr(args, "memspec", None) is None else
+                        " --memspec " + shlex.quote(str(Path(args.memspec.source).resolve()))),
             "versions": _versions(),
         }
         t0 = time.perf_counter()

@@ -524,7 +524,7 @@ def _merge_channels(state, sources: list) -> None:
 def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | None = None,
            *, wrap: bool = False, command_log: int = 0, chunk: int = 1 << 16,
            every_cycle: bool = False, jump_idle: bool = True,
-           threads: int | None = None) -> ReplayResult:
+           threads: int | None = None, memspec=None) -> ReplayResult:
     """Replay a trace open loop and return per-request cycles and statistics.
 
     Parameters
@@ -560,6 +560,10 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         Simulate the channels on this many threads (default: the CPUs this process may use,
         at most one per channel). Channels share nothing, so the results are the same for
         any number of threads (tests/test_dram_threads.py).
+    memspec : dram.memspec.Memspec, path or dict, optional
+        A DRAMPower-style DDR5 memspec whose currents, voltages and rho the energy statistics
+        use instead of the power preset (timing stays the config's; its banks, bank groups
+        and width must be the organization's). Timing results do not depend on it.
 
     Raises
     ------
@@ -572,6 +576,13 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     if not isinstance(config, DRAMConfig):
         raise UserError(f"config: expected a dram.DRAMConfig, got {type(config).__name__}")
     params = config.resolve()
+    power = None
+    if memspec is not None:
+        from dram import memspec as _ms
+        from dram.standards import ddr5 as _ddr5
+        spec = memspec if isinstance(memspec, _ms.Memspec) else _ms.load_memspec(memspec)
+        _ms.check_matches(spec, _ddr5.ORG_PRESETS[config.org], "memspec")
+        power = spec.power
     if wrap not in (False, True, "mapper"):
         raise UserError(f"wrap={wrap!r}: expected False, True or 'mapper'")
     addr, is_write, arrival, rank_local, timed = _check_trace(trace, config.capacity_bytes,
@@ -704,7 +715,8 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     if command_log:
         log = np.concatenate(logs) if logs else np.zeros((0, 7), np.int64)
         log = log[np.lexsort((log[:, K.LOG_CH], log[:, K.LOG_CLK]))][: int(command_log)]
-    stats = summarize(config, params, state, arrival, accept, completion, is_write, timed)
+    stats = summarize(config, params, state, arrival, accept, completion, is_write, timed,
+                      power=power)
     stats["driver_iterations"] = int(sum(w.iterations for w in lanes))
     return ReplayResult(arrival=arrival, accept=accept, completion=completion,
                         is_write=is_write, stats=stats, config=config,

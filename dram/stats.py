@@ -124,8 +124,10 @@ def busy_cycles(state):
     return v["stats"][:, K.S_BUS_BUSY].copy(), v["rank_busy"].copy()
 
 
-def summarize(config, params, state, arrival, accept, completion, is_write, timed=True) -> dict:
-    """All statistics of a replay: :func:`latency_stats` plus the controller counters."""
+def summarize(config, params, state, arrival, accept, completion, is_write, timed=True,
+              power=None) -> dict:
+    """All statistics of a replay: :func:`latency_stats` plus the controller counters
+    (``power``: currents for the energy, default the preset's)."""
     out = latency_stats(arrival, accept, completion, is_write, params.tCK_ps)
     v = K.views(state)
     st = v["stats"].sum(axis=0)
@@ -143,5 +145,5 @@ def summarize(config, params, state, arrival, accept, completion, is_write, time
     bus, rank = busy_cycles(state)
     out["channel_busy_fraction"] = (bus / denom).tolist()
     out["rank_busy_fraction"] = (rank / denom).tolist()
-    out.update(energy_stats(config, state, total))
+    out.update(energy_stats(config, state, total, power=power))
     return out
