@@ -204,11 +204,12 @@ def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int, pq_m: int = 0,
 
 
 def pool_sizes(cfg: SystemConfig, agent_contexts: int) -> np.ndarray:
-    """Contexts per pool: host cores, GPC contexts of each device, the host I/O agent."""
+    """Contexts per pool: host cores, GPC contexts of each device, the host I/O agent (the
+    units' contexts per place, cosmos.units)."""
     D = cfg.device.count
     sizes = np.empty(D + 2, dtype=np.int64)
-    sizes[0] = cfg.host.threads
-    sizes[1:D + 1] = cfg.gpc.cores * cfg.gpc.threads_per_core
+    sizes[0] = unit("host").contexts_per_place(cfg)
+    sizes[1:D + 1] = unit("gpc").contexts_per_place(cfg)
     sizes[D + 1] = agent_contexts
     return sizes
 

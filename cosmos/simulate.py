@@ -32,6 +32,7 @@ from cosmos.specialize import (build_status, is_compiled, mark_compiled, special
                                use_specialized)
 from cosmos.systems import SystemModel, model_for, validate_system
 from cosmos.trace_input import TraceArrays, as_trace, check_trace_for
+from cosmos.units import unit
 from cosmos_common import UserError
 from cosmos_common.sysinfo import physical_memory_bytes
 from dram import kernel as dk
@@ -100,10 +101,9 @@ def ci_check_every(max_inflight: int) -> int:
 
 def default_max_inflight(cfg: SystemConfig) -> int:
     """Queries in flight in closed loop unless told otherwise: one per search context (the
-    host's cores, or every GPC context of every device when the searches run on the GPCs)."""
-    if model_for(cfg).search_pool == "gpc":
-        return int(cfg.device.count * cfg.gpc.cores * cfg.gpc.threads_per_core)
-    return int(cfg.host.threads)
+    host's cores, or every GPC context of every device when the searches run on the GPCs:
+    the search unit's contexts, cosmos.units)."""
+    return unit(model_for(cfg).search_pool).search_contexts(cfg)
 
 
 def dram_config_for(cfg: SystemConfig):

@@ -53,7 +53,8 @@ class Unit:
     the message refusing a read at another place. ``driven_from``: for a unit that another
     drives (the rank PUs), the locations the driving unit may sit at. ``rank_local``: its
     reads are rank-local bursts (a DIMM buffer reads its ranks without the channel's data
-    bus)."""
+    bus). ``contexts``: the configuration fields whose product is its search contexts per
+    place (a unit a search runs on: host cores, GPC contexts)."""
 
     name: str
     location: str
@@ -67,6 +68,25 @@ class Unit:
     role: str = ""
     driven_from: tuple = ()
     rank_local: bool = False
+    contexts: tuple = ()
+
+    def contexts_per_place(self, cfg) -> int:
+        """Search contexts of this unit at each place it sits (a host, a device): the product
+        of the configuration fields ``contexts`` names (``section.field``); 0 for a unit that
+        runs no searches."""
+        if not self.contexts:
+            return 0
+        n = 1
+        for path in self.contexts:
+            section, name = path.split(".")
+            n *= int(getattr(getattr(cfg, section), name))
+        return n
+
+    def search_contexts(self, cfg) -> int:
+        """Search contexts of this unit in the whole machine: per place, times
+        ``device.count`` for a unit on the devices' side."""
+        places = 1 if self.location in ("host", "switch") else int(cfg.device.count)
+        return places * self.contexts_per_place(cfg)
 
 
 #: name -> :class:`Unit`, in registration order
@@ -159,12 +179,12 @@ def reading_units() -> tuple:
 
 register_unit(Unit(
     "host", "host", "host core", serves=("host",), inflight="host_mlp", latency="host_lat",
-    inflight_fields="host.threads x host.outstanding_misses"))
+    inflight_fields="host.threads x host.outstanding_misses", contexts=("host.threads",)))
 register_unit(Unit(
     "gpc", "device", "device GPC context", serves=("gpc",), inflight="gpc_mlp",
     latency="dev_lat",
     inflight_fields="device.count x gpc.cores x gpc.threads_per_core x "
-                    "gpc.outstanding_requests"))
+                    "gpc.outstanding_requests", contexts=("gpc.cores", "gpc.threads_per_core")))
 register_unit(Unit(
     "accelerator", "device", "device distance accelerator", serves=("host", "gpc"),
     inflight="accel_mlp", latency="dev_lat", inflight_fields="cxl_anns.accel_outstanding",

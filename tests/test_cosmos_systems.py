@@ -167,6 +167,12 @@ def test_the_unit_registry_answers_what_the_checks_the_builder_and_energy_ask():
         "host": "host", "gpc": "device", "accelerator": "device", "scan-unit": "device",
         "switch-accelerator": "switch", "dimm-accelerator": "dimm-buffer"}
     assert [n for n in reading_units() if unit(n).rank_local] == ["dimm-accelerator"]
+    # search contexts come from the configuration through the unit that runs the searches
+    cfg = dataclasses.replace(get_preset("cosmos"), gpc=dataclasses.replace(
+        get_preset("cosmos").gpc, cores=3, threads_per_core=2))
+    assert unit("gpc").search_contexts(cfg) == cfg.device.count * 3 * 2
+    assert unit("host").search_contexts(cfg) == cfg.host.threads
+    assert unit("accelerator").search_contexts(cfg) == 0
     assert unit("rank-pu").location == "rank" and unit("rank-pu").driven_from == ("device",)
     assert [n for n in reading_units() if unit(n).energy == "per-line"] == \
         ["accelerator", "scan-unit", "switch-accelerator"]
