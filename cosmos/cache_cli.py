@@ -204,6 +204,9 @@ def register(sub) -> None:
     pv.add_argument("--kind", action="append", choices=list(KINDS), default=None,
                     help="check only this kind (repeatable; default: all)")
     pv.set_defaults(func=_verify)
+    for action in (pi, pv):     # after the action too, where every other command takes it
+        action.add_argument("--cache-dir", type=Path, default=argparse.SUPPRESS,
+                            help="the cache folder (as before the action)")
 
     def usage(args) -> int:
         p.print_help()

@@ -441,9 +441,11 @@ def test_cache_info_and_verify(tmp_path, capsys):
 
     make_workload("sift", cache_dir=tmp_path, **SMALL)
     ResultCache(tmp_path / "simulations").put(KEY, ROW)
-    assert main(["cache", "--cache-dir", str(tmp_path), "info"]) == 0
+    assert main(["cache", "info", "--cache-dir", str(tmp_path)]) == 0    # as every command
+    after = capsys.readouterr().out
+    assert main(["cache", "--cache-dir", str(tmp_path), "info"]) == 0    # and before the action
     out = capsys.readouterr().out
-    assert str(tmp_path.resolve()) in out
+    assert out == after and str(tmp_path.resolve()) in out
     counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()[2:]}
     assert counts == {"simulations": 1, "groundtruth": 1, "indexes": 1, "traces": 1,
                       "datasets": 1, "kernels": 0, "total": 5}
