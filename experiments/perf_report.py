@@ -269,7 +269,7 @@ STATIC = """\
 ## Where the time goes
 
 - **System model** (`cosmos simulate`, `bench_cosmos.py`): almost all of a long run is the
-  numba engine (`cosmos/engine.py`) and the DRAM controllers it drives (`dram/kernel.py`).
+  numba engine (`cosmos/engine.py`) and the DRAM controllers it drives (`dram/kernel/`).
   Setup before the engine (reading the trace, placement, layout, building the program) is
   about 2 s for 10,000 queries. A time profile of the jitted code (`profile_jit.py --perf`)
   is flat: roughly a quarter in the scheduler's decision (FR-FCFS scans of the read/write and
