@@ -50,6 +50,10 @@ class DRAMConfig:
                 "Co column, Ch channel); any permutation of the five"})
     refresh: bool = field(default=True, metadata={
         "help": "all-bank refresh (REFab per rank every nREFI for nRFC); False = no refresh"})
+    same_bank_refresh: bool = field(default=False, metadata={
+        "help": "with refresh: same-bank refresh instead (REFsb per rank to bank index 0, 1, "
+                "... in turn, every bank index once per nREFI2 = tREFI2 1.95 us; JESD79-5 "
+                "fine-granularity refresh)"})
     read_queue_depth: int = field(default=32, metadata={
         "help": "read buffer entries per channel (Ramulator 2.1 default 32)"})
     write_queue_depth: int = field(default=32, metadata={
@@ -133,6 +137,9 @@ class DRAMConfig:
             raise ValueError(f"DRAMConfig.ranks={self.ranks}: at most 16 ranks per channel")
         if not isinstance(self.refresh, (bool, np.bool_)):
             raise ValueError(f"DRAMConfig.refresh={self.refresh!r}: expected True or False")
+        if not isinstance(self.same_bank_refresh, (bool, np.bool_)):
+            raise ValueError(f"DRAMConfig.same_bank_refresh={self.same_bank_refresh!r}: "
+                             f"expected True or False")
         if not (0.0 <= self.wr_low_watermark <= self.wr_high_watermark <= 1.0):
             raise ValueError(
                 f"DRAMConfig watermarks: expected 0 <= wr_low_watermark "
@@ -165,6 +172,12 @@ class DRAMConfig:
         if t["nREFI"] <= t["nRFC"]:
             raise UserError(f"DRAMConfig: impossible timings: nRFC={t['nRFC']} >= "
                             f"nREFI={t['nREFI']} (a refresh must end before the next one)")
+        if self.same_bank_refresh:
+            per = t["nREFI2"] // ddr5.ORG_PRESETS[self.org]["banks"]
+            if per <= t["nRFCsb"]:
+                raise UserError(f"DRAMConfig: impossible timings for same-bank refresh: "
+                                f"nRFCsb={t['nRFCsb']} >= nREFI2 / banks = {per} (a REFsb "
+                                f"must end before the next one)")
 
     def resolve(self) -> "Params":
         """Validate and turn this config into the kernels' :class:`Params`."""
@@ -188,6 +201,7 @@ TIMING_MIN_WHY = {
     "nCL": "a read returns its data nCL cycles after the RD command",
     "nBL": "a burst occupies the data bus nBL cycles",
     "nREFI": "one all-bank refresh per rank every nREFI cycles",
+    "nREFI2": "every bank index gets one same-bank refresh per nREFI2 cycles",
 }
 
 
@@ -254,7 +268,7 @@ PARAMS_DTYPE = np.dtype([(f, np.int64) for f in PARAM_FIELDS] + [("tab", np.int6
 #: node, ``dlat[level, cmd, 1, follow]`` of the sibling record, ``NO_CONSTRAINT`` where there
 #: is none (so an update is one max over every follow command, without a record loop); command
 #: metadata
-#: ``cmeta`` [8, n_cmds]: rows opening, closing, accessing, rank scope, rank-local variant,
+#: ``cmeta`` [8, n_cmds]: rows opening, closing, accessing, scope (``SCOPE_*``), rank-local variant,
 #: auto-precharge variant, is read, uses the channel data bus; ``fb_bg`` [nb_ch] the flat
 #: bank group ``fb // n_banks`` of each flat bank (a table read instead of an integer division,
 #: which takes tens of cycles and ran several times per command). Entries past the tables are 0.
@@ -279,7 +293,10 @@ def _params_record(tab: np.ndarray, **fields) -> np.record:
 NO_CONSTRAINT = -(1 << 60)
 
 #: Rows of the command-metadata table.
-M_OPEN, M_CLOSE, M_ACCESS, M_RSCOPE, M_LOCAL, M_AUTOPRE, M_ISREAD, M_DBUS = range(8)
+M_OPEN, M_CLOSE, M_ACCESS, M_SCOPE, M_LOCAL, M_AUTOPRE, M_ISREAD, M_DBUS = range(8)
+#: ``M_SCOPE`` values: the position of a command's scope in ``ddr5.SCOPES``.
+SCOPE_BANK, SCOPE_RANK, SCOPE_SAME_BANK = (ddr5.SCOPES.index(s)
+                                           for s in ("bank", "rank", "same_bank"))
 
 
 def tables(params: Params) -> dict:
@@ -380,8 +397,10 @@ def _resolve(cfg: DRAMConfig) -> Params:
     cmd_autopre = np.arange(n_cmds, dtype=np.int64)
     for a, b in ddr5.AUTO_PRECHARGE.items():
         cmd_autopre[ddr5.CMD[a]] = ddr5.CMD[b]
+    scope = np.array([ddr5.SCOPES.index(ddr5.SCOPE.get(c, "bank")) for c in ddr5.COMMANDS],
+                     np.int64)
     cmeta = np.stack([meta(ddr5.OPENING), meta(ddr5.CLOSING), meta(ddr5.ACCESSING),
-                      meta(ddr5.RANK_SCOPE), cmd_local, cmd_autopre,
+                      scope, cmd_local, cmd_autopre,
                       meta(ddr5.READING), meta(ddr5.DATA_BUS)])
     parts = [("map_fields", fields), ("map_radix", radix), ("cons_ptr", ptr),
              ("follow", np.array(fol, np.int64)), ("lat", np.array(lat_a, np.int64)),
@@ -399,13 +418,17 @@ def _resolve(cfg: DRAMConfig) -> Params:
     high_n, low_n = watermark_counts(cfg.wr_high_watermark, cfg.wr_low_watermark,
                                      cfg.write_queue_depth)
     nb_ch = R * BG * B
+    refresh_mode = (0 if not cfg.refresh else 2 if cfg.same_bank_refresh else 1)
     return _params_record(
         n_channels=int(cfg.channels), n_ranks=int(R), n_bg=int(BG), n_banks=int(B),
         n_rows=int(org["rows"]), n_cols=int(n_cols), nb_ch=int(nb_ch),
         n_nodes=int(1 + R + R * BG + nb_ch), n_cmds=n_cmds,
         hist_max=int(max(1, hist_len.max())),
-        read_latency=int(rl), nBL=int(t["nBL"]), nREFI=int(t["nREFI"]),
-        refresh=int(bool(cfg.refresh)),
+        read_latency=int(rl), nBL=int(t["nBL"]),
+        # cycles between refresh requests: one REFab per rank each tREFI, or with same-bank
+        # refresh one REFsb per rank each tREFI2 / banks (every bank index once per tREFI2)
+        nREFI=int(t["nREFI2"] // B if refresh_mode == 2 else t["nREFI"]),
+        refresh=refresh_mode,
         read_q=int(cfg.read_queue_depth), write_q=int(cfg.write_queue_depth),
         prio_q=int(cfg.priority_queue_depth), active_q=int(nb_ch),
         pend_q=int(rl + 2 + cfg.read_queue_depth),

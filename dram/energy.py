@@ -150,12 +150,20 @@ def energy_stats(config, state, total_cycles: int, power: dict | None = None) ->
     def total(names):           # counts of the standard's commands in one of its tables
         return sum(n[c] for c in names)
 
-    n_ref = total(ddr5.REFRESHING)
-    # REFab finds every bank of its rank closed and holds them all open for tRFC
-    ref_cyc = np.minimum(n_ref * timing["nRFC"],
-                         float(R * T) - rank_active_cycles(state, T).sum(axis=1))
+    # refresh commands by scope: an all-bank refresh (REFab) finds every bank of its rank
+    # closed and holds them all open for tRFC; a same-bank refresh (REFsb) holds its bank in
+    # every bank group open for tRFCsb (DRAMPower's split, as command_energy)
+    n_ref = total(c for c in ddr5.REFRESHING if ddr5.SCOPE.get(c) == "rank")
+    n_refsb = total(c for c in ddr5.REFRESHING if ddr5.SCOPE.get(c) == "same_bank")
+    groups = int(org["bankgroups"])
+    ref_full = n_ref * timing["nRFC"] + n_refsb * timing["nRFCsb"]
+    ref_cyc = np.minimum(ref_full, float(R * T) - rank_active_cycles(state, T).sum(axis=1))
     rank_act = rank_active_cycles(state, T).sum(axis=1).astype(np.float64) + ref_cyc
-    bank_cyc = bank_open_cycles(state, T).sum(axis=1).astype(np.float64) + banks * ref_cyc
+    # open banks during refresh (scaled as ref_cyc is, if a refresh overlapped open banks)
+    sb_banks = np.where(ref_full > 0, ref_cyc / np.maximum(ref_full, 1), 0.0) * (
+        banks * n_ref * timing["nRFC"] + groups * n_refsb * timing["nRFCsb"])
+    bank_cyc = bank_open_cycles(state, T).sum(axis=1).astype(np.float64) + np.where(
+        n_refsb == 0, banks * ref_cyc, sb_banks)
     reads = total(ddr5.READING)
     writes = total(c for c in ddr5.ACCESSING if c not in ddr5.READING)
     bus_bursts = total(ddr5.DATA_BUS)
@@ -164,7 +172,7 @@ def energy_stats(config, state, total_cycles: int, power: dict | None = None) ->
         "pre": chips * e["pre"] * n_pre,
         "read": chips * e["read"] * reads,
         "write": chips * e["write"] * writes,
-        "refresh": chips * e["refresh"] * n_ref,
+        "refresh": chips * (e["refresh"] * n_ref + e["refresh_sb"] * n_refsb),
         "background_active": chips * (e["P_shared_mW"] * rank_act + e["P_bank_mW"] * bank_cyc)
                              * tck_ns,
         "background_precharged": chips * e["P_pre_mW"] * np.maximum(R * T - rank_act, 0.0)

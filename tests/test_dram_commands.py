@@ -23,8 +23,8 @@ import dram.standards.ddr5 as d
 d.COMMANDS = d.COMMANDS + ("REFx",)
 d.CMD = {n: i for i, n in enumerate(d.COMMANDS)}
 d.COMMAND_CYCLES = {**d.COMMAND_CYCLES, "REFx": 1}
-d.RANK_SCOPE = d.RANK_SCOPE + ("REFx",)
-d.REFRESHING = ("REFx",)
+d.SCOPE = {**d.SCOPE, "REFx": "rank"}
+d.REFRESHING = ("REFx", "REFsb")
 d.FOLLOWS = {**d.FOLLOWS, "refresh": "REFx"}
 d.TIMING_RECORDS = d.TIMING_RECORDS + (
     d.TimingRecord("Rank", ("ACT",), ("REFx",), "nRC"),
@@ -106,7 +106,8 @@ def test_the_kernel_ids_and_counters_come_from_the_tables():
     assert K.COMMAND_NAMES == ddr5.COMMANDS and K.N_CMDS == len(ddr5.COMMANDS)
     for role, name in ddr5.FOLLOWS.items():
         assert getattr(K, {"read": "RD", "write": "WR", "open": "ACT", "close_bank": "PREpb",
-                           "close_rank": "PREab", "refresh": "REFab"}[role]) == ddr5.CMD[name]
+                           "close_rank": "PREab", "refresh": "REFab", "close_same_bank": "PREsb",
+                           "refresh_same_bank": "REFsb"}[role]) == ddr5.CMD[name]
     for name, i in ddr5.CMD.items():
         assert getattr(K, name) == i and K.CMD_ID[name] == i
     assert [ddr5.COMMANDS[c] for c in K.FINALS] == ["RD", "WR", "RD_L", "WR_L"]

@@ -53,7 +53,7 @@ of any length, applying its refresh periods in closed form (the state stepping w
 from __future__ import annotations
 
 from .commands import (ACT, CMD_ID, COMMAND_NAMES, FINAL_SLOT, FINALS, N_CMDS, N_FINALS,
-                       PREab, PREpb, RD, REFab, WR)
+                       PREab, PREpb, PREsb, RD, REFab, REFsb, WR)
 from .layout import (INF, _u, _wrap, H_G, H_S, H_NN, H_NC, H_HM, H_PQ, H_PD, H_CAP, H_LOGCAP, H_NB,
                      H_R, H_NSTAT, H_DIRECT, H_O_SLOT, H_O_Q, H_O_CH, H_O_PRIO, H_O_PEND, H_O_BANK,
                      H_O_READY, H_O_HIST, H_O_COMP, H_O_GLOB, H_O_STATS, H_O_RBUSY, H_O_LOG,

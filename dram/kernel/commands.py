@@ -3,7 +3,7 @@ gives them, and the counters of active requests.
 
 Part of the cycle: none by itself; every other part names commands through this module. A
 command's id is its position in ``dram.standards.ddr5.COMMANDS``; what the controller does
-with it comes from the standard's command tables (``OPENING``, ``CLOSING``, ``RANK_SCOPE``,
+with it comes from the standard's command tables (``OPENING``, ``CLOSING``, ``SCOPE``,
 ``FOLLOWS`` ...: here, and as the rows of ``params``' command metadata, ``dram.config``), so
 adding a command to the standard adds it here (docs/dram.md, "Adding a command"). The ids and
 the count are compile-time constants of the kernels.
@@ -30,6 +30,10 @@ ACT = CMD_ID[_ddr5.FOLLOWS["open"]]
 PREpb = CMD_ID[_ddr5.FOLLOWS["close_bank"]]
 PREab = CMD_ID[_ddr5.FOLLOWS["close_rank"]]
 REFab = CMD_ID[_ddr5.FOLLOWS["refresh"]]
+# the same-bank roles: the command that closes bank BA of every bank group of a rank before a
+# same-bank command, and the same-bank refresh (``DRAMConfig.same_bank_refresh``)
+PREsb = CMD_ID[_ddr5.FOLLOWS["close_same_bank"]]
+REFsb = CMD_ID[_ddr5.FOLLOWS["refresh_same_bank"]]
 
 #: The plain final commands (accessing, not an auto-precharge variant): each has a counter of
 #: the active requests that end with it or its auto-precharge variant (channel scalars

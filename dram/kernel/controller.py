@@ -181,9 +181,18 @@ def _channel_tick(params, H, g, clk):
     # 2. refresh
     while H[_u(c + C_NREF)] <= clk:
         PQ = H[_u(H_PQ)]
+        # a request per rank: the rank (all-bank refresh), or with same-bank refresh the flat
+        # bank of bank index b in the rank's first bank group, b the period's index modulo
+        # the banks per group (round robin)
+        b = 0
+        if params.refresh == 2:
+            b = (H[_u(c + C_NREF)] // params.nREFI - 1) % params.n_banks
         for r in range(params.n_ranks):
             if H[_u(c + C_PQL)] < PQ:
-                H[_u(H[_u(H_O_PRIO)] + g * PQ + _wrap(H[_u(c + C_PQH)] + H[_u(c + C_PQL)], PQ))] = r
+                e = r
+                if params.refresh == 2:
+                    e = r * params.n_bg * params.n_banks + b
+                H[_u(H[_u(H_O_PRIO)] + g * PQ + _wrap(H[_u(c + C_PQH)] + H[_u(c + C_PQL)], PQ))] = e
                 H[_u(c + C_PQL)] += 1
         H[_u(c + C_NREF)] += params.nREFI
         H[_u(c + C_WAKE)] = 0

@@ -2,7 +2,8 @@
 
 Part of the cycle: step 4 (issue) and the eligibility test of step 3. :func:`preq_command` is
 Ramulator's ``get_preq_command`` (ACT on a closed bank, the final command on the open row,
-PREpb on another row; PREab, then REFab, for a refresh); :func:`issue_command` applies a
+PREpb on another row; PREab, then REFab, for a refresh; PREsb, then REFsb, for a same-bank
+refresh); :func:`issue_command` applies a
 command: timing state (:mod:`.timing`), open rows, rank residency (the energy model's
 background states), command counters and the command log.
 """
@@ -13,10 +14,10 @@ from pathlib import Path
 
 from numba import njit
 
-from dram.config import M_ACCESS, M_CLOSE, M_DBUS, M_OPEN, M_RSCOPE
+from dram.config import M_ACCESS, M_CLOSE, M_DBUS, M_OPEN, M_SCOPE, SCOPE_RANK, SCOPE_SAME_BANK
 from dram.jitcache import drop_stale
 import dram.config as _config
-from .commands import ACT, PREab, PREpb
+from .commands import ACT, PREab, PREpb, PREsb
 from .layout import (G_LOGLEN, H_LOGCAP, H_O_GLOB, H_O_LOG, H_O_RACT, H_O_RBUSY, H_O_STATS, H_R,
                      LOG_BANK, LOG_BG, LOG_CH, LOG_CLK, LOG_CMD, LOG_RANK, LOG_ROW, NRA, N_STATS,
                      Q_ACT, RA_BANKCYC, RA_CYCLES, RA_LAST, RA_OPEN, RA_SINCE, SL_FB, SL_FINAL,
@@ -42,12 +43,22 @@ def _slot_preq(H, ob, o):
 
 @njit(cache=True, inline="always", _nrt=False)
 def preq_command(params, H, g, final, rank, fb, row):
-    """The next command a request needs, from the bank state (Ramulator's get_preq_command)."""
-    if _meta(params, M_RSCOPE, final) == 1:           # REFab: every bank of the rank closed
+    """The next command a request needs, from the bank state (Ramulator's get_preq_command):
+    a rank-scope final command (REFab) needs every bank of its rank closed (PREab), a
+    same-bank one (REFsb) bank index fb % n_banks of every bank group closed (PREsb)."""
+    scope = _meta(params, M_SCOPE, final)
+    if scope == SCOPE_RANK:                           # REFab: every bank of the rank closed
         nbr = params.n_bg * params.n_banks
         for k in range(nbr):
             if H[_u(_bank(H, g, rank * nbr + k))] >= 0:
                 return PREab
+        return final
+    if scope == SCOPE_SAME_BANK:                      # REFsb: its bank in every group closed
+        nb = params.n_banks
+        b = fb - _fb_bg(params, fb) * nb
+        for k in range(params.n_bg):
+            if H[_u(_bank(H, g, (rank * params.n_bg + k) * nb + b))] >= 0:
+                return PREsb
         return final
     o = H[_u(_bank(H, g, fb))]
     if o < 0:
@@ -62,10 +73,18 @@ def _closes_active(params, H, g, cmd, rank, fb):
     """True if ``cmd`` would close a bank that an activated request still needs."""
     if _meta(params, M_CLOSE, cmd) == 0 or H[_u(_chs(H, g) + Q_ACT)] == 0:
         return False
-    if _meta(params, M_RSCOPE, cmd) == 1:
+    scope = _meta(params, M_SCOPE, cmd)
+    if scope == SCOPE_RANK:
         nbr = params.n_bg * params.n_banks
         for k in range(nbr):
             if H[_u(_bank(H, g, rank * nbr + k) + 1)] > 0:
+                return True
+        return False
+    if scope == SCOPE_SAME_BANK:
+        nb = params.n_banks
+        b = fb - _fb_bg(params, fb) * nb
+        for k in range(params.n_bg):
+            if H[_u(_bank(H, g, (rank * params.n_bg + k) * nb + b) + 1)] > 0:
                 return True
         return False
     return H[_u(_bank(H, g, fb) + 1)] > 0
@@ -106,11 +125,22 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
         H[_u(ob)] = row
     elif _meta(params, M_CLOSE, cmd) == 0:
         pass
-    elif _meta(params, M_RSCOPE, cmd) == 0:             # PREpb, RDA, WRA, RDA_L, WRA_L
+    elif _meta(params, M_SCOPE, cmd) == 0:              # PREpb, RDA, WRA, RDA_L, WRA_L
         ob = _bank(H, g, fb)
         if H[_u(ob)] >= 0:
             _rank_closes(H, g, rank, 1, clk)
         H[_u(ob)] = -1
+    elif _meta(params, M_SCOPE, cmd) == SCOPE_SAME_BANK:    # PREsb
+        nb = params.n_banks
+        b = fb - _fb_bg(params, fb) * nb
+        n_open = 0
+        for k in range(params.n_bg):
+            ob = _bank(H, g, (rank * params.n_bg + k) * nb + b)
+            if H[_u(ob)] >= 0:
+                n_open += 1
+            H[_u(ob)] = -1
+        if n_open > 0:
+            _rank_closes(H, g, rank, n_open, clk)
     else:                                               # PREab
         nbr = params.n_bg * params.n_banks
         n_open = 0
@@ -134,9 +164,14 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
         H[_u(ol + LOG_CH)] = g
         H[_u(ol + LOG_CMD)] = cmd
         H[_u(ol + LOG_RANK)] = rank
-        if _meta(params, M_RSCOPE, cmd) == 1:
+        scope = _meta(params, M_SCOPE, cmd)
+        if scope == SCOPE_RANK:
             H[_u(ol + LOG_BG)] = -1
             H[_u(ol + LOG_BANK)] = -1
+            H[_u(ol + LOG_ROW)] = -1
+        elif scope == SCOPE_SAME_BANK:                  # every bank group, one bank index
+            H[_u(ol + LOG_BG)] = -1
+            H[_u(ol + LOG_BANK)] = fb - _fb_bg(params, fb) * params.n_banks
             H[_u(ol + LOG_ROW)] = -1
         else:
             bgf = _fb_bg(params, fb)

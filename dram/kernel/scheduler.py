@@ -1,9 +1,9 @@
 """The scheduler: which request's command issues this cycle (step 3 of the cycle).
 
 FR-FCFS (timing-ready first, then oldest, then buffer order) over the active buffer, then the
-priority buffer (refresh), then the read or write buffer chosen by the write-drain watermarks;
-FRFCFS_RowHit and FCFS over the read/write buffers (``params.scheduler``). Each buffered
-request caches its next command and the bank-level part of its ready cycle (``SL_NC``,
+priority buffer (refresh: REFab per rank, or REFsb per rank and bank index), then the read or
+write buffer chosen by the write-drain watermarks; FRFCFS_RowHit and FCFS over the read/write
+buffers (``params.scheduler``). Each buffered request caches its next command and the bank-level part of its ready cycle (``SL_NC``,
 ``SL_L``), refreshed by :func:`_recache` after every command to its bank (or rank). When
 nothing is ready, :func:`_decide` sets the channel's wake-up cycle and remembers the decision
 it will take then (the memo, ``C_M*``).
@@ -15,10 +15,10 @@ from pathlib import Path
 
 from numba import njit
 
-from dram.config import M_CLOSE, M_RSCOPE
+from dram.config import M_CLOSE, M_SCOPE, SCOPE_RANK, SCOPE_SAME_BANK
 from dram.jitcache import drop_stale
 import dram.config as _config
-from .commands import FINALS, N_CMDS, N_FINALS, PREpb, REFab
+from .commands import FINALS, N_CMDS, N_FINALS, PREpb, REFab, REFsb
 from .layout import (C_EPOCH, C_MCLK, C_MCMD, C_MEPOCH, C_MPOS, C_MQ, C_NA, C_PQH, C_PQL, C_WAKE,
                      C_WMODE, D_NONE, D_REFRESHED, G_CHANGES, H_NB, H_O_BANK, H_O_GLOB, H_O_PRIO,
                      H_O_STATS, H_PQ, INF, N_STATS, Q_ACT, Q_RD, Q_WR, SL_ARR, SL_BGO, SL_BKO,
@@ -57,16 +57,24 @@ def _recache_bank(params, H, g, rb, ob, hd):
 def _recache(params, H, g, cmd, rank, fb):
     """After ``cmd`` issued to (rank, fb): refresh the cache of the requests whose next
     command, eligibility or bank-level ready cycles it can have changed -- those of its bank,
-    of its bank group for a command with sibling records at the bank level, or of its whole
-    rank for a rank-scope command. (The bank-group level is read live by the scheduler, so
+    of its bank group for a command with sibling records at the bank level, of its whole
+    rank for a rank-scope command, of bank index fb % n_banks in every bank group of its rank
+    for a same-bank command (of every bank of the rank, if it has bank-level siblings). (The bank-group level is read live by the scheduler, so
     the requests of the other banks of the group keep their cache: a command to one bank
     changes no other bank's state, active count or bank-level ready cycles.)"""
     rb = _rdy(H, g)
     ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
-    if _meta(params, M_RSCOPE, cmd) == 1:
+    scope = _meta(params, M_SCOPE, cmd)
+    if scope == SCOPE_RANK or (scope == SCOPE_SAME_BANK and
+                               params.tab[_u(params.o_has_sib + 3 * N_CMDS + cmd)] == 1):
         nbr = params.n_bg * params.n_banks
         for k in range(nbr):
             _recache_bank(params, H, g, rb, ob, _bkl(H, g, rank * nbr + k))
+    elif scope == SCOPE_SAME_BANK:
+        nb = params.n_banks
+        b = fb - _fb_bg(params, fb) * nb
+        for k in range(params.n_bg):
+            _recache_bank(params, H, g, rb, ob, _bkl(H, g, (rank * params.n_bg + k) * nb + b))
     elif params.tab[_u(params.o_has_sib + 3 * N_CMDS + cmd)] == 1:
         nb = params.n_banks
         f0 = _fb_bg(params, fb) * nb
@@ -208,9 +216,17 @@ def _decide(params, H, g, clk):
     # 3b. priority buffer (refresh)
     if H[_u(c + C_PQL)] > 0:
         PQ = H[_u(H_PQ)]
-        rank = H[_u(H[_u(H_O_PRIO)] + g * PQ + H[_u(c + C_PQH)])]
-        fb0 = rank * params.n_bg * params.n_banks
-        cmd = preq_command(params, H, g, REFab, rank, fb0, -1)
+        e = H[_u(H[_u(H_O_PRIO)] + g * PQ + H[_u(c + C_PQH)])]
+        nbr = params.n_bg * params.n_banks
+        if params.refresh == 2:                     # same-bank refresh: e is a flat bank
+            refcmd = REFsb
+            rank = e // nbr
+            fb0 = e
+        else:                                       # all-bank refresh: e is the rank
+            refcmd = REFab
+            rank = e
+            fb0 = rank * nbr
+        cmd = preq_command(params, H, g, refcmd, rank, fb0, -1)
         rt = ready_time(params, H, g, cmd, rank, fb0)
         if rt <= clk:
             if not _closes_active(params, H, g, cmd, rank, fb0):
@@ -218,7 +234,7 @@ def _decide(params, H, g, clk):
                 _recache(params, H, g, cmd, rank, fb0)
                 H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
                 H[_u(c + C_EPOCH)] += 1
-                if cmd == REFab:
+                if cmd == refcmd:
                     H[_u(c + C_PQH)] = _wrap(H[_u(c + C_PQH)] + 1, PQ)
                     H[_u(c + C_PQL)] -= 1
                     H[_u(H[_u(H_O_STATS)] + g * N_STATS + S_REFRESH)] += 1

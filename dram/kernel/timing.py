@@ -13,7 +13,7 @@ from pathlib import Path
 
 from numba import njit
 
-from dram.config import M_RSCOPE
+from dram.config import M_SCOPE, SCOPE_RANK, SCOPE_SAME_BANK
 from dram.jitcache import drop_stale
 import dram.config as _config
 from .commands import N_CMDS
@@ -26,7 +26,9 @@ drop_stale(__file__, str(Path(__file__).with_name("__init__.py")), _config.__fil
 
 @njit(cache=True, inline="always", _nrt=False)
 def ready_time(params, H, g, cmd, rank, fb):
-    """Earliest cycle at which ``cmd`` may issue to (rank, flat bank fb) of channel g."""
+    """Earliest cycle at which ``cmd`` may issue to (rank, flat bank fb) of channel g: the
+    largest ready cycle of its nodes (channel, rank, and the bank groups and banks of its
+    scope: fb's, every one of the rank, or bank index fb % n_banks of every bank group)."""
     NC = params.n_cmds
     base = _rdy(H, g) + cmd
     t = H[_u(base)]
@@ -37,13 +39,24 @@ def ready_time(params, H, g, cmd, rank, fb):
     nb = params.n_banks
     o_bg = 1 + params.n_ranks
     o_bk = o_bg + params.n_ranks * nbg
-    if _meta(params, M_RSCOPE, cmd) == 1:
+    scope = _meta(params, M_SCOPE, cmd)
+    if scope == SCOPE_RANK:
         for k in range(nbg):
             v = H[_u(base + (o_bg + rank * nbg + k) * NC)]
             if v > t:
                 t = v
         for k in range(nbg * nb):
             v = H[_u(base + (o_bk + rank * nbg * nb + k) * NC)]
+            if v > t:
+                t = v
+        return t
+    if scope == SCOPE_SAME_BANK:
+        b = fb - _fb_bg(params, fb) * nb              # bank index within its bank group
+        for k in range(nbg):
+            v = H[_u(base + (o_bg + rank * nbg + k) * NC)]
+            if v > t:
+                t = v
+            v = H[_u(base + (o_bk + (rank * nbg + k) * nb + b) * NC)]
             if v > t:
                 t = v
         return t
@@ -153,8 +166,10 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
     max-update over every follow command (``dlat``), the windowed ones through the node's
     issue history of ``cmd``; the other children of a target's parent (siblings) get the
     sibling ones (dense too). A rank-scope command (PREab, REFab) targets every bank group and
-    bank of its rank. With the dense table a command costs twelve branch-free max-updates per
-    node instead of a loop over its records (DDR5: 272 of the 273 records are spacings).
+    bank of its rank; a same-bank command (PREsb, REFsb) every bank group of its rank and bank
+    index fb % n_banks in each (the other banks of each group are the bank level's siblings).
+    With the dense table a command costs one branch-free max-update per command and node
+    instead of a loop over its records (DDR5: all but the nFAW record are spacings).
     """
     t = params.tab
     NC = N_CMDS
@@ -166,11 +181,19 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
     o_bk = o_bg + nr * nbg
     _level_update(params, H, t, rb0, oh0, HM, cmd, cmd, 0, 1, 0, 1, clk)
     _level_update(params, H, t, rb0, oh0, HM, NC + cmd, cmd, 1, nr, rank, rank + 1, clk)
-    if _meta(params, M_RSCOPE, cmd) == 1:
+    scope = _meta(params, M_SCOPE, cmd)
+    if scope == SCOPE_RANK:
         _level_update(params, H, t, rb0, oh0, HM, 2 * NC + cmd, cmd, o_bg + rank * nbg, nbg,
                       0, nbg, clk)
         _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd, o_bk + rank * nbg * nb,
                       nbg * nb, 0, nbg * nb, clk)
+    elif scope == SCOPE_SAME_BANK:
+        _level_update(params, H, t, rb0, oh0, HM, 2 * NC + cmd, cmd, o_bg + rank * nbg, nbg,
+                      0, nbg, clk)
+        b = fb - _fb_bg(params, fb) * nb
+        for k in range(nbg):
+            _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd,
+                          o_bk + (rank * nbg + k) * nb, nb, b, b + 1, clk)
     else:
         bgi = _fb_bg(params, fb)                      # flat bank group within the channel
         x = bgi - rank * nbg

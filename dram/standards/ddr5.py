@@ -29,34 +29,44 @@ from dataclasses import dataclass
 #: Hierarchy levels above the row, outermost first. Index = level id in the kernel arrays.
 LEVELS = ("Channel", "Rank", "BankGroup", "Bank")
 
-#: Commands. The first eight are the DDR5 commands the controller uses; the last four are
-#: *rank-local* variants of the column commands (a near-memory processing unit on the rank reads
-#: or writes a burst that never crosses the channel's shared data bus). They obey every
-#: constraint of their base command except those marked ``data_bus`` below.
+#: Commands. The first eight are the DDR5 commands of Ramulator 2.1's DDR5 (the reference runs);
+#: the next four are *rank-local* variants of the column commands (a near-memory processing
+#: unit on the rank reads or writes a burst that never crosses the channel's shared data bus),
+#: which obey every constraint of their base command except those marked ``data_bus`` below;
+#: the last two are DDR5's same-bank commands (JESD79-5, command truth table: PREsb and REFsb
+#: act on bank BA of every bank group of the rank), issued only with same-bank refresh
+#: (``DRAMConfig.same_bank_refresh``).
 COMMANDS = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab",
-            "RD_L", "WR_L", "RDA_L", "WRA_L")
+            "RD_L", "WR_L", "RDA_L", "WRA_L", "PREsb", "REFsb")
 CMD = {name: i for i, name in enumerate(COMMANDS)}
 
 #: Rank-local variant of each column command.
 LOCAL_VARIANT = {"RD": "RD_L", "WR": "WR_L", "RDA": "RDA_L", "WRA": "WRA_L"}
 
 #: Command/address-bus cycles per command (JESD79-5 command truth table: ACT, RD, WR, RDA, WRA
-#: are two-cycle commands; the others one cycle). Rank-local variants are the same commands.
+#: are two-cycle commands; the others, PREsb and REFsb too, one cycle). Rank-local variants are
+#: the same commands.
 COMMAND_CYCLES = {"ACT": 2, "PREpb": 1, "PREab": 1, "RD": 2, "WR": 2, "RDA": 2, "WRA": 2,
-                  "REFab": 1, "RD_L": 2, "WR_L": 2, "RDA_L": 2, "WRA_L": 2}
+                  "REFab": 1, "RD_L": 2, "WR_L": 2, "RDA_L": 2, "WRA_L": 2,
+                  "PREsb": 1, "REFsb": 1}
 
 #: Command properties: the tables the controller is derived from (dram.config's command
 #: metadata; dram.kernel's ids, next-command logic and counters), so a command is added here
-#: only (docs/dram.md, "Adding a command"). Which commands open a row, close one (or, with rank
-#: scope, every bank of the rank), access a column, read, use the channel's data bus,
-#: refresh; their scope (``bank`` = one bank, the default, ``rank`` = every bank of the rank).
+#: only (docs/dram.md, "Adding a command"). Which commands open a row, close one (every bank
+#: of their scope), access a column, read, use the channel's data bus, refresh.
 OPENING = ("ACT",)
-CLOSING = ("PREpb", "PREab", "RDA", "WRA", "RDA_L", "WRA_L")
+CLOSING = ("PREpb", "PREab", "RDA", "WRA", "RDA_L", "WRA_L", "PREsb")
 ACCESSING = ("RD", "WR", "RDA", "WRA", "RD_L", "WR_L", "RDA_L", "WRA_L")
 READING = ("RD", "RDA", "RD_L", "RDA_L")
 DATA_BUS = ("RD", "RDA", "WR", "WRA")
-REFRESHING = ("REFab",)
-RANK_SCOPE = ("PREab", "REFab")
+REFRESHING = ("REFab", "REFsb")
+
+#: Scopes a command can act on, in id order (the kernel's ``M_SCOPE`` values): ``bank`` one
+#: bank (its request's), ``rank`` every bank of the rank, ``same_bank`` bank BA of every bank
+#: group of the rank (JESD79-5's same-bank commands).
+SCOPES = ("bank", "rank", "same_bank")
+#: Scope of each command that does not act on one bank.
+SCOPE = {"PREab": "rank", "REFab": "rank", "PREsb": "same_bank", "REFsb": "same_bank"}
 
 #: Auto-precharge variant of each column command (the closed-row policy issues it when no
 #: other buffered request wants the row).
@@ -65,11 +75,14 @@ AUTO_PRECHARGE = {"RD": "RDA", "WR": "WRA", "RD_L": "RDA_L", "WR_L": "WRA_L"}
 #: The command each request's next command follows from (Ramulator 2.1's
 #: ``get_preq_command``): a read or write request ends with its final column command
 #: (``read`` / ``write``, or their rank-local variants); before it, a closed bank needs
-#: ``open``, a bank open on another row needs ``close_bank``, and a rank-scope command
-#: needs every bank of its rank closed by ``close_rank``. ``refresh`` is the command the
-#: refresh manager requests for every rank each nREFI.
+#: ``open``, a bank open on another row needs ``close_bank``, a rank-scope command needs
+#: every bank of its rank closed by ``close_rank``, a same-bank command its banks closed by
+#: ``close_same_bank``. ``refresh`` is the command the refresh manager requests for every
+#: rank each nREFI; ``refresh_same_bank`` the one it requests instead, for one bank index
+#: after the other, with same-bank refresh.
 FOLLOWS = {"read": "RD", "write": "WR", "open": "ACT", "close_bank": "PREpb",
-           "close_rank": "PREab", "refresh": "REFab"}
+           "close_rank": "PREab", "refresh": "REFab", "close_same_bank": "PREsb",
+           "refresh_same_bank": "REFsb"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,7 +131,7 @@ TIMING_PRESETS = {
 #: Timing parameters a user may override (``DRAMConfig.timing_overrides``).
 TIMING_PARAMS = ("nBL", "nCL", "nRCD", "nRP", "nRAS", "nRC", "nWR", "nRTP", "nCWL", "nPPD",
                  "nCCDS", "nCCDL", "nCCDS_WR", "nCCDL_WR", "nWTRS", "nWTRL", "nCS",
-                 "nRRDS", "nRRDL", "nFAW", "nRFC", "nREFI")
+                 "nRRDS", "nRRDL", "nFAW", "nRFC", "nREFI", "nRFCsb", "nREFSBRD", "nREFI2")
 
 # --------------------------------------------------------------------------------------------
 # Organization presets, per device (chip). JESD79-5: 8 Gb = 8 BG x 2 banks (x4/x8), 4 BG x 2
@@ -156,6 +169,13 @@ def derived_timings(timing: dict, org: dict) -> dict:
       pages (x16), with tCK taken from the data rate (2e6 / rate ps).
     * nRFC: tRFC1 = 195 / 295 / 410 ns for 8 / 16 / 32 Gb (all-bank refresh).
     * nREFI: tREFI = 3.9 us (normal refresh rate, DDR5 halves DDR4's 7.8 us).
+    * nRFCsb: tRFCsb = 115 / 130 / 190 ns for 8 / 16 / 32 Gb (same-bank refresh, REFsb; JESD79-5
+      refresh parameters table; DDR5-4800, 16 Gb: 313 nCK).
+    * nREFSBRD: tREFSBRD = 30 ns for every density (JESD79-5, same-bank refresh: REFsb to an
+      ACT of another bank; DDR5-4800: 73 nCK).
+    * nREFI2: tREFI2 = 1.95 us, the fine-granularity refresh interval (JESD79-5: same-bank
+      refresh is a fine-granularity-refresh mode command; every bank index gets one REFsb per
+      tREFI2; DDR5-4800: 4688 nCK).
     """
     rate = timing["rate"]
     tck_rate_ps = 2_000_000 / rate          # exact period from the data rate
@@ -169,6 +189,10 @@ def derived_timings(timing: dict, org: dict) -> dict:
     trfc_ns = {8192: 195, 16384: 295, 32768: 410}[org["density_Mb"]]
     out["nRFC"] = math.ceil(trfc_ns * 1000 / tck_ps)
     out["nREFI"] = math.ceil(3_900_000 / tck_ps)
+    trfcsb_ns = {8192: 115, 16384: 130, 32768: 190}[org["density_Mb"]]
+    out["nRFCsb"] = math.ceil(trfcsb_ns * 1000 / tck_ps)
+    out["nREFSBRD"] = math.ceil(30_000 / tck_ps)
+    out["nREFI2"] = math.ceil(1_950_000 / tck_ps)
     return out
 
 
@@ -237,6 +261,32 @@ TIMING_RECORDS = (
     TimingRecord("Bank", ("WR",), ("PREpb",), "nCWL + nBL + nWR"),
     TimingRecord("Bank", ("RDA",), ("ACT",), "nRTP + nRP"),
     TimingRecord("Bank", ("WRA",), ("ACT",), "nCWL + nBL + nWR + nRP"),
+    # Same-bank commands (JESD79-5 same-bank precharge PREsb and same-bank refresh REFsb; the
+    # constraint set as in Ramulator 2.0's DDR5, src/dram/impl/DDR5.cpp, plus tREFSBRD). A
+    # same-bank command targets bank BA of every bank group of its rank, so its Bank records
+    # act on each of those banks.
+    # PREsb: a precharge of each target bank (tRAS, tRTP, tWR before; tRP after) and a
+    # precharge for tPPD (JESD79-5: PRE to PRE delay, any precharge command).
+    TimingRecord("Bank", ("ACT",), ("PREsb",), "nRAS"),
+    TimingRecord("Bank", ("RD",), ("PREsb",), "nRTP"),
+    TimingRecord("Bank", ("WR",), ("PREsb",), "nCWL + nBL + nWR"),
+    TimingRecord("Bank", ("PREsb",), ("ACT",), "nRP"),
+    TimingRecord("Rank", ("PREpb", "PREab", "PREsb"), ("PREsb",), "nPPD"),
+    TimingRecord("Rank", ("PREsb",), ("PREpb", "PREab"), "nPPD"),
+    TimingRecord("Rank", ("PREsb",), ("REFab",), "nRP"),
+    # REFsb: its banks closed (tRC after ACT, tRP after a precharge, the auto-precharge
+    # recovery after RDA/WRA), busy tRFCsb (to ACT and REFsb of those banks, and to PREab
+    # and REFab of the rank); an ACT of another bank waits tREFSBRD, and so does the next
+    # REFsb (JESD79-5: tREFSBRD, REFsb to ACT or REFsb of a different bank).
+    TimingRecord("Bank", ("ACT",), ("REFsb",), "nRC"),
+    TimingRecord("Bank", ("PREpb", "PREsb"), ("REFsb",), "nRP"),
+    TimingRecord("Bank", ("RDA",), ("REFsb",), "nRTP + nRP"),
+    TimingRecord("Bank", ("WRA",), ("REFsb",), "nCWL + nBL + nWR + nRP"),
+    TimingRecord("Bank", ("REFsb",), ("ACT", "REFsb"), "nRFCsb"),
+    TimingRecord("Rank", ("PREab",), ("REFsb",), "nRP"),
+    TimingRecord("Rank", ("REFab",), ("REFsb",), "nRFC"),
+    TimingRecord("Rank", ("REFsb",), ("PREab", "REFab"), "nRFCsb"),
+    TimingRecord("Rank", ("REFsb",), ("ACT", "REFsb"), "nREFSBRD"),
 )
 
 

@@ -42,6 +42,9 @@ Per width, therefore:
 * Shared by every width: IDD2N, IDD3N, IDD5B, IDD6N, IPP0, IPP2N, IPP3N (the x8 column), IPP5B
   28 mA, IPP4R 9 mA and IPP4W 36 mA (the VPP currents of burst read and write; the calculator
   configuration only).
+* ``IDD5C`` 135 mA (same-bank refresh at tRFCsb: gem5's comment above, from the same
+  datasheet) and ``IPP5C`` 28 mA, an ESTIMATE: IPP5B's value (no configuration gives the VPP
+  current of same-bank refresh). Only REFsb uses them (``DRAMConfig.same_bank_refresh``).
 * ``rho`` (DRAMPower's ``bankwisespec.factRho``, the share of the active-standby excess
   IDD3N - IDD2N that a rank draws as soon as one bank is open) = 0, OUR DEFAULT, not a
   datasheet figure: with these currents IDD0 (103 mA, one bank cycling) lies only 11 mA above
@@ -76,7 +79,7 @@ from __future__ import annotations
 
 _COMMON = dict(VDD_V=1.1, VPP_V=1.8, IDD2N=92.0, IDD3N=142.0, IDD5B=277.0, IDD6N=102.0,
                IPP0=8.0, IPP2N=6.0, IPP3N=7.0, IPP4R=9.0, IPP4W=36.0, IPP5B=28.0,
-               rho=0.0, io_pJ_per_bit=5.0)
+               IDD5C=135.0, IPP5C=28.0, rho=0.0, io_pJ_per_bit=5.0)
 
 _X4 = dict(_COMMON, IDD0=103.0, IDD4R=318.0, IDD4W=345.0,
            source="Micron 16Gb DDR5 Die Rev A, DDR5-4800; IDD4R/IDD4W: x4 column inferred")
