@@ -18,7 +18,8 @@ Summary (:func:`latency_stats`, :func:`summarize`):
 * ``row_hits/misses/conflicts`` (+ ``read_``/``write_`` split): taken when a request issues
   its first command, from the bank state just before it: open on the same row = hit, open on
   another row = conflict, closed = miss (summed over channels).
-* ``refresh_cmds``: REFab commands issued (all channels and ranks).
+* ``refresh_cmds``: refresh commands issued (REFab, or REFsb with same-bank refresh; all
+  channels and ranks).
 * ``channel_busy_fraction[c]`` = cycles the channel's data bus carried bursts (nBL per RD/WR
   that crosses the channel) / total_cycles; ``rank_busy_fraction[c][r]`` = nBL per RD/WR of
   the rank, rank-local ones included / total_cycles. ``total_cycles`` = last completion cycle
