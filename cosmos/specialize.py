@@ -36,6 +36,7 @@ import hashlib
 import importlib.util
 import os
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -125,6 +126,25 @@ def _replace(src: str, edits: list[tuple[ast.AST, str]]) -> str:
     return raw.decode()
 
 
+#: CPython 3.11's parser is not safe to run in two threads at once ("AST constructor recursion
+#: depth mismatch", python/cpython#106905); a sweep's thread pool may plan builds concurrently
+_PARSE_LOCK = threading.Lock()
+_CONSTANT_NAMES: dict[str, frozenset] = {}
+
+
+def _parse(src: str) -> ast.Module:
+    with _PARSE_LOCK:
+        return ast.parse(src)
+
+
+def _constant_names(src: str) -> frozenset:
+    """The constants (``_K_...``) the kernel module of source ``src`` reads, memoized."""
+    key = hashlib.sha256(src.encode()).hexdigest()
+    if key not in _CONSTANT_NAMES:
+        _CONSTANT_NAMES[key] = frozenset(c for _, c in constant_reads(_parse(src)))
+    return _CONSTANT_NAMES[key]
+
+
 def kernel_constants(params, heap0: np.ndarray, srcs: dict[str, str] | None = None
                      ) -> dict[str, int]:
     """Name -> value of every constant of the specialized kernel: the parameters and header
@@ -134,7 +154,7 @@ def kernel_constants(params, heap0: np.ndarray, srcs: dict[str, str] | None = No
     from dram import kernel as dk
 
     srcs = srcs if srcs is not None else _kernel_sources()
-    names = {c for s in srcs.values() for _, c in constant_reads(ast.parse(s))}
+    names = set().union(*(_constant_names(s) for s in srcs.values()))
     out = {}
     for c in sorted(names):
         if c.startswith("_K_P_"):
@@ -154,7 +174,7 @@ def _kernel_sources() -> dict[str, str]:
 def _specialize_kernel(src: str, consts: dict[str, int], name: str) -> str:
     """The module ``name`` of the kernel package (source ``src``) with its constant reads
     replaced by the constants ``consts`` (defined after its ``from __future__`` import)."""
-    tree = ast.parse(src)
+    tree = _parse(src)
     edits = constant_reads(tree)
     used = sorted({c for _, c in edits})
     lines = src.splitlines(keepends=True)
@@ -185,7 +205,7 @@ def _engine_source(kname: str) -> str:
 
     src = Path(engine.__file__).read_text()
     mod, name, alias = _ENGINE_KERNEL
-    hits = [n for n in ast.parse(src).body if isinstance(n, ast.ImportFrom)
+    hits = [n for n in _parse(src).body if isinstance(n, ast.ImportFrom)
             and n.module == mod and [(a.name, a.asname) for a in n.names] == [(name, alias)]]
     if len(hits) != 1:
         raise RuntimeError("cosmos.specialize: cosmos/engine.py no longer imports the kernel "
