@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cosmos_common.terminal import progress_wanted
+
 # when this module was imported (the CLI's start, near enough) for --verbose's total
 _PROCESS_T0 = time.perf_counter()
 
@@ -482,11 +484,7 @@ def _versions() -> dict:
 def _progress_bar(total: int, *, disable: bool):
     """A tqdm bar over completed requests and the callback ``f(done, total)`` that advances it;
     shown on a terminal only, and only once the run has taken more than a second."""
-    try:
-        terminal = sys.stderr.isatty()
-    except (AttributeError, ValueError):         # replaced or closed stderr
-        terminal = False
-    if disable or not terminal:                  # no bar (pipes, logs, tests): no tqdm import
+    if not progress_wanted(disable):             # no bar (pipes, logs, tests): no tqdm import
         return (lambda done, total_=None: None), (lambda: None)
     from tqdm.auto import tqdm
 

@@ -128,6 +128,13 @@ def simulation_tasks(names, ctx) -> list[tuple[str, dict]]:
     return out
 
 
+def declared_probes(modules, ctx) -> list[int]:
+    """The probe counts the experiment ``modules`` trace besides the scale's (their
+    ``trace_probes(ctx)`` hooks), sorted, each once."""
+    return sorted({int(p) for m in modules if hasattr(m, "trace_probes")
+                   for p in m.trace_probes(ctx)})
+
+
 def run_shared(names, ctx) -> dict:
     """Run, as one pool, the work of the experiments ``names`` that waits for no
     experiment's output (see the module docstring):
@@ -162,8 +169,7 @@ def run_shared(names, ctx) -> dict:
     if ctx.shared is None:
         raise ValueError("run_shared needs a context with a shared memo (ctx.shared = {})")
     mods = {name: load(name) for name in names}
-    probes = sorted({int(p) for m in mods.values() if hasattr(m, "trace_probes")
-                     for p in m.trace_probes(ctx)})
+    probes = declared_probes(mods.values(), ctx)
     with ctx.declaring_traces() as files:
         declared = {name: list(m.simulation_tasks(ctx)) for name, m in mods.items()
                     if hasattr(m, "simulation_tasks")}
@@ -442,8 +448,7 @@ def plan(names, ctx) -> dict:
     # workloads: every family at the scale's probes, and the counts experiments trace besides
     # (their trace_probes hook, as run_shared traces them)
     traces = {(f, None) for f in ctx.families}
-    traces |= {(f, min(int(p), sc.num_clusters)) for n in names
-               if hasattr(load(n), "trace_probes") for p in load(n).trace_probes(ctx)
+    traces |= {(f, min(p, sc.num_clusters)) for p in declared_probes(map(load, names), ctx)
                for f in ctx.families}
     traces = {(f, None if p == sc.num_probes else p) for f, p in traces}
     frac_n, frac_q = sc.n / 1e6, sc.num_queries / 1e4

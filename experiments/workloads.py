@@ -272,12 +272,8 @@ def _groundtruth(ds, plan: dict, cache: Path, progress: bool):
 def user_dataset(plan: dict, cache: Path, progress: bool = True):
     """The user's dataset of ``plan`` (:func:`user_dataset_plan`) with its ground truth: the
     file's if it applies, else exact, cached under ``cache/groundtruth``."""
-    from graphs import Dataset
-
     ds = _user_dataset(plan)
-    gt = _groundtruth(ds, plan, cache, progress)
-    return Dataset(name=ds.name, base=ds.base, queries=ds.queries, groundtruth=gt,
-                   metric=ds.metric, _fp={"fp": ds.fingerprint()})
+    return ds.with_groundtruth(_groundtruth(ds, plan, cache, progress))
 
 
 def workload(family: str, scale: str | Scale = "default", *, num_probes: int | None = None,

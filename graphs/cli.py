@@ -213,7 +213,6 @@ def _with_groundtruth(ds, args):
     ``--groundtruth`` (graphs.workload.cached_groundtruth: computed once, then read from the
     cache), so that the trace reports its recall; ``ds`` itself otherwise. Called after the
     options are checked against the data, before the index is built."""
-    from graphs.dataset import Dataset
     from graphs.workload import cached_groundtruth
 
     if args.base is None or ds.groundtruth is not None or args.no_groundtruth:
@@ -222,9 +221,7 @@ def _with_groundtruth(ds, args):
     k = min(ds.n, max(GROUNDTRUTH_K, args.k))
     print(f"ground truth: the exact top-{k} of {len(ds.queries):,} queries over {ds.n:,} vectors "
           "(computed once, then cached; --no-groundtruth skips it)", flush=True)
-    gt = cached_groundtruth(ds, k, args.cache_dir, progress=_progress(args))
-    return Dataset(name=ds.name, base=ds.base, queries=ds.queries, groundtruth=gt,
-                   metric=ds.metric, _fp={"fp": ds.fingerprint()})
+    return ds.with_groundtruth(cached_groundtruth(ds, k, args.cache_dir, progress=_progress(args)))
 
 
 def _build(args) -> int:

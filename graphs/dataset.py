@@ -111,6 +111,12 @@ class Dataset:
             self._fp["fp"] = h.hexdigest()
         return self._fp["fp"]
 
+    def with_groundtruth(self, groundtruth: np.ndarray) -> "Dataset":
+        """The same vectors with ``groundtruth``; the fingerprint (vectors and metric only) is
+        carried over, not computed again."""
+        return Dataset(name=self.name, base=self.base, queries=self.queries,
+                       groundtruth=groundtruth, metric=self.metric, _fp={"fp": self.fingerprint()})
+
     def subset(self, n: int | None = None, num_queries: int | None = None) -> "Dataset":
         """The first ``n`` base vectors and ``num_queries`` queries.
 
