@@ -126,15 +126,27 @@ def _replace(src: str, edits: list[tuple[ast.AST, str]]) -> str:
     return raw.decode()
 
 
-#: CPython 3.11's parser is not safe to run in two threads at once ("AST constructor recursion
-#: depth mismatch", python/cpython#106905); a sweep's thread pool may plan builds concurrently
-_PARSE_LOCK = threading.Lock()
+_TREES: dict[str, ast.Module] = {}
 _CONSTANT_NAMES: dict[str, frozenset] = {}
 
 
 def _parse(src: str) -> ast.Module:
-    with _PARSE_LOCK:
-        return ast.parse(src)
+    """The syntax tree of ``src``, parsed once per source (the trees are only read).
+
+    CPython 3.11's ``ast.parse`` can fail with "SystemError: AST constructor recursion depth
+    mismatch" when called deep in a call stack (seen in a sweep worker running a simulation,
+    about 190 frames down; python/cpython#106905), so it runs in a thread of its own, which
+    starts with an empty stack."""
+    key = hashlib.sha256(src.encode()).hexdigest()
+    if key not in _TREES:
+        out: list = []
+        worker = threading.Thread(target=lambda: out.append(ast.parse(src)))
+        worker.start()
+        worker.join()
+        if not out:
+            ast.parse(src)              # raise the parser's own error here
+        _TREES[key] = out[0]
+    return _TREES[key]
 
 
 def _constant_names(src: str) -> frozenset:
