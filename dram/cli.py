@@ -6,8 +6,9 @@
                               --no-requests]] [--verbose]
     cosmos dram presets
 
-Options left out take the :class:`dram.DRAMConfig` defaults (or those of ``--config FILE``, a
-``config.json`` written by an earlier run, to repeat it). Heavy imports (numpy, numba) happen
+Options left out take the :class:`dram.DRAMConfig` defaults (or those of ``--config FILE``: a
+``config.json`` written by an earlier run, to repeat it, or a Ramulator 2 YAML or DRAMsim3
+``.ini`` file, read by :mod:`dram.foreign`). Heavy imports (numpy, numba) happen
 only when a command runs, so ``cosmos --help`` stays fast. See docs/dram_cli.md.
 """
 
@@ -85,8 +86,9 @@ def register(subparsers) -> None:
                    help="DRAMPower-style DDR5 memspec whose currents, voltages and rho the "
                         "energy uses (timing stays the preset's)")
     g.add_argument("--config", metavar="FILE", type=Path,
-                   help="repeat an earlier run: start from its config.json (memory system and "
-                        "the trace options --format, --wrap, --strict-align)")
+                   help="start from a memory system in a file: an earlier run's config.json "
+                        "(memory system and the trace options --format, --wrap, "
+                        "--strict-align), a Ramulator 2 .yaml or a DRAMsim3 .ini")
     t = rp.add_argument_group("trace")
     t.add_argument("--format", default=None,
                    choices=FORMAT_CHOICES,
@@ -232,6 +234,13 @@ def _load_config_file(path: Path):
 
     from dram.config import DRAMConfig
 
+    from dram.foreign import FOREIGN_SUFFIXES, read_config_file
+
+    if path.suffix.lower() in FOREIGN_SUFFIXES:       # Ramulator 2 YAML, DRAMsim3 .ini
+        read = read_config_file(path)
+        for note in read.notes:
+            print(f"{path}: {note}", file=sys.stderr)
+        return read.config
     data = _read_config_json(path)
     if isinstance(data, dict) and "dram_config" in data:
         data = data["dram_config"]
@@ -259,8 +268,10 @@ def replay_options(args: argparse.Namespace) -> dict:
     """The trace options of a replay (``format``, ``wrap``, ``unaligned``): those given on the
     command line, else those of ``--config``'s ``replay`` part (an earlier run's), else the
     defaults."""
+    from dram.foreign import FOREIGN_SUFFIXES
+
     opts = dict(_REPLAY_DEFAULTS)
-    if args.config is not None:
+    if args.config is not None and args.config.suffix.lower() not in FOREIGN_SUFFIXES:
         data = _read_config_json(args.config)
         saved = data.get("replay", {}) if isinstance(data, dict) else {}
         if not isinstance(saved, dict):
