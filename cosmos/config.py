@@ -2,7 +2,8 @@
 
 Every field is a frozen-dataclass field with a ``help`` text; every default that models
 hardware names its source (``SOURCE`` dict below and docs/system_model.md). A change is
-``dataclasses.replace``; presets (the paper's six systems) live in :mod:`cosmos.presets`.
+``dataclasses.replace``; the named systems (the paper's six and the others) live in
+:mod:`cosmos.presets`.
 
 Time: the engine runs on one global clock, the DRAM clock (DDR5-4800, tCK = 416 ps, the
 figure of the Cosmos paper's DDR5-4800 devices and of the DRAM reference runs). Latencies given here in ns and compute
@@ -80,6 +81,36 @@ SOURCE: dict[str, str] = {
     "a decoupled load queue as in near-memory cores; as above)",
     "gpc.distance_dims_per_cycle": "128-bit NEON: 4 fp32 lanes per cycle (Arm Neoverse, one "
     "FMA pipe assumed)",
+    # Cores in the CXL switch (cosmos-switch). BEACON (Huangfu et al., MICRO 2022) puts
+    # near-data accelerators in the CXL switch of a memory pool; no published CXL switch
+    # offers general-purpose cores for a search, so every figure below is an estimate: the
+    # device GPC's own (its sourced or reasoned per-step costs and clock, gpc.*), so that
+    # cosmos-switch differs from cosmos-norank only in where its cores sit and how they
+    # reach the memory.
+    "switch_core.cores": "Estimate: 32 cores x 2 threads = 64 search contexts, as many as "
+    "the four devices' GPCs together (device.count x gpc.cores x gpc.threads_per_core = 4 x 8 "
+    "x 2), so that the comparison with cosmos-norank isolates where the contexts sit",
+    "switch_core.threads_per_core": "Estimate: 2 search contexts per core, as "
+    "gpc.threads_per_core",
+    "switch_core.clock_GHz": "Estimate: 2.0 GHz, an Arm Neoverse-class embedded core, as "
+    "gpc.clock_GHz",
+    "switch_core.outstanding_requests": "Estimate: 32 outstanding 64-byte requests per "
+    "context, as gpc.outstanding_requests (a decoupled load queue)",
+    "switch_core.onchip_latency_ns": "Estimate: core to the switch's port logic, one on-chip "
+    "interconnect crossing: 10 ns each way, as device.onchip_latency_ns; the switch's own "
+    "port-to-port latency (switch.latency_ns) is added on each crossing",
+    "switch_core.distance_dims_per_cycle": "Estimate: 128-bit NEON, 4 fp32 lanes per cycle, "
+    "as gpc.distance_dims_per_cycle",
+    "switch_core.distance_overhead_cycles": "Estimate: 20 cycles, as "
+    "gpc.distance_overhead_cycles (the host's reduction-and-compare estimate)",
+    "switch_core.visit_check_cycles": "Estimate: 5 cycles, as gpc.visit_check_cycles",
+    "switch_core.insert_step_cycles": "Estimate: 1 cycle per binary-search step, as "
+    "gpc.insert_step_cycles",
+    "switch_core.insert_shift_bytes_per_cycle": "Estimate: 16 bytes per cycle (128-bit NEON "
+    "load and store), as gpc.insert_shift_bytes_per_cycle",
+    "switch_core.select_cycles": "Estimate: 10 cycles, as gpc.select_cycles",
+    "switch_core.merge_cycles_per_result": "Estimate: 4 cycles per result (compare + copy), "
+    "as host.merge_cycles_per_result: the switch core merges the probes' top-k lists itself",
     "rank_pu.segment_bytes": "rank-level PUs read their vector segments as 64-byte bursts "
     "(DDR5 BL16 on a 32-bit subchannel = 64 B; Cosmos paper)",
     "rank_pu.pipeline_latency_ns": "a multiply-accumulate pipeline next to the rank buffer: a "
@@ -136,6 +167,9 @@ SOURCE: dict[str, str] = {
     "a server socket near idle (uncore, idle cores, I/O): 100 W",
     "energy.gpc_core_active_W": "Estimate: Arm quotes 1.0-1.8 W per Neoverse N1 core at "
     "2.6-3.1 GHz; about 1 W at the GPC's 2 GHz",
+    "energy.switch_core_active_W": "Estimate: the switch's cores are the GPC's Neoverse-class "
+    "cores at the same 2 GHz (switch_core.*), so the GPC's figure: about 1 W per busy core "
+    "(energy.gpc_core_active_W)",
     "energy.rank_pu_pJ_per_burst": "Estimate: 16 fp32 multiply-adds and a reduction per 64-B "
     "segment, 16 x 4.6 pJ (fp32 multiply + add at 45 nm, Horowitz, ISSCC 2014) = 74 pJ, plus "
     "registers and control, in a DRAM-buffer-chip logic process: 100 pJ",
@@ -316,6 +350,28 @@ class GPCConfig(_CandidateList):
 
 
 @dataclass(frozen=True)
+class SwitchCoreConfig(_CandidateList):
+    """General-purpose cores in the CXL switch (the cosmos-switch system: the whole search
+    on cores in the switch, reading every device over its link)."""
+
+    cores: int = _f(32, "cores in the switch")
+    threads_per_core: int = _f(2, "search contexts per core")
+    clock_GHz: float = _f(2.0, "core clock, GHz")
+    outstanding_requests: int = _f(32, "outstanding 64-byte requests per context")
+    onchip_latency_ns: float = _f(10.0, "core to the switch's ports, one way, ns")
+    distance_dims_per_cycle: float = _f(4.0, "vector dimensions per cycle in a distance")
+    distance_overhead_cycles: float = _f(20.0, "fixed cycles per distance computation")
+    visit_check_cycles: float = _f(5.0, "cycles per neighbor visited-set check")
+    insert_step_cycles: float = _f(1.0, "cycles per binary-search step of a candidate-list "
+                                   "insertion (log2 L steps, L = the trace's list size)")
+    insert_shift_bytes_per_cycle: float = _f(16.0, "bytes per cycle moving the list's tail on "
+                                             "an insertion (L/2 8-byte entries on average)")
+    select_cycles: float = _f(10.0, "cycles to select the next node to expand")
+    merge_cycles_per_result: float = _f(4.0, "cycles per result when merging the probes' "
+                                             "top-k lists")
+
+
+@dataclass(frozen=True)
 class RankPUConfig:
     """Rank-level processing units (one per DRAM rank)."""
 
@@ -379,6 +435,7 @@ class EnergyConfig:
     host_core_active_W: float = _f(5.0, "power of one busy host core, W")
     host_static_W: float = _f(100.0, "host socket power independent of the search, W")
     gpc_core_active_W: float = _f(1.0, "power of one busy device GPC core, W")
+    switch_core_active_W: float = _f(1.0, "power of one busy core in the CXL switch, W")
     rank_pu_pJ_per_burst: float = _f(100.0, "rank PU datapath energy per 64-B segment reduced "
                                             "to a partial distance, pJ")
     accel_pJ_per_line: float = _f(30.0, "CXL-ANNS device accelerator energy per 64-B line, pJ")
@@ -422,6 +479,12 @@ RANGES: dict[str, tuple] = {
     "gpc.insert_step_cycles": _CYCLES, "gpc.insert_shift_bytes_per_cycle": _RATE,
     "gpc.select_cycles": _CYCLES,
     "gpc.partial_sum_cycles": _CYCLES,
+    "switch_core.cores": _COUNT, "switch_core.threads_per_core": _COUNT,
+    "switch_core.clock_GHz": _RATE, "switch_core.outstanding_requests": _COUNT,
+    "switch_core.onchip_latency_ns": _TIME, "switch_core.distance_dims_per_cycle": _RATE,
+    "switch_core.distance_overhead_cycles": _CYCLES, "switch_core.visit_check_cycles": _CYCLES,
+    "switch_core.insert_step_cycles": _CYCLES, "switch_core.insert_shift_bytes_per_cycle": _RATE,
+    "switch_core.select_cycles": _CYCLES, "switch_core.merge_cycles_per_result": _CYCLES,
     "rank_pu.segment_bytes": _COUNT, "rank_pu.pipeline_latency_ns": _TIME,
     "cxl_anns.accel_latency_ns": _TIME, "cxl_anns.accel_outstanding": _COUNT,
     "device.count": _COUNT, "device.channels": _COUNT, "device.ranks": _COUNT,
@@ -488,6 +551,8 @@ class SystemConfig:
     switch: SwitchConfig = field(default_factory=SwitchConfig, metadata={"help": "CXL switch"})
     device: DeviceConfig = field(default_factory=DeviceConfig, metadata={"help": "CXL devices"})
     gpc: GPCConfig = field(default_factory=GPCConfig, metadata={"help": "device cores"})
+    switch_core: SwitchCoreConfig = field(default_factory=SwitchCoreConfig,
+                                          metadata={"help": "cores in the CXL switch"})
     rank_pu: RankPUConfig = field(default_factory=RankPUConfig, metadata={"help": "rank PUs"})
     cxl_anns: CXLANNSConfig = field(default_factory=CXLANNSConfig, metadata={"help": "CXL-ANNS"})
     graph_cache: GraphCacheConfig = field(default_factory=GraphCacheConfig,
@@ -561,7 +626,8 @@ class SystemConfig:
 
 #: The config's sections: field name of SystemConfig -> its dataclass.
 SECTIONS: dict[str, type] = {"host": HostConfig, "link": LinkConfig, "switch": SwitchConfig,
-                             "device": DeviceConfig, "gpc": GPCConfig, "rank_pu": RankPUConfig,
+                             "device": DeviceConfig, "gpc": GPCConfig,
+                             "switch_core": SwitchCoreConfig, "rank_pu": RankPUConfig,
                              "cxl_anns": CXLANNSConfig, "graph_cache": GraphCacheConfig,
                              "energy": EnergyConfig,
                              "scan_unit": ScanUnitConfig}

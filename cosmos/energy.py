@@ -15,6 +15,8 @@ Every resource the engine models is charged from what the run counted:
   it computes and while it stalls on memory) x ``host_core_active_W``.
 * ``gpc``: context-holding cycles on the devices' GPC pools / ``gpc.threads_per_core`` (the
   core-busy time) x ``gpc_core_active_W``.
+* ``switch_core``: context-holding cycles on the CXL switch's core pool /
+  ``switch_core.threads_per_core`` x ``switch_core_active_W`` (searches in the switch).
 * ``pu_accel``: rank-local bursts (``EngineState.inst_local``: each a 64-B segment the rank PU
   reduces to a partial distance) x ``rank_pu_pJ_per_burst``; for systems whose device
   accelerator computes distances from the channel (a ``Read`` on unit ``accelerator`` without
@@ -35,13 +37,14 @@ from __future__ import annotations
 import numpy as np
 
 from cosmos.config import TCK_PS, EnergyConfig  # noqa: F401  (EnergyConfig: re-exported)
+from cosmos.program import switch_pool
 from cosmos.systems import Read, model_for
 from cosmos.units import unit
 from dram.energy import energy_stats
 
 #: Reported components, in order.
 COMPONENTS = ("dram_array", "dram_background", "dram_io", "link_switch", "host", "gpc",
-              "pu_accel", "static")
+              "switch_core", "pu_accel", "static")
 
 
 def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
@@ -73,10 +76,14 @@ def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
     held = np.where(st.task_end >= 0, st.task_end - st.task_start, 0).astype(np.float64)
     s_per_cycle = TCK_PS * 1e-12
     out["host"] = float(held[pg.task_pool == 0].sum()) * s_per_cycle * ecfg.host_core_active_W
-    if model.search_pool == "gpc":
+    if model.search_location == "device":
         gpc = (pg.task_pool >= 1) & (pg.task_pool <= D)
         out["gpc"] = (float(held[gpc].sum()) / cfg.gpc.threads_per_core * s_per_cycle
                       * ecfg.gpc_core_active_W)
+    if model.search_location == "switch":
+        sw = pg.task_pool == switch_pool(D)
+        out["switch_core"] = (float(held[sw].sum()) / cfg.switch_core.threads_per_core
+                              * s_per_cycle * ecfg.switch_core_active_W)
     local = float(st.inst_local.sum())
     out["pu_accel"] = local * ecfg.rank_pu_pJ_per_burst * 1e-12
     if _accelerator_from_channel(model):

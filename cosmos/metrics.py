@@ -57,6 +57,11 @@ Definitions
   (channels x simulated time), DRAM rank busy = burst cycles per rank (rank-local ones
   included) / (ranks x simulated time) (every system: its devices, or the host DRAM);
   load = DRAM requests served; LIR = max load / mean load.
+- Search unit: the unit whose contexts run the searches, by its label in the unit registry
+  (``search_unit``: host core, device GPC context, switch core context); its busy fraction
+  at each place it sits (``search_unit_busy_fraction_by_place``: the host, each device, the
+  switch) = summed context-holding time of the place's tasks / (its contexts x simulated
+  time), and their mean (``search_unit_busy_fraction``).
 - Simulated time = 0 to the completion of the last query (``SimResult.cycles``).
 - Link utilization = busy (serialization) cycles / simulated cycles, per link and direction.
 - DRAM bandwidth per memory instance = 64 B x requests served / simulated time.
@@ -73,7 +78,9 @@ from numba import njit
 
 from cosmos.config import TCK_PS
 from cosmos.energy import summary_fields
+from cosmos.program import POOL_HOST, switch_pool
 from cosmos.systems import CATEGORIES, model_for
+from cosmos.units import unit
 from dram.stats import busy_cycles
 
 NS_PER_CYCLE = TCK_PS / 1000.0
@@ -579,7 +586,7 @@ def per_device(res) -> pd.DataFrame:
     held = np.where(st.task_end >= 0, st.task_end - st.task_start, 0)
     dram_busy = _dram_busy(res)
     model = model_for(cfg)
-    on_gpc = model.search_pool == "gpc"
+    on_gpc = model.search_location == "device"
     for i in range(max(n_inst, D if model.uses_link else 1)):
         pool = 1 + i
         ctx = res.pool_sizes[pool] if pool < len(res.pool_sizes) - 1 and i < D else 0
@@ -605,6 +612,27 @@ def per_device(res) -> pd.DataFrame:
             row["link_up_GBps"] = st.link_bytes[i, 1] / seconds / 1e9
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def unit_busy(res) -> tuple:
+    """``(label, fractions)``: the unit whose contexts run the searches, by its label in the
+    unit registry (cosmos.units), and its busy fraction at each place it sits (one for the
+    host's cores or the switch's, one per device for the GPC contexts): the context-holding
+    time of the place's tasks / (its contexts x simulated time)."""
+    st, pg, cfg = res.state, res.program, res.config
+    model = model_for(cfg)
+    u = unit(model.search_pool)
+    D = cfg.device.count
+    pools = {"host": [POOL_HOST], "device": list(range(1, D + 1)),
+             "switch": [switch_pool(D)]}[u.location]
+    cycles = max(res.cycles, 1)
+    held = np.where(st.task_end >= 0, st.task_end - st.task_start, 0)
+    out = []
+    for p in pools:
+        ctx = int(res.pool_sizes[p])
+        out.append(float(held[pg.task_pool == p].sum() / (ctx * cycles)) if ctx else
+                   float("nan"))
+    return u.label, out
 
 
 def summary(res, warmup: float = 0.1) -> dict:
@@ -655,6 +683,7 @@ def summary(res, warmup: float = 0.1) -> dict:
         ci["ci_note"] = ("no interval: no steady state (fewer completions in the window than "
                          "queries in flight)")
     dev = per_device(res)
+    busy = unit_busy(res)
     # load imbalance over the index's memory (a host graph cache is not a device)
     loads = dev.loc[dev["memory"] != "host-cache", "dram_requests"].to_numpy(dtype=float)
     lir = float(loads.max() / loads.mean()) if loads.size and loads.mean() > 0 else float("nan")
@@ -707,6 +736,9 @@ def summary(res, warmup: float = 0.1) -> dict:
         "dram_bus_busy_fraction_max": float(dev["dram_bus_busy_fraction"].max()),
         "dram_rank_busy_fraction_max": float(dev["dram_rank_busy_fraction"].max()),
         "device_lir_requests": lir,
+        "search_unit": busy[0],
+        "search_unit_busy_fraction": float(np.mean(busy[1])),
+        "search_unit_busy_fraction_by_place": busy[1],
         "wall_s": res.wall_s,
         "requests_per_wall_s": float(st.inst_reqs.sum() / res.wall_s) if res.wall_s > 0 else
         float("nan"),
@@ -720,7 +752,7 @@ def summary(res, warmup: float = 0.1) -> dict:
         out["upstream_util_down_fraction"] = float(st.link_busy[D, 0] / cycles)
         out["upstream_util_up_fraction"] = float(st.link_busy[D, 1] / cycles)
         out["device_link_util_max_fraction"] = float(st.link_busy[:D].max() / cycles)
-        on_gpc = model.search_pool == "gpc"
+        on_gpc = model.search_location == "device"
         if on_gpc:
             out["gpc_busy_fraction"] = [float(x) for x in dev["gpc_busy_fraction"][:D]]
         # LIR of the placement by cluster searches (placement package's definition)

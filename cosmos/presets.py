@@ -1,5 +1,5 @@
-"""The paper's six systems (Fig. 4 of the Cosmos paper) and five more, as named
-:class:`SystemConfig` instances.
+"""The paper's six systems (Fig. 4 of the Cosmos paper) and six more graph systems, and four
+scan systems, as named :class:`SystemConfig` instances.
 
 All share the same hardware defaults (cosmos.config); they differ only in their execution
 model (``kind``: a declaration registered in cosmos.systems), whether rank-level PUs are used,
@@ -28,6 +28,10 @@ x what computes the distances) and CXL-ANNS's graph cache:
 - ``cxl-anns-dimm``: CXL-ANNS's host traversal, distances on accelerators in the DIMM
   buffers (AxDIMM's placement, IEEE Micro 2022): whole vectors read rank-locally, off the
   channel's data bus; round-robin placement as CXL-ANNS.
+- ``cosmos-switch``: the whole search on general-purpose cores in the CXL switch
+  (``switch_core``: as many contexts as the four devices' GPCs, with the GPC's figures),
+  reading every device over its link (whole vectors, no rank PUs); adjacency-aware
+  placement as Cosmos, so it differs from ``cosmos-norank`` in where the cores sit.
 
 The scan systems (``SCAN_PRESETS``, replaying the IVF-PQ and exact-scan traces of
 graphs.ivfpq): ``ivfpq-host``, ``ivfpq-pnm``, ``exact-host``, ``exact-pnm``.
@@ -66,6 +70,8 @@ PRESETS: dict[str, SystemConfig] = {
                                     placement="round_robin", rank_pu=_NO_RANK),
     "cxl-anns-dimm": SystemConfig(name="cxl-anns-dimm", kind="cxl-anns-dimm",
                                   placement="round_robin", rank_pu=_NO_RANK),
+    "cosmos-switch": SystemConfig(name="cosmos-switch", kind="cosmos-switch",
+                                  placement="adjacency", rank_pu=_NO_RANK),
 }
 
 #: Scan systems (IVF-PQ and exact scan on the graph index's k-means lists): they replay the
@@ -107,6 +113,8 @@ DESCRIPTIONS: dict[str, str] = {
                        "switch (vectors cross the device links, not the host's port)",
     "cxl-anns-dimm": "host traversal as CXL-ANNS, distances on accelerators in the DIMM "
                      "buffers (whole vectors read rank-locally, off the channel bus)",
+    "cosmos-switch": "full search on cores in the CXL switch, reading every device over its "
+                     "link (whole vectors, no rank PUs)",
     "ivfpq-host": "IVF-PQ scan on the host, codes and re-rank vectors over the CXL link "
                   "(scan traces)",
     "ivfpq-pnm": "IVF-PQ near memory (ChamVS-style decoding units per device), host merges "

@@ -5,7 +5,8 @@ A *program* is flat integer/float arrays (built by one numba kernel, no Python p
 
 - queries own a contiguous run of *tasks* (``query_task_ptr``); a task runs on one execution
   context of its *pool* (0 = host cores, ``1 + d`` = GPC contexts of device ``d``,
-  ``D + 1`` = the host's I/O agent, which never runs out of contexts), has at most one
+  ``D + 1`` = the host's I/O agent, which never runs out of contexts, ``D + 2`` = the
+  cores in the CXL switch: :func:`pool_sizes`), has at most one
   successor task (``task_succ``, -1 = none) and waits for ``task_npred`` predecessors; the
   query's last task is its sink;
 - a task is a chain of *steps* (``task_step_ptr``), each starting when the previous one has
@@ -65,7 +66,7 @@ import cosmos.systems as _systems
 from cosmos.layout import LINE_BYTES, Layout
 from cosmos.systems import (CATEGORIES, COUNTS, MAX_MESSAGE_BYTES, PLACES, Costs, Read, Send,
                             model_for)
-from cosmos.units import SEGMENT_BIT, route_mask, unit
+from cosmos.units import SEGMENT_BIT, route_mask, search_unit_at, unit
 from cosmos_common import UserError
 from dram.jitcache import drop_stale
 from graphs.ivfpq import PQ_KSUB
@@ -74,6 +75,9 @@ from graphs.ivfpq import PQ_KSUB
 drop_stale(__file__, _config.__file__, _systems.__file__)
 
 STEP_MEM, STEP_XFER, STEP_COMPUTE = 0, 1, 2
+#: where a query's searches run (BuildTarget.mode), from the location of the traversal's unit
+SEARCH_HOST, SEARCH_DEVICES, SEARCH_SWITCH = 0, 1, 2
+SEARCH_MODE = {"host": SEARCH_HOST, "device": SEARCH_DEVICES, "switch": SEARCH_SWITCH}
 #: The engine's clock: cycles up to 2**53 (about 43 days of simulated time at tCK = 416 ps)
 #: are event times (cosmos.engine) and exact in its float fields (a core's busy-until cycle,
 #: a link's free cycle); a step's compute is capped here, and a run asking for a later cycle
@@ -167,7 +171,7 @@ def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int, pq_m: int = 0,
     cycles; ``pq_m``: PQ sub-spaces of an IVF-PQ trace (0: no codes, the scan costs of codes
     and lookup tables are 0)."""
     h, g, tck = cfg.host, cfg.gpc, TCK_PS
-    su = cfg.scan_unit
+    su, sw = cfg.scan_unit, cfg.switch_core
 
     def sc(n):  # scan-unit cycles -> DRAM cycles
         return n / su.clock_GHz * 1000.0 / tck
@@ -177,6 +181,9 @@ def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int, pq_m: int = 0,
 
     def gc(n):
         return n / g.clock_GHz * 1000.0 / tck
+
+    def wc(n):  # switch-core cycles -> DRAM cycles
+        return n / sw.clock_GHz * 1000.0 / tck
 
     link = cfg.link
     return Costs(
@@ -200,17 +207,45 @@ def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int, pq_m: int = 0,
         scan_dot=sc(vector_bytes / su.dot_bytes_per_cycle),
         scan_lut_load=sc(su.lut_load_cycles), scan_pipeline=sc(su.pipeline_cycles),
         scan_mlp=su.outstanding_requests,
+        sw_dist=wc(dim / sw.distance_dims_per_cycle + sw.distance_overhead_cycles),
+        sw_visit=wc(sw.visit_check_cycles), sw_insert=wc(sw.insert_cycles(cand_list_len)),
+        sw_select=wc(sw.select_cycles), sw_merge=wc(sw.merge_cycles_per_result),
+        sw_lat=ns_to_cycles(sw.onchip_latency_ns), sw_mlp=sw.outstanding_requests,
     )
 
 
+#: The task pools by where their contexts sit: ``POOL_HOST`` (the host's cores), then one
+#: per device (``1 + d``), the host's I/O agent (``agent_pool(D)``) and the CXL switch's cores
+#: (``switch_pool(D)``), last so that the pools of the systems without them keep their
+#: numbers.
+POOL_HOST = 0
+
+
+def agent_pool(num_devices: int) -> int:
+    """The pool of the host's I/O agent (dispatch, the merge of searches on the devices)."""
+    return num_devices + 1
+
+
+def switch_pool(num_devices: int) -> int:
+    """The pool of the search contexts in the CXL switch."""
+    return num_devices + 2
+
+
 def pool_sizes(cfg: SystemConfig, agent_contexts: int) -> np.ndarray:
-    """Contexts per pool: host cores, GPC contexts of each device, the host I/O agent (the
-    units' contexts per place, cosmos.units)."""
+    """Contexts per pool: host cores, GPC contexts of each device, the host I/O agent, the
+    cores in the CXL switch (0 without a switch): per place, the contexts of the unit that
+    runs searches there (cosmos.units.search_unit_at)."""
     D = cfg.device.count
-    sizes = np.empty(D + 2, dtype=np.int64)
-    sizes[0] = unit("host").contexts_per_place(cfg)
-    sizes[1:D + 1] = unit("gpc").contexts_per_place(cfg)
-    sizes[D + 1] = agent_contexts
+    sizes = np.zeros(D + 3, dtype=np.int64)
+
+    def at(location):
+        u = search_unit_at(location)
+        return u.contexts_per_place(cfg) if u is not None else 0
+
+    sizes[POOL_HOST] = at("host")
+    sizes[1:D + 1] = at("device")
+    sizes[agent_pool(D)] = agent_contexts
+    sizes[switch_pool(D)] = at("switch") if cfg.switch.present else 0
     return sizes
 
 
@@ -253,7 +288,7 @@ class TraceWalk(NamedTuple):
 class BuildTarget(NamedTuple):
     """What the builder needs of the system, the placement and the layout."""
 
-    gpc: int                  # 1: searches on the GPCs (traversal "gpc"), 0: on the host
+    mode: int                 # where the searches run: SEARCH_HOST, SEARCH_DEVICES, SEARCH_SWITCH
     num_devices: int
     k: int                    # results per search
     lut_entries: int          # entries of one IVF-PQ lookup table (0: none)
@@ -404,11 +439,14 @@ def _emit(sa, ca, si, tab, row, d, node, r0, cnt, vec, tg):
 def _build(tab, tw, tg):
     """Interpret the step table ``tab`` (:class:`StepTable`) over the trace ``tw``
     (:class:`TraceWalk`) for the system and layout ``tg`` (:class:`BuildTarget`).
-    ``tg.gpc = 0``: one task per query on the host cores (every search, then the merge);
-    ``tg.gpc = 1``: per device with probed clusters (first-probe order) a dispatch task on
-    the I/O agent, then a search task on that device's GPC contexts, then one merge task on
-    the agent when all have finished. A scan trace's re-rank reads make one ``rerank`` group
-    per device (the search task's device only, for ``gpc = 1``), after the task's searches."""
+    ``tg.mode = SEARCH_HOST``: one task per query on the host cores (every search, then the
+    merge); ``SEARCH_DEVICES``: per device with probed clusters (first-probe order) a
+    dispatch task on the I/O agent, then a search task on that device's GPC contexts, then
+    one merge task on the agent when all have finished; ``SEARCH_SWITCH``: a dispatch task
+    on the I/O agent (if the model declares dispatch steps), then one task on a core context
+    in the CXL switch (every search, the merge, then the ``device_done`` steps). A scan
+    trace's re-rank reads make one ``rerank`` group per device (the search task's device
+    only, on the devices), after the task's searches."""
     pp = tab.place_ptr
     rt = tab.ints
     query_ptr, search_cluster, search_entry = tw.query_ptr, tw.search_cluster, tw.search_entry
@@ -416,12 +454,16 @@ def _build(tab, tw, tg):
     hop_read_ptr, hop_cand_inserts = tw.hop_read_ptr, tw.hop_cand_inserts
     scan_count, scan_lines, range_base = tw.scan_count, tw.scan_lines, tw.range_base
     rr_ptr, rr_dev = tw.rr_ptr, tw.rr_dev
-    gpc, num_devices, k, lut_entries = tg.gpc, tg.num_devices, tg.k, tg.lut_entries
+    mode, num_devices, k, lut_entries = tg.mode, tg.num_devices, tg.k, tg.lut_entries
+    gpc = 1 if mode == SEARCH_DEVICES else 0
     cluster_device, max_tasks, max_steps = tg.cluster_device, tg.max_tasks, tg.max_steps
     vec_R, vector_lines = tg.vec_R, tg.vector_lines
     Q = query_ptr.shape[0] - 1
     D = num_devices
     agent = D + 1
+    on_switch = mode == SEARCH_SWITCH
+    sw_pool = D + 2
+    sw_dispatch = on_switch and pp[PL_DISPATCH + 1] > pp[PL_DISPATCH]
     query_task_ptr = np.zeros(Q + 1, np.int64)
     task_query = np.empty(max_tasks, np.int64)
     task_pool = np.empty(max_tasks, np.int64)
@@ -503,10 +545,24 @@ def _build(tab, tw, tg):
                 task_npred[ti] = 1
                 task_device[ti] = dj
             else:
+                if sw_dispatch:     # the query to the switch, from the I/O agent
+                    cnt[C_LISTS] = s1 - s0
+                    cnt[C_LISTS_LUT] = (s1 - s0) * lut_entries
+                    if has_rerank:
+                        cnt[C_RERANK] = rr_ptr[q + 1] - rr_ptr[q]
+                    task_query[ti] = q
+                    task_pool[ti] = agent
+                    task_succ[ti] = ti + 1
+                    task_npred[ti] = 0
+                    task_device[ti] = -1
+                    for row in range(pp[PL_DISPATCH], pp[PL_DISPATCH + 1]):
+                        si = _emit(sa, ca, si, tab, row, -1, 0, 0, cnt, vec, tg)
+                    ti += 1
+                    task_step_ptr[ti] = si
                 task_query[ti] = q
-                task_pool[ti] = 0
+                task_pool[ti] = sw_pool if on_switch else 0
                 task_succ[ti] = -1
-                task_npred[ti] = 0
+                task_npred[ti] = 1 if sw_dispatch else 0
                 task_device[ti] = -1
             for s in range(s0, s1):
                 d = cluster_device[search_cluster[s]]
@@ -564,6 +620,9 @@ def _build(tab, tw, tg):
         cnt[C_LISTS] = s1 - s0
         for row in range(pp[PL_MERGE], pp[PL_MERGE + 1]):
             si = _emit(sa, ca, si, tab, row, -1, 0, 0, cnt, vec, tg)
+        if on_switch:               # the switch core's results go up to the host
+            for row in range(pp[PL_DONE], pp[PL_DONE + 1]):
+                si = _emit(sa, ca, si, tab, row, -1, 0, 0, cnt, vec, tg)
         ti += 1
         task_step_ptr[ti] = si
         query_task_ptr[q + 1] = ti
@@ -737,9 +796,10 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     Q = trace.num_queries
     S = trace.search_cluster.shape[0]
     H = trace.hop_node.shape[0]
-    gpc = int(model.traversal == "gpc")
+    mode = SEARCH_MODE[model.search_location]
     n = {p: len(getattr(model, p)) for p in PLACES}
-    max_tasks = Q * (2 * D + 1) + 1 if gpc else Q + 1
+    max_tasks = {SEARCH_HOST: Q + 1, SEARCH_DEVICES: Q * (2 * D + 1) + 1,
+                 SEARCH_SWITCH: 2 * Q + 1}[mode]
     max_steps = (S * (n["entry"] + n["scan"])
                  + H * (n["adjacency"] + n["vectors"] + n["candidates"])
                  + Q * (n["merge"] + D * (n["dispatch"] + n["device_done"] + n["rerank"])) + 1)
@@ -782,7 +842,7 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     walk = TraceWalk(trace.query_ptr, trace.search_cluster, trace.search_entry,
                      trace.search_hop_ptr, trace.hop_node, trace.hop_degree, trace.hop_read_ptr,
                      trace.hop_cand_inserts, scan_count, scan_lines, trace.n, rr_ptr, rr_dev)
-    target = BuildTarget(gpc=gpc, num_devices=D, k=k, lut_entries=lut,
+    target = BuildTarget(mode=mode, num_devices=D, k=k, lut_entries=lut,
                          cluster_device=np.asarray(cluster_device, np.int64), cached=cached,
                          node_lines_max=layout.node_lines, vector_lines=layout.vector_lines,
                          vec_R=layout.rank_parts, vec_rstep=layout.rank_step,

@@ -27,7 +27,7 @@ from cosmos.layout import (AddressFields, CapacityError, Layout, build_layout,
 from cosmos.metrics import (CI_MIN_BATCHES, batch_means_ci, ci_controls,
                             query_instance_requests, steady_window)
 from cosmos.metrics import summary as _summary
-from cosmos.program import MAX_CYCLES, Program, build_program, pool_sizes
+from cosmos.program import MAX_CYCLES, Program, agent_pool, build_program, pool_sizes
 from cosmos.specialize import (build_status, is_compiled, mark_compiled, specialized_engine,
                                use_specialized)
 from cosmos.systems import SystemModel, model_for, validate_system
@@ -101,8 +101,8 @@ def ci_check_every(max_inflight: int) -> int:
 
 def default_max_inflight(cfg: SystemConfig) -> int:
     """Queries in flight in closed loop unless told otherwise: one per search context (the
-    host's cores, or every GPC context of every device when the searches run on the GPCs:
-    the search unit's contexts, cosmos.units)."""
+    host's cores, every GPC context of every device when the searches run on the GPCs, the
+    switch's core contexts: the search unit's contexts, cosmos.units)."""
     return unit(model_for(cfg).search_pool).search_contexts(cfg)
 
 
@@ -418,8 +418,9 @@ def prepare(cfg: SystemConfig, trace, *, num_queries: int | None = None, mode: s
         raise ValueError(f"max_inflight must be >= 1, got {max_inflight}")
     # the I/O agent (dispatch/merge) never limits: one context per possible task in flight
     tasks_per_q = int(np.diff(pg.query_task_ptr).max())
-    psizes[-1] = max(1, tasks_per_q * (max_inflight if mode == "closed" else Q))
-    psizes[-1] = min(psizes[-1], pg.task_query.shape[0])
+    agent = agent_pool(cfg.device.count)
+    psizes[agent] = max(1, tasks_per_q * (max_inflight if mode == "closed" else Q))
+    psizes[agent] = min(psizes[agent], pg.task_query.shape[0])
     # every channel starts from the same fresh controller state (:func:`_channel_state`)
     params1, heap0 = _channel_state(cfg, dcfg)
     return Prepared(cfg=cfg, model=model, trace=tr, label=label, dram_config=dcfg,

@@ -6,10 +6,13 @@ A :class:`SystemModel` says, for every place of a query, which steps run there:
 ``adjacency``   per hop: the expanded node's adjacency list (traversal);
 ``vectors``     per hop that reads vectors: the neighbors' distances;
 ``candidates``  per hop: candidate-list work;
-``dispatch``    per device a query searches (``traversal="gpc"`` only), on the host's I/O
-                agent before the device's search task: what goes down the link;
-``device_done`` at the end of a device's search task (``traversal="gpc"`` only): what comes up;
-``merge``       once per query on the host (its core, or the I/O agent for ``"gpc"``);
+``dispatch``    per device a query searches (``traversal="gpc"``), or once per query
+                (``"switch-core"``), on the host's I/O agent before the search task: what
+                goes down to it;
+``device_done`` at the end of a device's search task (``"gpc"``), or of the switch core's
+                (``"switch-core"``, after ``merge``): what comes up;
+``merge``       once per query: on the host (its core for ``"host"``, the I/O agent for
+                ``"gpc"``), or on the switch core that ran the search (``"switch-core"``);
 ``scan``        (scan models) once per scan element: a probed list's codes or vectors;
 ``rerank``      (scan models) once per device holding some of the query's re-rank
                 candidates (a search on the GPCs: its own device's only): their full vectors.
@@ -22,19 +25,25 @@ A step is one of three records:
 
 - :class:`Read`: a ``unit`` of the unit registry (:mod:`cosmos.units`: ``"host"`` core,
   device ``"gpc"`` context, device ``"accelerator"``, device ``"scan-unit"``: a near-memory
-  scan pipeline, scans only) reads ``objects`` (``"entry-vector"``, ``"adjacency"``,
+  scan pipeline, scans only; ``"switch-core"``, ``"switch-accelerator"`` in the CXL switch,
+  ``"dimm-accelerator"`` in each DIMM's buffer) reads ``objects`` (``"entry-vector"``, ``"adjacency"``,
   ``"hop-vectors"``; for scans ``"list-codes"`` / ``"list-vectors"``: the scan element's
   contiguous range of PQ codes or full vectors, and ``"rerank-vectors"``) from ``memory``
   (``"index"``: where the index lives, a device or the host DRAM; ``"host-cache"``: the host
-  DRAM graph cache). The route follows from the unit's location: a unit on the host reading
-  a device crosses the CXL link both ways; a device unit reads its own DRAM; ``rank_pus=True``
+  DRAM graph cache). The route follows from the unit's location (cosmos.units.route): a unit
+  on the host reading a device crosses the host's port, the switch and the device link both
+  ways, a unit in the switch the switch and the device link; a device unit reads its own
+  DRAM; ``rank_pus=True``
   reads each vector's 64-byte segments rank-locally (rank-level PUs). ``per_vector`` is a
   :class:`cosmos.systems.Costs` field charged per vector (per code for list-codes) on the
   context's core, a share per returned line (overlapped with the lines still in flight);
   ``after`` are :class:`Cost` terms (``Costs`` field x a count) added when the last line is
   back; ``cached`` is the same read for an object held in the host graph cache.
-- :class:`Send`: a message down (host to device) or up; its payload is ``vectors`` query
-  vectors + ``bytes`` + ``per_item_bytes`` x ``count``, sent as a header slot plus whole slots.
+- :class:`Send`: a message between its two ends, ``near`` (``"host"`` or ``"switch"``) and
+  ``to`` (``"switch"`` or ``"device"``: the search's device), ``"down"`` (from ``near``) or
+  ``"up"``, over the segments of the one route function; one end is where the step runs.
+  Its payload is ``vectors`` query vectors + ``bytes`` + ``per_item_bytes`` x ``count``,
+  sent as a header slot plus whole slots.
 - :class:`Compute`: ``cost`` cycles on the context's core.
 
 Every step names its breakdown category (``traversal``, ``distance``, ``candidate``,
@@ -53,7 +62,8 @@ A model is registered under a name with :func:`register_system`, either as a
 (when the steps depend on a config switch, e.g. rank PUs on or off). ``SystemConfig.kind``
 names the model. :func:`model_for` resolves and validates it: an unknown name, field or value,
 or a combination the hardware cannot do (a device unit reading host memory, a message where
-no link is used, rank PUs on the host...) raises :class:`cosmos_common.UserError` naming the
+no link is used, rank PUs driven from outside the device, a unit or a message in a switch that
+is not configured...) raises :class:`cosmos_common.UserError` naming the
 model, the place, the step and the field. Simulation, layout and metrics ask the resolved
 model what they need (``search_pool``, ``index_in_host``, ``uses_link``, ``host_cache``,
 ``rank_pus``, ``contexts_fields``); nothing else branches on a system's name.
@@ -66,7 +76,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Union
 
 from cosmos.config import SystemConfig
-from cosmos.units import reading_units, route, unit
+from cosmos.units import TRAVERSALS, reading_units, route, unit
 from cosmos_common import UserError
 
 MEMORIES = ("index", "host-cache")
@@ -75,11 +85,12 @@ OBJECTS = ("entry-vector", "adjacency", "hop-vectors", "list-codes", "list-vecto
 COUNTS = ("one", "degree", "reads", "inserts", "probes-x-k", "rank-parts",
           "reads-x-rank-parts", "k", "codes", "lut-entries", "rerank-reads", "lists",
           "lists-x-lut-entries", "devices-x-k")
-TRAVERSALS = ("host", "gpc")
 INDEX_MEMORIES = ("devices", "host")
 DIRECTIONS = ("down", "up")
-#: the far end of a message from the host: the search's device, or a unit in the CXL switch
+#: the far end of a message: the search's device, or a unit in the CXL switch
 SEND_ENDS = ("device", "switch")
+#: the near end of a message (nearer the host): the host, or a unit in the CXL switch
+NEAR_ENDS = ("host", "switch")
 #: The largest message a Send may declare and the engine carries, in bytes (2**40 = 1 TiB):
 #: payload = ``vectors`` x the trace's vector bytes + ``bytes`` + ``per_item_bytes`` x its
 #: count, each field checked here and the whole payload when the program is built
@@ -139,6 +150,14 @@ class Costs(NamedTuple):
     scan_lut_load: float    # a probed list's lookup table loaded into the scan unit
     scan_pipeline: float    # the scan unit's pipeline depth
     scan_mlp: int
+    # cores in the CXL switch (switch_core.*; 0 cycles of latency and 1 request where unused)
+    sw_dist: float          # one distance on a switch core
+    sw_visit: float
+    sw_insert: float
+    sw_select: float
+    sw_merge: float         # per result merged (the probes' top-k lists)
+    sw_lat: int             # switch core to the switch's ports, one way
+    sw_mlp: int
 
 
 #: the counts that exist at each place (a hop's counts only at a hop)
@@ -182,12 +201,13 @@ class Read:
 
 @dataclass(frozen=True)
 class Send:
-    """A message between the host and ``to`` (:data:`SEND_ENDS`: ``"device"``, the search's
-    device, or ``"switch"``, a unit in the CXL switch), ``"down"`` (from the host) or
-    ``"up"``: ``vectors`` query vectors + ``bytes`` + ``per_item_bytes`` x ``count`` bytes of
-    payload, sent as one header slot plus whole slots (cosmos.config.LinkConfig) over the
-    segments between the two (cosmos.units.route); at most :data:`MAX_MESSAGE_BYTES` in
-    all."""
+    """A message between ``near`` (:data:`NEAR_ENDS`: ``"host"``, or ``"switch"``, a unit in
+    the CXL switch) and ``to`` (:data:`SEND_ENDS`: ``"device"``, the search's device, or
+    ``"switch"``), ``"down"`` (from ``near`` to ``to``) or ``"up"`` (back): ``vectors`` query
+    vectors + ``bytes`` + ``per_item_bytes`` x ``count`` bytes of payload, sent as one header
+    slot plus whole slots (cosmos.config.LinkConfig) over the segments between the two
+    (cosmos.units.route); at most :data:`MAX_MESSAGE_BYTES` in all. One of the two ends is
+    where the step runs (the search's unit; the host's I/O agent at ``dispatch``)."""
 
     direction: str
     vectors: int = 0
@@ -196,6 +216,7 @@ class Send:
     count: str = "one"
     category: str = "transfer"
     to: str = "device"
+    near: str = "host"
 
 
 @dataclass(frozen=True)
@@ -212,10 +233,13 @@ Step = Union[Read, Send, Compute]
 
 @dataclass(frozen=True)
 class SystemModel:
-    """One execution model (module docstring). ``traversal``: where a cluster search runs
-    (``"host"``: one task per query on a host core; ``"gpc"``: per device a dispatch task on
-    the host I/O agent, a search task on a GPC context of that device, and a merge task on the
-    agent). ``index_memory``: where the index lives (``"devices"`` or ``"host"`` DRAM)."""
+    """One execution model (module docstring). ``traversal``: the unit whose contexts run a
+    query's cluster searches (cosmos.units.TRAVERSALS; ``"host"``: one task per query on a
+    host core; ``"gpc"``: per device a dispatch task on the host I/O agent, a search task on a
+    GPC context of that device, and a merge task on the agent; ``"switch-core"``: a dispatch
+    task on the agent, then one task per query on a core context in the CXL switch: every
+    search, the merge and ``device_done``). ``index_memory``: where the index lives
+    (``"devices"`` or ``"host"`` DRAM)."""
 
     name: str
     description: str
@@ -243,8 +267,15 @@ class SystemModel:
 
     @property
     def search_pool(self) -> str:
-        """``"host"`` or ``"gpc"``: the contexts that run the searches."""
+        """The unit whose contexts run the searches (``"host"``, ``"gpc"``,
+        ``"switch-core"``)."""
         return self.traversal
+
+    @property
+    def search_location(self) -> str:
+        """Where the searches run (cosmos.units.LOCATIONS): ``"host"``, ``"device"`` or
+        ``"switch"``."""
+        return unit(self.traversal).location
 
     @property
     def index_in_host(self) -> bool:
@@ -285,12 +316,17 @@ class SystemModel:
         if isinstance(step, Read):
             return route(unit(step.unit).location, self.memory_of(step), switch)
         if isinstance(step, Send):
-            return route("host", step.to, switch)
+            return route(step.near, step.to, switch)
         return ()
 
     def check_routes(self, switch: bool) -> "SystemModel":
-        """Every Read and Send has a route in a machine with (``switch``) or without a CXL
-        switch; UserError naming the model, the step and the field otherwise."""
+        """The searches' unit and every Read and Send has a route in a machine with
+        (``switch``) or without a CXL switch; UserError naming the model, the step and the
+        field otherwise."""
+        if self.search_location == "switch" and not switch:
+            raise UserError(f"system model {self.name!r}: traversal: {self.traversal!r} runs "
+                            f"the searches in the CXL switch, and no CXL switch is configured "
+                            f"(switch.present = false)")
         for place, i, st in self.steps():
             try:
                 self.route(st, switch)
@@ -322,14 +358,16 @@ class SystemModel:
         if self.index_memory not in INDEX_MEMORIES:
             bad("index_memory", f"unknown {self.index_memory!r}; expected one of "
                                 f"{INDEX_MEMORIES}")
-        if self.traversal == "gpc" and self.index_in_host:
-            bad("index_memory", "a search on the device GPCs needs the index on the devices")
+        where_run = self.search_location
+        if where_run != "host" and self.index_in_host:
+            bad("index_memory", f"a search on the {unit(self.traversal).label}s (in the "
+                                f"{where_run}) needs the index on the devices")
         for place in PLACES:
             seq = getattr(self, place)
             if not isinstance(seq, tuple):
                 bad(place, f"expected a tuple of steps, got {type(seq).__name__}")
-            if place in ("dispatch", "device_done") and seq and self.traversal != "gpc":
-                bad(place, "only a search on the device GPCs (traversal='gpc') has per-device "
+            if place in ("dispatch", "device_done") and seq and where_run == "host":
+                bad(place, "only a search off the host (traversal='gpc' or 'switch-core') has "
                            "dispatch and device_done steps")
         if self.index not in INDEXES:
             bad("index", f"unknown {self.index!r}; expected one of {INDEXES}")
@@ -445,6 +483,21 @@ class SystemModel:
                                               f"{DIRECTIONS}")
                 if st.to not in SEND_ENDS:
                     bad(f"{where}.to", f"unknown {st.to!r}; expected one of {SEND_ENDS}")
+                if st.near not in NEAR_ENDS:
+                    bad(f"{where}.near", f"unknown {st.near!r}; expected one of {NEAR_ENDS}")
+                if st.near == st.to:
+                    bad(f"{where}.to", f"a message from the {st.near} to itself")
+                # one end is where the step runs: the host's I/O agent at dispatch, else the
+                # unit the searches run on (a device's GPC: the search's device)
+                runs = "host" if place == "dispatch" else where_run
+                if runs not in (st.near, st.to):
+                    fld = "to" if runs in SEND_ENDS else "near"
+                    bad(f"{where}.{fld}", f"the step runs in the {runs}, and this message is "
+                                          f"between the {st.near} and the {st.to}")
+                if place in ("dispatch", "device_done") and st.to != (
+                        "switch" if where_run == "switch" else "device"):
+                    bad(f"{where}.to", f"at {place!r} a message goes between the host and the "
+                                       f"search task (in the {where_run}), not the {st.to}")
                 for f in ("vectors", "bytes", "per_item_bytes"):
                     v = getattr(st, f)
                     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -460,6 +513,9 @@ class SystemModel:
                                           f"one of {PLACE_COUNTS[place]}")
         return self
 
+
+#: bytes of one result entry returned by a search task: int32 id + float32 distance
+RESULT_ENTRY_BYTES = 8
 
 #: name -> (description, SystemModel or function of the SystemConfig returning one)
 _REGISTRY: dict[str, tuple[str, object]] = {}
@@ -648,6 +704,32 @@ register_system(_host_traversal_device_distances(
     "vectors only the device links", rank_pus=False, unit="switch-accelerator", to="switch"))
 
 
+
+def _switch_search(name, description):
+    """The whole search on cores in the CXL switch: the host's I/O agent sends the query to
+    the switch; one switch core context runs every cluster search of the query (adjacency
+    lists and whole vectors read from each cluster's device over the switch and that
+    device's link, never the host's port; distances, visited checks and candidate updates
+    on the core, as a GPC does), merges the probes' top-k lists and sends the k results
+    (8 bytes each) up to the host."""
+    return SystemModel(
+        name=name, description=description, traversal="switch-core",
+        dispatch=(Send("down", vectors=1, to="switch"),),                 # the query
+        entry=(Read("entry-vector", "switch-core", "distance", per_vector="sw_dist"),),
+        adjacency=(Read("adjacency", "switch-core", "traversal",
+                        after=(Cost("sw_visit", "degree"),)),),
+        vectors=(Read("hop-vectors", "switch-core", "distance", per_vector="sw_dist"),),
+        candidates=(Compute("candidate", (Cost("sw_select"), Cost("sw_insert", "inserts"))),),
+        merge=(Compute("candidate", (Cost("sw_merge", "probes-x-k"),)),),
+        device_done=(Send("up", per_item_bytes=RESULT_ENTRY_BYTES, count="k", to="switch"),))
+
+
+register_system(_switch_search(
+    "cosmos-switch", "the whole search on general-purpose cores in the CXL switch, reading "
+    "every device over its link (whole vectors, no rank PUs); query down and top-k up over "
+    "the host's port only"))
+
+
 # ------------------------------------------------------------------------------------------
 # Scan systems (issue 31): IVF-PQ and exact scan of the graph index's k-means lists, on the
 # host over the CXL link or next to the memory. They replay the scan traces of graphs.ivfpq.
@@ -660,8 +742,6 @@ register_system(_host_traversal_device_distances(
 LUT_ENTRY_BYTES = 4
 #: bytes of a probed list's id in a dispatch message (int32 list ids, as the trace's)
 LIST_ID_BYTES = 4
-#: bytes of one result entry returned by a device: int32 id + float32 distance
-RESULT_ENTRY_BYTES = 8
 
 
 def _scan_host(name, description, index):

@@ -10,8 +10,8 @@ program builder and the energy model ask this registry; none of them branches on
 name.
 
 Locations, from the host outwards: ``"host"`` (the host CPU; its reads of a device cross
-the CXL path: upstream port, switch, device link), ``"switch"`` (in the CXL switch: its
-reads cross the switch and the device link),
+the CXL path: upstream port, switch, device link), ``"switch"`` (in the CXL switch: its cores and
+accelerators; their reads cross the switch and the device link),
 ``"device"`` (a CXL device's controller: its GPC cores, distance accelerator, scan units;
 reads of its own DRAM cross no link), ``"dimm-buffer"`` (a DIMM's buffer chip), ``"rank"``
 (next to each DRAM rank).
@@ -34,9 +34,10 @@ LOCATIONS = ("host", "switch", "device", "dimm-buffer", "rank")
 #: ``energy.accel_pJ_per_line``), ``"per-burst"`` (each rank-local burst x
 #: ``energy.rank_pu_pJ_per_burst``)
 ENERGY = ("contexts", "per-line", "per-burst")
-#: where a search can run (cosmos.systems.SystemModel.traversal): on the host cores, or per
-#: device on its GPC contexts
-TRAVERSALS = ("host", "gpc")
+#: where a search can run (cosmos.systems.SystemModel.traversal): the name of the unit whose
+#: contexts run it: the host cores, per device its GPC contexts, or the cores in the CXL
+#: switch
+TRAVERSALS = ("host", "gpc", "switch-core")
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,16 @@ class Unit:
 UNITS: dict[str, Unit] = {}
 
 
+def search_unit_at(location: str) -> "Unit | None":
+    """The unit at ``location`` whose contexts run searches (the host cores, the devices'
+    GPC contexts, the switch's cores: the engine's task pools, cosmos.program.pool_sizes),
+    or None."""
+    for u in UNITS.values():
+        if u.location == location and u.contexts:
+            return u
+    return None
+
+
 def register_unit(unit: Unit) -> Unit:
     """Add ``unit`` to the registry; ValueError naming the field for an unknown location,
     energy charge or traversal, or a name already registered."""
@@ -106,6 +117,10 @@ def register_unit(unit: Unit) -> Unit:
     if unit.energy not in ENERGY:
         raise ValueError(f"unit {unit.name!r}: energy: unknown {unit.energy!r}; expected one "
                          f"of {ENERGY}")
+    if unit.contexts and search_unit_at(unit.location) is not None:
+        raise ValueError(f"unit {unit.name!r}: contexts: the {unit.location} already has a "
+                         f"unit that runs searches ({search_unit_at(unit.location).name!r}); "
+                         f"its task pool is that unit's")
     bad = [t for t in unit.serves if t not in TRAVERSALS]
     if bad:
         raise ValueError(f"unit {unit.name!r}: serves: unknown {bad}; expected some of "
@@ -136,11 +151,13 @@ MEMORY_LOCATIONS = ("device", "host")
 
 def route(location: str, memory: str, switch: bool) -> tuple:
     """The segments between a unit at ``location`` (:data:`LOCATIONS`) and a memory at
-    ``memory`` (:data:`MEMORY_LOCATIONS`; ``"switch"`` too, for a message to a unit in the
-    switch), in order from the unit, with ``switch`` true when the devices sit behind a CXL
-    switch. A device-side unit (device controller, DIMM buffer, rank) reads its own device's
-    DRAM; ValueError naming both ends for a route the hardware does not have (a device-side
-    unit reading host DRAM or another place, anything in a switch that is not configured)."""
+    ``memory`` (:data:`MEMORY_LOCATIONS`), or between the two ends of a message (``location``
+    the end nearer the host, ``"host"`` or ``"switch"``; ``memory`` the other, ``"switch"``
+    or ``"device"``), in order from ``location`` outwards, with ``switch`` true when the
+    devices sit behind a CXL switch. A device-side unit (device controller, DIMM buffer,
+    rank) reads its own device's DRAM; ValueError naming both ends for a route the hardware
+    does not have (a device-side unit reading host DRAM or another place, anything in a
+    switch that is not configured)."""
     if location not in LOCATIONS:
         raise ValueError(f"unknown location {location!r}; expected one of {LOCATIONS}")
     if (location == "switch" or memory == "switch") and not switch:
@@ -186,7 +203,8 @@ register_unit(Unit(
     inflight_fields="device.count x gpc.cores x gpc.threads_per_core x "
                     "gpc.outstanding_requests", contexts=("gpc.cores", "gpc.threads_per_core")))
 register_unit(Unit(
-    "accelerator", "device", "device distance accelerator", serves=("host", "gpc"),
+    "accelerator", "device", "device distance accelerator",
+    serves=("host", "gpc", "switch-core"),
     inflight="accel_mlp", latency="dev_lat", inflight_fields="cxl_anns.accel_outstanding",
     energy="per-line"))
 register_unit(Unit(
@@ -206,6 +224,17 @@ register_unit(Unit(
     "switch-accelerator", "switch", "switch distance accelerator", serves=("host",),
     inflight="accel_mlp", latency="dev_lat", inflight_fields="cxl_anns.accel_outstanding",
     energy="per-line"))
+# General-purpose cores in the CXL switch that run whole searches (cosmos-switch): BEACON
+# (Huangfu et al., MICRO 2022) puts near-data accelerators in the CXL switch; cores there are
+# this simulator's estimate, with the device GPC's figures (switch_core.* in
+# cosmos.config.SOURCE). Their reads of every device cross the switch and that device's
+# link, never the host's port; a query's search runs on one context, like a host core's.
+register_unit(Unit(
+    "switch-core", "switch", "switch core context", serves=("switch-core",),
+    inflight="sw_mlp", latency="sw_lat",
+    inflight_fields="switch_core.cores x switch_core.threads_per_core x "
+                    "switch_core.outstanding_requests",
+    contexts=("switch_core.cores", "switch_core.threads_per_core")))
 # A distance unit in each DIMM's buffer chip (AxDIMM: Ke et al., "Near-Memory Processing in
 # Action: Accelerating Personalized Recommendation With AxDIMM", IEEE Micro 42(1), 2022,
 # puts an accelerator on the DIMM's buffer, reading the DIMM's ranks in parallel). It reads

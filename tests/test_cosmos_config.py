@@ -12,15 +12,16 @@ from cosmos.layout import (AddressFields, build_layout, graph_cache_nodes, lines
 from cosmos.systems import model_for, validate_system
 from cosmos.presets import PAPER_SYSTEMS, PRESETS, get_preset
 from cosmos.program import (CAT_DISTANCE, CAT_TRANSFER, CAT_TRAVERSAL, OBJ_ADJACENCY,
-                            OBJ_READS, OBJ_VECTOR, STEP_MEM, STEP_XFER, build_program)
+                            OBJ_READS, OBJ_VECTOR, SEG_DEVICE_LINK, SEG_HOST_PORT, SEG_SWITCH,
+                            STEP_MEM, STEP_XFER, build_program)
 from cosmos.trace_input import POINTERS, REQUIRED, as_trace
 from tests.cosmos_helpers import make_trace
 
 
-def test_presets_are_the_papers_six_systems_then_five_more():
+def test_presets_are_the_papers_six_systems_then_six_more():
     assert list(PRESETS) == ["base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo",
                              "cosmos", "cxl-anns-cache", "cosmos-accel", "cxl-anns-rankpu",
-                             "cxl-anns-switch", "cxl-anns-dimm"]
+                             "cxl-anns-switch", "cxl-anns-dimm", "cosmos-switch"]
     assert PAPER_SYSTEMS == tuple(PRESETS)[:6]
     assert PRESETS["cosmos"].rank_pu.enabled and PRESETS["cosmos"].placement == "adjacency"
     assert PRESETS["cosmos-noalgo"].placement == "round_robin"
@@ -261,7 +262,20 @@ def test_programs_read_exactly_the_traces_bytes(name):
         assert np.all(pg.step_link[mem & (pg.step_cat == CAT_TRAVERSAL)] == 1)
         assert np.all(pg.step_link[mem & (pg.step_cat == CAT_DISTANCE)] == 0)
         assert np.all(pg.step_cat[xfer] == CAT_TRANSFER)
-    if name.startswith("cosmos"):
+    if name == "cosmos-switch":
+        # every read by a switch core: over the switch and the device link, not the host's
+        # port; the query down and the top-k up over the host's port and the switch only
+        D = get_preset(name).device.count
+        assert np.all(pg.cls_route[pg.step_class[mem]] == SEG_SWITCH | SEG_DEVICE_LINK)
+        assert np.all(pg.step_rank_local[mem] == 0)
+        assert np.all(pg.cls_route[pg.step_class[xfer]] == SEG_HOST_PORT | SEG_SWITCH)
+        assert np.array_equal(pg.step_link[xfer], np.tile([0, 1], tr.num_queries))
+        # per query: the dispatch on the host's I/O agent, then one task on a switch core
+        assert np.all(np.diff(pg.query_task_ptr) == 2)
+        first, last = pg.query_task_ptr[:-1], pg.query_task_ptr[1:] - 1
+        assert np.all(pg.task_pool[first] == D + 1) and np.all(pg.task_pool[last] == D + 2)
+        assert np.all(pg.task_succ[first] == last) and np.all(pg.task_npred[last] == 1)
+    elif name.startswith("cosmos"):
         assert np.all(pg.step_link[mem] == 0)
         rank = pg.step_rank_local[mem]
         no_rank = name in ("cosmos-norank", "cosmos-accel")

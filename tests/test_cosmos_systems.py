@@ -3,6 +3,7 @@ knows a system by name."""
 
 import dataclasses
 import inspect
+import json
 
 import numpy as np
 import pytest
@@ -46,7 +47,7 @@ def test_a_well_formed_declaration_validates():
     (dict(candidates=(Compute("candidate", (Cost("host_select", "reads"),
                                             Cost("host_insert", "inserts"))),)),
      r"at most one count besides 'one'"),
-    (dict(dispatch=(Send("down", vectors=1),)), r"dispatch: only a search on the device GPCs"),
+    (dict(dispatch=(Send("down", vectors=1),)), r"dispatch: only a search off the host"),
     (dict(index_memory="host", entry=(Send("down", vectors=1),)),
      r"entry\[0\]: the index is in host DRAM: no link"),
     (dict(merge=(Send("up"),)), r"merge\[0\]: merge runs on the host"),
@@ -158,14 +159,15 @@ def test_the_unit_registry_answers_what_the_checks_the_builder_and_energy_ask():
     from cosmos.units import LOCATIONS, Unit, reading_units, register_unit, unit
 
     assert reading_units() == ("host", "gpc", "accelerator", "scan-unit", "switch-accelerator",
-                               "dimm-accelerator")
+                               "switch-core", "dimm-accelerator")
     for name in reading_units():
         u = unit(name)
         assert u.location in LOCATIONS and u.inflight in Costs._fields
         assert u.latency in Costs._fields
     assert {n: unit(n).location for n in reading_units()} == {
         "host": "host", "gpc": "device", "accelerator": "device", "scan-unit": "device",
-        "switch-accelerator": "switch", "dimm-accelerator": "dimm-buffer"}
+        "switch-accelerator": "switch", "switch-core": "switch",
+        "dimm-accelerator": "dimm-buffer"}
     assert [n for n in reading_units() if unit(n).rank_local] == ["dimm-accelerator"]
     # search contexts come from the configuration through the unit that runs the searches
     cfg = dataclasses.replace(get_preset("cosmos"), gpc=dataclasses.replace(
@@ -173,6 +175,9 @@ def test_the_unit_registry_answers_what_the_checks_the_builder_and_energy_ask():
     assert unit("gpc").search_contexts(cfg) == cfg.device.count * 3 * 2
     assert unit("host").search_contexts(cfg) == cfg.host.threads
     assert unit("accelerator").search_contexts(cfg) == 0
+    # the switch's cores: one place, whatever the number of devices
+    assert unit("switch-core").search_contexts(cfg) == \
+        cfg.switch_core.cores * cfg.switch_core.threads_per_core
     assert unit("rank-pu").location == "rank" and unit("rank-pu").driven_from == ("device",)
     assert [n for n in reading_units() if unit(n).energy == "per-line"] == \
         ["accelerator", "scan-unit", "switch-accelerator"]
@@ -190,7 +195,8 @@ def test_the_unit_registry_answers_what_the_checks_the_builder_and_energy_ask():
         register_unit(Unit("host", "host", "host core"))
     with pytest.raises(UserError, match=r"entry\[0\]\.unit: unknown 'fpga'; expected one of "
                                         r"\('host', 'gpc', 'accelerator', 'scan-unit', "
-                                        r"'switch-accelerator', 'dimm-accelerator'\)"):
+                                        r"'switch-accelerator', 'switch-core', "
+                                        r"'dimm-accelerator'\)"):
         _host_model(entry=(Read("entry-vector", "fpga", "distance"),)).validate()
 
 
@@ -228,6 +234,115 @@ def test_a_route_the_hardware_cannot_take_is_one_clear_error():
                                 rank_pus=True),)).validate()
     with pytest.raises(UserError, match=r"entry\[0\]\.to: unknown 'pool'"):
         _host_model(entry=(Send("down", to="pool"),)).validate()
+
+
+def _switch_model(**change):
+    """cosmos-switch's declaration, with ``change`` applied."""
+    return dataclasses.replace(model_for(get_preset("cosmos-switch")), name="t", **change)
+
+
+@pytest.mark.parametrize("model, expect", [
+    # a switch core cannot drive the rank PUs of a device's ranks (nor can the host)
+    (lambda: _switch_model(entry=(Read("entry-vector", "switch-core", "distance",
+                                       rank_pus=True),)),
+     r"entry\[0\]\.rank_pus: rank PUs sit in the devices' DRAM ranks: a device unit must "
+     r"drive them"),
+    # a device's GPC context or a DIMM buffer does not serve a search running in the switch
+    (lambda: _switch_model(adjacency=(Read("adjacency", "gpc", "traversal"),)),
+     r"adjacency\[0\]\.unit: 'gpc' cannot serve a search that runs on the switch-core"),
+    (lambda: _switch_model(vectors=(Read("hop-vectors", "dimm-accelerator", "distance"),)),
+     r"vectors\[0\]\.unit: 'dimm-accelerator' cannot serve a search that runs on the "
+     r"switch-core"),
+    # ... nor a switch unit a search on the device GPCs
+    (lambda: dataclasses.replace(model_for(get_preset("cosmos-norank")), name="t", vectors=(
+        Read("hop-vectors", "switch-core", "distance"),)),
+     r"vectors\[0\]\.unit: 'switch-core' cannot serve a search that runs on the gpc"),
+    # a search in the switch reads the devices: not an index in host DRAM
+    (lambda: _switch_model(index_memory="host"),
+     r"index_memory: a search on the switch core contexts \(in the switch\) needs the index "
+     r"on the devices"),
+    # a message has one end where its step runs
+    (lambda: _host_model(entry=(Send("down", near="switch", to="device"),)),
+     r"entry\[0\]\.near: the step runs in the host, and this message is between the switch "
+     r"and the device"),
+    (lambda: _switch_model(entry=(Send("down", to="device"),)),
+     r"entry\[0\]\.to: the step runs in the switch, and this message is between the host "
+     r"and the device"),
+    (lambda: _switch_model(entry=(Send("down", near="switch", to="switch"),)),
+     r"entry\[0\]\.to: a message from the switch to itself"),
+    (lambda: _switch_model(entry=(Send("down", near="device"),)),
+     r"entry\[0\]\.near: unknown 'device'; expected one of \('host', 'switch'\)"),
+    # the query goes to where the search runs, and the results come from there
+    (lambda: _switch_model(dispatch=(Send("down", vectors=1),)),
+     r"dispatch\[0\]\.to: at 'dispatch' a message goes between the host and the search task "
+     r"\(in the switch\), not the device"),
+    (lambda: dataclasses.replace(model_for(get_preset("cosmos-norank")), name="t",
+                                 device_done=(Send("up", to="switch"),)),
+     r"device_done\[0\]\.to: the step runs in the device, and this message is between the "
+     r"host and the switch"),
+])
+def test_a_pairing_the_hardware_cannot_take_is_one_line_naming_the_model_and_field(model,
+                                                                                    expect):
+    with pytest.raises(UserError, match=r"^system model 't': " + expect) as exc:
+        model().validate()
+    assert "\n" not in str(exc.value)
+
+
+def test_a_switch_unit_or_search_without_a_switch_is_one_clear_error():
+    """With switch.present = false nothing sits in the switch or is sent to it: a search on
+    the switch's cores is refused naming its traversal, a switch unit's read naming its unit."""
+    for name, expect in (("cosmos-switch", r"traversal: 'switch-core' runs the searches in "
+                                           r"the CXL switch, and no CXL switch is configured "
+                                           r"\(switch\.present = false\)$"),
+                         ("cxl-anns-switch", r"entry\[0\]\.to: no CXL switch is configured")):
+        cfg = get_preset(name)
+        cfg = dataclasses.replace(cfg, switch=dataclasses.replace(cfg.switch, present=False))
+        with pytest.raises(UserError, match=rf"^system model '{name}': {expect}"):
+            validate_system(cfg)
+    m = dataclasses.replace(model_for(get_preset("cxl-anns-switch")), name="t",
+                            entry=(Read("entry-vector", "switch-accelerator", "distance"),))
+    with pytest.raises(UserError, match=r"^system model 't': entry\[0\]\.unit: no CXL switch "
+                                        r"is configured"):
+        m.check_routes(False)
+    # and a machine without a switch has no switch cores to run anything on
+    from cosmos.program import pool_sizes, switch_pool
+
+    cfg = get_preset("cosmos")
+    D = cfg.device.count
+    assert pool_sizes(cfg, 1)[switch_pool(D)] == 64
+    no_sw = dataclasses.replace(cfg, switch=dataclasses.replace(cfg.switch, present=False))
+    assert pool_sizes(no_sw, 1)[switch_pool(D)] == 0
+
+
+def test_cosmos_switch_reads_every_device_over_its_link_and_only_messages_cross_the_hosts_port():
+    """cosmos-switch: every line the searches read crosses the switch and its device's link
+    (the same DRAM requests as cosmos-norank, which reads them inside the devices); the
+    host's port carries one query vector down and k results up per query; the switch's cores
+    are the search unit, reported under their label."""
+    from cosmos.simulate import simulate
+    from tests.cosmos_helpers import make_trace
+
+    tr = make_trace(num_queries=12, hops=3, reads_per_hop=6, seed=3)
+    res = simulate(get_preset("cosmos-switch"), tr, progress=False)
+    ref = simulate(get_preset("cosmos-norank"), tr, progress=False)
+    D, L = res.config.device.count, res.config.link
+    st = res.state
+    assert int(st.inst_reqs.sum()) == int(ref.state.inst_reqs.sum())
+    reqs = st.inst_reqs[:D].astype(float)
+    assert np.allclose(st.link_bytes[:D, 0], reqs * L.wire_bytes(L.request_slots))
+    assert np.allclose(st.link_bytes[:D, 1], reqs * L.wire_bytes(L.data_slots))
+    slot, k = L.wire_bytes(1), int(json.loads(str(tr["meta"]))["k"])
+    vec = int(json.loads(str(tr["meta"]))["vector_bytes"])
+    assert st.link_bytes[D, 0] == pytest.approx(12 * (1 + -(-vec // 16)) * slot)
+    assert st.link_bytes[D, 1] == pytest.approx(12 * (1 + -(-8 * k // 16)) * slot)
+    s = res.summary()
+    assert s["search_unit"] == "switch core context" and 0 < s["search_unit_busy_fraction"] <= 1
+    assert len(s["search_unit_busy_fraction_by_place"]) == 1
+    assert s["energy_breakdown_mJ_per_query"]["switch_core"] > 0
+    assert s["energy_breakdown_mJ_per_query"]["gpc"] == 0
+    r = ref.summary()
+    assert r["search_unit"] == "device GPC context"
+    assert r["search_unit_busy_fraction_by_place"] == r["gpc_busy_fraction"]
 
 
 def test_the_switch_accelerator_keeps_vectors_off_the_hosts_port():
