@@ -179,6 +179,58 @@ def hand_latency(cfg):
         t += math.ceil(hc(h.select_cycles))                               # select
         t += math.ceil(1 * k * hc(h.merge_cycles_per_result))             # merge top-k
         return t
+    if cfg.kind in ("cosmos-switch", "switch-cores-device-accel"):
+        # the whole search on a core in the CXL switch: the host's I/O agent sends the query
+        # to the switch (host port queued, then the switch's latency); the core's reads cross
+        # the switch and the device link, never the host's port; it merges the probes' top-k
+        # itself and sends the k results up to the host. (switch-cores-device-accel, declared
+        # in this file: the same search with its distances on the device's accelerator, the
+        # core sending the ids to the device and the device the distances back.)
+        sc = cfg.switch_core
+        swl, dl = ns_to_cycles(sc.onchip_latency_ns), ns_to_cycles(cfg.device.onchip_latency_ns)
+        req, data, slot = (L.wire_bytes(L.request_slots), L.wire_bytes(L.data_slots),
+                           L.wire_bytes(1))
+        up_bpc = bytes_per_cycle(cfg.switch.upstream_bandwidth_GBps)
+        dev_bpc = bytes_per_cycle(L.bandwidth_GBps)
+        sw, ln = ns_to_cycles(cfg.switch.latency_ns), ns_to_cycles(L.latency_ns)
+
+        def wc(n):                  # switch-core cycles -> DRAM cycles
+            return n / sc.clock_GHz * to_cyc
+
+        def host_switch(t, nbytes):  # host <-> switch: the host port, the switch
+            return math.ceil(t + nbytes / up_bpc + sw - 1e-9)
+
+        def switch_device(t, nbytes):  # switch <-> device: the switch, the device link
+            return math.ceil(t + sw + nbytes / dev_bpc + ln - 1e-9)
+
+        def read(t):                # one 64-B line read by the switch core
+            t = switch_device(t + swl, req)                              # request to the device
+            return math.ceil(t + dram + data / dev_bpc + ln + sw - 1e-9) + swl  # data back
+
+        if cfg.kind == "cosmos-switch":
+            dist = wc(dim / sc.distance_dims_per_cycle + sc.distance_overhead_cycles)
+
+            def vec(t, first):
+                return math.ceil(read(t) + dist)
+        else:
+            acc = ns_to_cycles(cfg.cxl_anns.accel_latency_ns)
+
+            def vec(t, first):      # ids (or query + entry id) down, the distance back
+                t = switch_device(t, (1 + math.ceil(((64 + 4) if first else 4) / 16)) * slot)
+                t = t + dl + dram + dl + acc
+                return switch_device(t, (1 + math.ceil(4 / 16)) * slot)
+
+        t = host_switch(0, (1 + 64 // L.slot_bytes) * slot)              # query to the switch
+        t = vec(t, True)                                                  # entry vector
+        t = read(t) + math.ceil(16 * wc(sc.visit_check_cycles))           # adjacency list
+        t = vec(t, False)                                                 # node 2's vector
+        if cfg.kind == "cosmos-switch":
+            t += math.ceil(wc(insert(sc)) + wc(sc.select_cycles))         # candidate update
+        else:
+            t += math.ceil(wc(sc.select_cycles))
+        t += math.ceil(1 * k * wc(sc.merge_cycles_per_result))            # merge, on the core
+        t = host_switch(t, (1 + math.ceil(8 * k / 16)) * slot)           # top-k to the host
+        return t
     if cfg.kind == "host-cxl":
         h = cfg.host
         lat = ns_to_cycles(h.onchip_latency_ns)
@@ -229,7 +281,7 @@ def hand_latency(cfg):
 
 @pytest.mark.parametrize("name", ["base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos",
                                   "cxl-anns-cache", "cosmos-accel", "cxl-anns-rankpu",
-                                  "cxl-anns-switch", "cxl-anns-dimm"])
+                                  "cxl-anns-switch", "cxl-anns-dimm", "cosmos-switch"])
 def test_single_query_latency_equals_hand_sum(name):
     cfg = dataclasses.replace(get_preset(name), layout_spread=False)
     res = simulate(cfg, worked_trace(0 if name == "cxl-anns-cache" else 1), progress=False,
@@ -245,7 +297,7 @@ def test_single_query_latency_equals_hand_sum(name):
 
 @pytest.mark.parametrize("name,clock_GHz", [("base", 0.01), ("cxl-anns", 2.1),
                                              ("cosmos", 0.01), ("cxl-anns-rankpu", 2.1),
-                                             ("cosmos-accel", 0.01)])
+                                             ("cosmos-accel", 0.01), ("cosmos-switch", 0.01)])
 def test_slow_cores_and_a_long_link_keep_the_hand_sum(name, clock_GHz):
     # Step ends and link arrivals thousands of cycles ahead, far beyond a window of the engine.
     # (CXL-ANNS keeps its host clock: a slow host puts the deferred candidate insertion on
@@ -255,6 +307,7 @@ def test_slow_cores_and_a_long_link_keep_the_hand_sum(name, clock_GHz):
         base, layout_spread=False,
         host=dataclasses.replace(base.host, clock_GHz=clock_GHz),
         gpc=dataclasses.replace(base.gpc, clock_GHz=clock_GHz),
+        switch_core=dataclasses.replace(base.switch_core, clock_GHz=clock_GHz),
         link=dataclasses.replace(base.link, latency_ns=3000.0)).validate()
     assert ns_to_cycles(3000.0) > 100 * dram_config_for(cfg).resolve().read_latency
     res = simulate(cfg, worked_trace(), progress=False, cluster_device=np.zeros(4, np.int64))
@@ -297,6 +350,48 @@ def test_a_system_declared_in_a_test_file_simulates_and_keeps_its_hand_sum():
     assert res.state.q_done[0] > ref.state.q_done[0]
     s = summary(simulate(cfg, make_trace(num_queries=40, seed=4), progress=False))
     assert s["system"] == "cxl-anns-nofgs" and s["qps"] > 0
+
+
+def test_a_switch_search_sends_to_the_devices_and_keeps_its_hand_sum():
+    """A model declared here: the search on the switch's cores (as cosmos-switch), its
+    distances on each device's accelerator: ``Send(near="switch", to="device")`` carries the
+    ids from the switch to the device and the distances back, over the switch and the device
+    link (the one route function); the host's port carries only the query and the top-k."""
+    from cosmos.systems import (RESULT_ENTRY_BYTES, Compute, Cost, Read, Send, SystemModel,
+                                register_system)
+
+    def to_dev(direction, **kw):
+        return Send(direction, near="switch", to="device", **kw)
+
+    register_system(SystemModel(
+        name="switch-cores-device-accel", description="switch cores, device accelerators",
+        traversal="switch-core",
+        dispatch=(Send("down", vectors=1, to="switch"),),
+        entry=(to_dev("down", vectors=1, bytes=4),
+               Read("entry-vector", "accelerator", "distance", after=(Cost("accel_latency"),)),
+               to_dev("up", bytes=4)),
+        adjacency=(Read("adjacency", "switch-core", "traversal",
+                        after=(Cost("sw_visit", "degree"),)),),
+        vectors=(to_dev("down", per_item_bytes=4, count="reads"),
+                 Read("hop-vectors", "accelerator", "distance", after=(Cost("accel_latency"),)),
+                 to_dev("up", per_item_bytes=4, count="reads")),
+        candidates=(Compute("candidate", (Cost("sw_select"),)),),
+        merge=(Compute("candidate", (Cost("sw_merge", "probes-x-k"),)),),
+        device_done=(Send("up", per_item_bytes=RESULT_ENTRY_BYTES, count="k", to="switch"),)),
+        replace=True)
+    cfg = dataclasses.replace(get_preset("cosmos-switch"), name="switch-cores-device-accel",
+                              kind="switch-cores-device-accel", layout_spread=False).validate()
+    res = simulate(cfg, worked_trace(), progress=False, cluster_device=np.zeros(4, np.int64))
+    assert res.state.q_done[0] == hand_latency(cfg)
+    D, L = cfg.device.count, cfg.link
+    slot = L.wire_bytes(1)
+    host_port = (1 + 64 // 16) * slot + (1 + 80 // 16) * slot       # query down, top-k up
+    assert res.state.link_bytes[D].sum() == pytest.approx(host_port)
+    # device 0's link: the messages and the adjacency list's request and data, no vector line
+    link0 = ((1 + math.ceil(68 / 16)) + 2 * (1 + 1) + (1 + 1)) * slot \
+        + L.wire_bytes(L.request_slots) + L.wire_bytes(L.data_slots)
+    assert res.state.link_bytes[0].sum() == pytest.approx(link0)
+    assert res.state.link_bytes[1:D].sum() == 0
 
 
 def test_load_to_use_of_base_is_in_the_public_range():
