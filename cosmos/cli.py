@@ -19,7 +19,7 @@ SUBCOMMAND_MODULES = (
     "placement.cli",
     "graphs.cli",
     "cosmos.simulate_cli",
-    "experiments.cli",
+    "experiments.harness.cli",
     "cosmos.cache_cli",
 )
 
@@ -32,9 +32,9 @@ COMMANDS = {
     "place": "placement.cli",
     "graphs": "graphs.cli",
     "simulate": "cosmos.simulate_cli",
-    "reproduce": "experiments.cli",
-    "run": "experiments.cli",
-    "replay": "experiments.cli",
+    "reproduce": "experiments.harness.cli",
+    "run": "experiments.harness.cli",
+    "replay": "experiments.harness.cli",
     "cache": "cosmos.cache_cli",
 }
 

@@ -3,7 +3,7 @@
 ``python -m tests.systems_identity`` (from the repository root) records them into
 tests/data/systems_identity.json; tests/test_systems_identity.py recomputes them and compares
 exactly. The traces are the project's own tiny SIFT-like and DEEP-like workloads
-(experiments.workloads, scale ``tiny``); each preset runs closed loop on both, and base and
+(experiments.harness.workloads, scale ``tiny``); each preset runs closed loop on both, and base and
 cosmos also at one open-loop rate. Besides every summary figure (wall-clock fields excluded)
 each run records a digest of its program: every step's resolved fields (class fields looked up
 per step, so the digest does not depend on how classes are numbered) and the task graph.
@@ -27,7 +27,7 @@ WALL = ("wall_s", "requests_per_wall_s")
 
 
 def trace(family: str):
-    from experiments.workloads import workload
+    from experiments.harness.workloads import workload
 
     return workload(family, "tiny", progress=False)
 

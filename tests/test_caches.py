@@ -250,8 +250,8 @@ def _bump_qps(path: Path) -> None:
 
 
 def test_simulation_entry_damage_is_simulated_again(tmp_path):
-    from experiments.common import run_sweep
-    from experiments.resultcache import ResultCache
+    from experiments.harness.common import run_sweep
+    from experiments.harness.resultcache import ResultCache
 
     tr = tmp_path / "t.npz"
     np.savez(tr, a=np.arange(5))
@@ -436,7 +436,7 @@ def _verify(root, *opts):
 
 def test_cache_info_and_verify(tmp_path, capsys):
     from cosmos.cli import main
-    from experiments.resultcache import ResultCache
+    from experiments.harness.resultcache import ResultCache
     from graphs import make_workload
 
     make_workload("sift", cache_dir=tmp_path, **SMALL)

@@ -1,12 +1,12 @@
-"""experiments.capacity: the memory that holds the index where a preset's cannot."""
+"""experiments.harness.capacity: the memory that holds the index where a preset's cannot."""
 
 from types import SimpleNamespace
 
 import pytest
 
 from cosmos.presets import PAPER_SYSTEMS
-from experiments.capacity import _capacity, fit_for, fit_overrides, index_bytes
-from experiments.workloads import SCALES
+from experiments.harness.capacity import _capacity, fit_for, fit_overrides, index_bytes
+from experiments.harness.workloads import SCALES
 
 
 @pytest.mark.parametrize("scale", ["tiny", "default", "full"])
@@ -48,7 +48,7 @@ def test_an_index_occupies_what_the_layout_lays_out(tmp_path, kind):
     import numpy as np
 
     from cosmos.layout import build_layout
-    from experiments.capacity import trace_index_bytes
+    from experiments.harness.capacity import trace_index_bytes
     from graphs import make_workload
     from graphs.ivfpq import scan_trace
     from graphs.workload import get_dataset

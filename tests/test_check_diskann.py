@@ -1,4 +1,4 @@
-"""experiments/check_diskann.py without diskannpy: the library's graph file, the SIGMOD 2024 sample
+"""experiments/tools/check_diskann.py without diskannpy: the library's graph file, the SIGMOD 2024 sample
 layout, and the refusals that come before any work."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from experiments import check_diskann as C
+from experiments.tools import check_diskann as C
 
 
 def _graph_file(path, lists, start, frozen=0, size=None):

@@ -361,12 +361,12 @@ def test_cli_reports_the_control_variate(tmp_path, capsys):
 
 
 def test_a_permuted_trace_holds_the_same_queries_in_the_new_order():
-    """experiments.check_ci_coverage.permuted_trace: query q of the permuted trace is query
+    """experiments.tools.check_ci_coverage.permuted_trace: query q of the permuted trace is query
     perm[q] of the original, searches, hops and reads alike; the result is a valid trace."""
     from cosmos.simulate import simulate
     from cosmos.presets import get_preset
     from cosmos_helpers import make_trace
-    from experiments.check_ci_coverage import permuted_trace
+    from experiments.tools.check_ci_coverage import permuted_trace
 
     tr = {k: np.asarray(v) for k, v in make_trace(num_queries=30, hops=3, reads_per_hop=4,
                                                   seed=2).items()}

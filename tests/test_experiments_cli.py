@@ -161,7 +161,7 @@ def test_user_dataset_is_cut_to_the_scale_and_its_ground_truth_computed_once(tmp
 
 
 def test_code_revision_is_unknown_without_git(monkeypatch):
-    from experiments.runner import code_revision
+    from experiments.harness.runner import code_revision
 
     rev = code_revision()
     assert rev == "unknown" or rev["commit"]
@@ -303,14 +303,14 @@ def test_replay_refuses_a_trace_the_simulator_cannot_use(small_trace, tmp_path, 
 
 
 def test_devices_sweep_simulates_enough_queries_for_a_steady_state():
-    """experiments.scale_devices.queries_for against the window rule of cosmos.metrics: with
+    """experiments.figures.scale_devices.queries_for against the window rule of cosmos.metrics: with
     that many queries (distinct completion cycles) the window holds at least the queries in
     flight."""
     from cosmos.config import with_overrides
     from cosmos.metrics import steady_window
     from cosmos.presets import get_preset
     from cosmos.simulate import default_max_inflight
-    from experiments.scale_devices import WARMUP, queries_for
+    from experiments.figures.scale_devices import WARMUP, queries_for
 
     for system in ("base", "cosmos"):
         for devices in (1, 4, 16):

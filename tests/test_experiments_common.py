@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from experiments.common import atomic_write_text, new_results_dir, run_sweep, write_csv, write_json
+from experiments.harness.common import atomic_write_text, new_results_dir, run_sweep, write_csv, write_json
 
 
 def _square_plus_seed(x, seed):
@@ -91,8 +91,8 @@ def test_scheduler_address_runs_a_real_sweep_identically(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     import argparse
 
-    from experiments.runner import add_common_arguments, context_from_args
-    from experiments.sim import simulate_task
+    from experiments.harness.runner import add_common_arguments, context_from_args
+    from experiments.harness.sim import simulate_task
     from graphs import load_trace, make_workload, save_trace
 
     tr = make_workload("sift", n=2000, num_queries=30, num_clusters=8, num_probes=2,
@@ -110,7 +110,7 @@ def test_scheduler_address_runs_a_real_sweep_identically(tmp_path):
         return context_from_args(args, tmp_path).sweep(simulate_task, tasks, desc="test")
 
     # the sweep's cost estimate (memory lines its queries read) grows with the queries
-    from experiments.sim import simulation_cost
+    from experiments.harness.sim import simulation_cost
 
     loaded = load_trace(trace)
     hops = loaded.search_hop_ptr[loaded.query_ptr[12]]
@@ -140,7 +140,7 @@ def test_saved_figures_are_the_same_bytes_each_time(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from experiments.common import save_figure
+    from experiments.harness.common import save_figure
 
     files = {}
     for name in ("a", "b"):
@@ -157,7 +157,7 @@ def test_saved_figures_are_the_same_bytes_each_time(tmp_path):
 
 
 def test_a_worker_reads_a_trace_once_and_no_run_can_change_it(tmp_path):
-    """experiments.sim keeps the trace a process read last: the next task on the same file
+    """experiments.harness.sim keeps the trace a process read last: the next task on the same file
     takes it without reading it again, a changed file is read again, the arrays are
     read-only, and the rows are those of a simulation of the file itself."""
     import os
@@ -165,8 +165,8 @@ def test_a_worker_reads_a_trace_once_and_no_run_can_change_it(tmp_path):
     from cosmos.presets import get_preset
     from cosmos.simulate import simulate
     from cosmos_common import UserError
-    from experiments import sim
-    from experiments.sim import flatten_summary, simulate_task
+    from experiments.harness import sim
+    from experiments.harness.sim import flatten_summary, simulate_task
     from graphs import make_workload, save_trace
 
     tr = make_workload("sift", n=2000, num_queries=30, num_clusters=8, num_probes=2,

@@ -12,9 +12,9 @@ import time
 import numpy as np
 import pytest
 
-import experiments.resultcache as rc
-from experiments.common import run_sweep
-from experiments.resultcache import ResultCache, file_digest
+import experiments.harness.resultcache as rc
+from experiments.harness.common import run_sweep
+from experiments.harness.resultcache import ResultCache, file_digest
 
 
 def _fake_sim(trace_path, x, tags=None):
@@ -97,8 +97,8 @@ def test_interrupted_sweep_keeps_what_finished_and_corrupt_entries_rerun(tmp_pat
 def test_context_caches_simulations_and_no_sim_cache_turns_it_off(tmp_path):
     """A real sweep of simulate_task through the experiments' Context: the rerun reads every
     row (identical), ``--no-sim-cache`` neither reads nor writes."""
-    from experiments.runner import add_common_arguments, context_from_args
-    from experiments.sim import simulate_task
+    from experiments.harness.runner import add_common_arguments, context_from_args
+    from experiments.harness.sim import simulate_task
     from graphs import make_workload, save_trace
 
     tr = make_workload("sift", n=1000, num_queries=8, num_clusters=8, num_probes=2,
@@ -132,17 +132,17 @@ def test_context_caches_simulations_and_no_sim_cache_turns_it_off(tmp_path):
 
 
 def test_interrupt_exits_130_and_says_how_to_resume(tmp_path, monkeypatch, capsys):
-    import experiments.plan
-    import experiments.runner
+    import experiments.harness.plan
+    import experiments.harness.runner
     from cosmos.cli import main
 
     def interrupted(name, ctx, *args, **kw):
         raise KeyboardInterrupt
 
     monkeypatch.setenv("COSMOS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(experiments.runner, "run_experiment", interrupted)
-    # ... or while the pool of every experiment's simulations runs (experiments.plan)
-    monkeypatch.setattr(experiments.plan, "run_shared", interrupted)
+    monkeypatch.setattr(experiments.harness.runner, "run_experiment", interrupted)
+    # ... or while the pool of every experiment's simulations runs (experiments.harness.plan)
+    monkeypatch.setattr(experiments.harness.plan, "run_shared", interrupted)
     assert main(["reproduce", "--scale", "tiny", "--out-root", str(tmp_path / "r"),
                  "--no-progress"]) == 130
     assert "interrupted; the simulations that finished are kept" in capsys.readouterr().err
@@ -169,7 +169,7 @@ def test_tags_are_not_part_of_the_key_and_duplicates_run_once(tmp_path):
 
 
 def test_simulation_identity_resolves_the_configuration():
-    from experiments.sim import simulation_identity
+    from experiments.harness.sim import simulation_identity
 
     base = {"system": "cosmos", "trace_path": "t.npz", "num_queries": 10}
     ident = simulation_identity(base)

@@ -1,7 +1,7 @@
 """One traced search serves several probe counts: the p-probe output derived from a P-probe
 search equals a direct p-probe search array by array (graphs.search.search_prefixes,
 graphs.trace_indexes), make_workloads stores each under the entry make_workload reads, and
-experiments.plan's workload job leaves traces that Context.trace reads unchanged."""
+experiments.harness.plan's workload job leaves traces that Context.trace reads unchanged."""
 
 from pathlib import Path
 
@@ -141,13 +141,13 @@ def test_make_workloads_refuses_bad_probes_before_building(tmp_path):
 
 
 def _scale():
-    from experiments.workloads import Scale
+    from experiments.harness.workloads import Scale
 
     return Scale("t", n=2000, num_queries=30, num_clusters=8, num_probes=4, sweep_queries=10)
 
 
 def _context(out, cache, **kw):
-    from experiments.runner import Context
+    from experiments.harness.runner import Context
 
     out.mkdir()
     return Context(out=out, scale=_scale(), cache_dir=cache, progress=False, sim_cache=False,
@@ -155,13 +155,13 @@ def _context(out, cache, **kw):
 
 
 def test_workload_job_then_trace_gives_the_same_traces(tmp_path, monkeypatch):
-    """The pool's workload job (experiments.plan.workload_job): the counts 4, 8 and 16
+    """The pool's workload job (experiments.harness.plan.workload_job): the counts 4, 8 and 16
     clipped to the 8 clusters, and the scale's own 4, come from one 8-probe search, and the
     trace file it writes is the scale's trace; the others are then read without searching,
     identical to the traces each count's own search gives."""
     from graphs import load_trace
 
-    from experiments.plan import workload_job
+    from experiments.harness.plan import workload_job
 
     counts = [4, 8, 8]
     before = _context(tmp_path / "before", tmp_path / "c1")
@@ -188,11 +188,11 @@ def test_workload_job_then_trace_gives_the_same_traces(tmp_path, monkeypatch):
 
 def test_fig5a_routes_exactly_what_the_traces_search(tmp_path, monkeypatch):
     """fig5a needs only each probe count's cluster searches: routed over the scale trace's
-    centroids (experiments.workloads.probed_clusters), they are the traces' own
+    centroids (experiments.harness.workloads.probed_clusters), they are the traces' own
     ``query_ptr`` / ``search_cluster`` at 2, 4, 8 and 16 (clipped to 8) probes, and fig5a
     searches nothing beyond the scale's trace."""
-    from experiments import fig5a_lir
-    from experiments.workloads import probed_clusters, workload_queries
+    from experiments.figures import fig5a_lir
+    from experiments.harness.workloads import probed_clusters, workload_queries
 
     ctx = _context(tmp_path / "out", tmp_path / "c")
     for fam in ctx.families:
@@ -214,7 +214,7 @@ def test_fig5a_routes_exactly_what_the_traces_search(tmp_path, monkeypatch):
 def test_user_dataset_probes_are_clipped_to_its_clusters(tmp_path, monkeypatch):
     """With the user's file (1,000 base vectors kept, 8 clusters), 16 probes are clipped to 8:
     the traces at 2, 8 and 16 come from one 8-probe search, and workload() reads each."""
-    from experiments.workloads import workload, workloads
+    from experiments.harness.workloads import workload, workloads
 
     files = dict(dataset=str(DATA / "siftsmall_base.u8bin"))
     sc = _scale()

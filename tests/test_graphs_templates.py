@@ -10,7 +10,7 @@ import pytest
 from cosmos.presets import PAPER_SYSTEMS, get_preset
 from cosmos.simulate import simulate
 from cosmos_common import UserError
-from experiments.workloads import Scale, probed_clusters, workload_queries
+from experiments.harness.workloads import Scale, probed_clusters, workload_queries
 from graphs import load_trace, make_workload, save_trace
 from graphs.index import IndexParams
 from graphs.kmeans import assign
@@ -188,7 +188,7 @@ def test_surrogate_queries_probe_their_template_at_the_same_rank():
 
 
 def test_check_templates_prints_its_table(cache, capsys):
-    from experiments import check_templates
+    from experiments.tools import check_templates
 
     code = check_templates.main(["--scale", "tiny", "--systems", "base,cosmos",
                                  "--datasets", "sift", "--cache-dir", str(cache),

@@ -21,7 +21,7 @@ from graphs.vamana import build_vamana, robust_prune
 from graphs.workload import trace_index
 
 #: diskannpy 0.7.0's one-thread graphs and figures (R=64, L=100, alpha=1.2, one graph per set),
-#: written by ``python experiments/check_diskann.py --write-reference PATH``
+#: written by ``python experiments/tools/check_diskann.py --write-reference PATH``
 REFERENCE = json.loads((Path(__file__).parent / "data" / "graphs" / "diskannpy_reference.json").read_text())
 
 # p = origin. a is the nearest point. b is "dominated" by a: d(a, b) = 4.16 <= d(p, b) = 4.36

@@ -86,9 +86,9 @@ def test_replay_takes_trace_either_way_and_out(graphs_trace, tmp_path, capsys):
 
 
 def test_replay_interrupted_leaves_the_marker(graphs_trace, tmp_path, monkeypatch, capsys):
-    import experiments.common
+    import experiments.harness.common
 
-    monkeypatch.setattr(experiments.common, "run_sweep", _interrupt)
+    monkeypatch.setattr(experiments.harness.common, "run_sweep", _interrupt)
     root = tmp_path / "r"
     assert main(["replay", str(graphs_trace), "--systems", "base", "--out-root", str(root),
                  "--workers", "1", "--no-progress"]) == 130
@@ -99,7 +99,7 @@ def test_replay_interrupted_leaves_the_marker(graphs_trace, tmp_path, monkeypatc
 
 
 def test_reproduce_names_its_incomplete_folders(tmp_path, monkeypatch, capsys):
-    import experiments.runner
+    import experiments.harness.runner
 
     class Fake:
         TITLE = "fake"
@@ -108,7 +108,7 @@ def test_reproduce_names_its_incomplete_folders(tmp_path, monkeypatch, capsys):
         def run(ctx):
             raise RuntimeError("the sweep crashed")
 
-    monkeypatch.setattr(experiments.runner, "load", lambda name: Fake)
+    monkeypatch.setattr(experiments.harness.runner, "load", lambda name: Fake)
     out = tmp_path / "repro"
     with pytest.raises(RuntimeError, match="the sweep crashed"):  # a bug: its traceback
         main(["reproduce", "--scale", "tiny", "--only", "fig5a_lir", "--out", str(out),

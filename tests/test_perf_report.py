@@ -1,10 +1,11 @@
-"""experiments/perf_report.py: the benchmarks' JSON figures become docs/performance.md's table."""
+"""experiments/tools/perf_report.py: the benchmarks' JSON figures become docs/performance.md's table."""
 
 from __future__ import annotations
 
 import json
 
-from experiments import bench_placement, perf_report
+from experiments.tools import bench_placement
+from experiments.tools import perf_report
 from tests.test_docs import journal_offenses, link_offenses
 
 FAKE = {
@@ -25,8 +26,8 @@ FAKE = {
 def test_table_has_one_row_per_figure_and_the_commands():
     rows = perf_report.table_rows(FAKE)
     cmds = [r[0] for r in rows if r[0]]
-    assert cmds == ["`python experiments/bench_dram.py`",
-                    "`python experiments/bench_cosmos.py --system cosmos --num-queries 10000`"]
+    assert cmds == ["`python experiments/tools/bench_dram.py`",
+                    "`python experiments/tools/bench_cosmos.py --system cosmos --num-queries 10000`"]
     text = "\n".join(" | ".join(r) for r in rows)
     assert "2,500,000 requests/s (11.1x" in text and "`anns` traces (28 runs)" in text
     assert "46.0 s (45.5 s CPU)" in text and "1.7 s; 1,500 MB" in text
@@ -78,7 +79,7 @@ def test_bench_replay_rows_give_wall_cpu_ratios_and_the_split():
         "runs": 3, "cpus": 2, "load_before": [1.0, 1.2, 1.3], "ramulator_s": 8.87,
         "medians": {"npz": med, "none": dict(med, wall_s=1.9, speedup_vs_ramulator=4.7)}}}
     rows = perf_report.table_rows(figs)
-    assert rows[0][0] == "`python experiments/bench_replay.py --runs 3 --variants npz,none`"
+    assert rows[0][0] == "`python experiments/tools/bench_replay.py --runs 3 --variants npz,none`"
     assert "2,000,000-request" in rows[0][1] and "(8.87 s)" in rows[0][1]
     assert rows[0][2] == "2.00 s (1.60 s CPU): 4.4x Ramulator 2.1 by wall time, 5.5x by CPU time"
     assert "`--no-requests`" in rows[1][1] and rows[1][2].startswith("1.90 s")
@@ -91,7 +92,7 @@ def test_the_vamana_build_row_names_its_command_and_goal():
            "config": {"n": 1_000_000, "num_clusters": 64, "R": 64, "L": 100, "alpha": 1.2, "num_queries": 2000,
                       "num_probes": 8, "cand_list_len": 64, "k": 10}}
     rows = perf_report.table_rows({"bench_graphs_vamana": fig})
-    assert rows[0][0] == "`python experiments/bench_graphs.py --graph vamana --num-queries 2000`"
+    assert rows[0][0] == "`python experiments/tools/bench_graphs.py --graph vamana --num-queries 2000`"
     assert "64 Vamana graphs" in rows[0][1] and "goal 600 s" in rows[0][1]
     assert rows[0][2] == "300.0 s (580.0 s CPU); index file 250 MB"
     assert [b.name for b in perf_report.BENCHES].count("bench_graphs_vamana") == 1

@@ -1,10 +1,10 @@
-"""The pieces of experiments/placement_lir.py: data, k-means, routing, one small run."""
+"""The pieces of experiments/tools/placement_lir.py: data, k-means, routing, one small run."""
 
 import argparse
 
 import numpy as np
 
-from experiments import placement_lir as exp
+from experiments.tools import placement_lir as exp
 
 
 def test_kmeans_recovers_separated_blobs():

@@ -1,4 +1,4 @@
-"""experiments/profile_jit.py: the callgrind parser, the ELF symbol reader and the attribution
+"""experiments/tools/profile_jit.py: the callgrind parser, the ELF symbol reader and the attribution
 (the valgrind run itself is a developer tool, not run in CI)."""
 
 from collections import Counter
@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from llvmlite import binding as llvm
 
-from experiments.profile_jit import attribute, elf_functions, parse_callgrind, short_name
+from experiments.tools.profile_jit import attribute, elf_functions, parse_callgrind, short_name
 
 CALLGRIND = """\
 # callgrind format
@@ -99,7 +99,7 @@ def test_attribute_and_names():
 
 
 def test_parse_perf_ips_counts_samples_and_names_a_bad_line():
-    from experiments.profile_jit import parse_perf_ips
+    from experiments.tools.profile_jit import parse_perf_ips
 
     ips = parse_perf_ips("    7f00a0\n7f00a0\n\n  7f00b4  \n")
     assert ips == Counter({0x7F00A0: 2, 0x7F00B4: 1})

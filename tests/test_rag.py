@@ -1,4 +1,4 @@
-"""The RAG pipeline model (experiments.rag): formulas, composition, saturation, bad input."""
+"""The RAG pipeline model (rag): formulas, composition, saturation, bad input."""
 
 import dataclasses
 import subprocess
@@ -7,9 +7,10 @@ import sys
 import numpy as np
 import pytest
 
+import rag
 from cosmos_common import UserError
-from experiments import rag
-from experiments.rag import PipelineConfig, RetrievalProfile
+from experiments.harness.sim import retrieval_task
+from rag import PipelineConfig, RetrievalProfile
 
 CFG = PipelineConfig()                       # Llama-3.1-8B on one H100 SXM
 
@@ -218,12 +219,14 @@ def test_bad_token_counts_and_rates():
 
 
 def test_rag_does_not_reach_into_lower_packages():
-    # experiments.rag is an experiments module: dram/graphs/placement must not import it
+    # rag models a system above the retrieval: dram/graphs/placement must not import it, and
+    # it imports no experiments module
     out = subprocess.run([sys.executable, "-c",
-                          "import sys, dram, graphs, placement; "
-                          "print('experiments.rag' in sys.modules)"],
+                          "import sys, dram, graphs, placement; a = 'rag' in sys.modules; "
+                          "import rag, rag.literature; "
+                          "print(a, any(m.split('.')[0] == 'experiments' for m in sys.modules))"],
                          capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False False"
 
 
 # --------------------------------------------------------------------------- simulations
@@ -238,8 +241,8 @@ def small_trace(tmp_path_factory):
 
 
 def _ctx(cache):
-    from experiments.runner import Context
-    from experiments.workloads import get_scale
+    from experiments.harness.runner import Context
+    from experiments.harness.workloads import get_scale
 
     return Context(out=cache / "out", scale=get_scale("tiny"), cache_dir=cache, workers=1,
                    progress=False)
@@ -252,18 +255,18 @@ def _task(trace, system, rate):
 
 def test_retrieval_points_are_cached_and_only_new_ones_run(small_trace, tmp_path):
     ctx = _ctx(tmp_path)
-    first = ctx.sweep(rag.retrieval_task, [_task(small_trace, "cosmos", 2e4)], "t")
+    first = ctx.sweep(retrieval_task, [_task(small_trace, "cosmos", 2e4)], "t")
     assert ctx.sims == [0, 1]
     row = first[0]
     assert row["system"] == "cosmos" and len(row["latencies_ns"]) > 20
     assert all(v > 0 for v in row["latencies_ns"])
     # a new rate and a new system: only those two simulate, the first is read back
-    again = ctx.sweep(rag.retrieval_task, [_task(small_trace, "cosmos", 2e4),
+    again = ctx.sweep(retrieval_task, [_task(small_trace, "cosmos", 2e4),
                                            _task(small_trace, "cosmos", 4e4),
                                            _task(small_trace, "base", 2e4)], "t")
     assert ctx.sims == [1, 4]
     assert again[0] == first[0]
-    direct = rag.retrieval_task(**{k: v for k, v in _task(small_trace, "cosmos", 2e4).items()
+    direct = retrieval_task(**{k: v for k, v in _task(small_trace, "cosmos", 2e4).items()
                                    if k != "tags"})
     assert direct["latencies_ns"] == first[0]["latencies_ns"]     # bit for bit
     prof = rag.retrieval_profile("cosmos", 2e4, 1e9, first[0])
@@ -272,15 +275,15 @@ def test_retrieval_points_are_cached_and_only_new_ones_run(small_trace, tmp_path
 
 
 def test_an_overloaded_simulation_is_detected_as_saturated(small_trace):
-    from experiments.sim import simulate_task
+    from experiments.harness.sim import simulate_task
 
     cap = simulate_task("base", small_trace, num_queries=40, seed=0)["qps"]
-    row = rag.retrieval_task("base", small_trace, num_queries=40, mode="open",
+    row = retrieval_task("base", small_trace, num_queries=40, mode="open",
                              rate_qps=20 * cap, seed=0)
     # the capacity check alone would refuse it; the simulation itself shows the backlog
     assert row["backlog_growth"] > rag.BACKLOG_GROWTH_LIMIT
     assert rag.retrieval_profile("base", 20 * cap, 1e12, row).saturated
-    ok = rag.retrieval_task("base", small_trace, num_queries=40, mode="open",
+    ok = retrieval_task("base", small_trace, num_queries=40, mode="open",
                             rate_qps=0.3 * cap, seed=0)
     assert ok["backlog_growth"] < rag.BACKLOG_GROWTH_LIMIT
 
@@ -289,9 +292,9 @@ def test_rag_ttft_experiment_on_a_small_trace(tmp_path):
     import pandas as pd
 
     from cosmos_helpers import make_trace
-    from experiments import rag_ttft
-    from experiments.runner import Context
-    from experiments.workloads import get_scale
+    from experiments.figures import rag_ttft
+    from experiments.harness.runner import Context
+    from experiments.harness.workloads import get_scale
 
     scale = get_scale("tiny")
     traces = tmp_path / "traces"
@@ -340,7 +343,7 @@ def test_retrieval_task_stopped_by_ci_target(tmp_path):
 
     path = tmp_path / "t.npz"
     np.savez(path, **make_trace(num_queries=1500, hops=3, reads_per_hop=4, seed=1))
-    row = rag.retrieval_task("base", str(path), num_queries=1500, mode="open", rate_qps=2e4,
+    row = retrieval_task("base", str(path), num_queries=1500, mode="open", rate_qps=2e4,
                              seed=0, ci_target=0.02)
     assert row["num_queries"] < 1500
     res = simulate(get_preset("base"), str(path), mode="open", rate_qps=2e4, seed=0,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from cosmos_common import UserError
-from experiments.rag import (PipelineConfig, current_settings, parse_settings, saved_profile,
+from rag import (PipelineConfig, current_settings, parse_settings, saved_profile,
                              settings_applied)
 
 
@@ -56,9 +56,9 @@ def test_a_setting_given_twice_is_refused():
 def test_settings_change_no_simulation_but_the_systems(tmp_path):
     """The pipeline settings leave rag_ttft's simulations (and so the cache and the dry-run
     plan) as they are; rag.systems chooses them."""
-    from experiments import rag_ttft
-    from experiments.runner import Context
-    from experiments.workloads import get_scale
+    from experiments.figures import rag_ttft
+    from experiments.harness.runner import Context
+    from experiments.harness.workloads import get_scale
 
     ctx = Context(out=tmp_path / "o", scale=get_scale("tiny"), cache_dir=tmp_path, workers=1)
     with ctx.declaring_traces():
@@ -115,8 +115,8 @@ def test_shen2024_vanilla_share_within_tolerance():
     """Shen et al.'s measured stages (LLM-only TTFT 495 ms, RAG TTFT 965 ms) through our
     pipeline arithmetic give their 45-47 % retrieval share within SHARE_TOLERANCE; the gap
     to the 36 % the Cosmos paper cites is reported, with what it would take."""
-    from experiments.rag import RetrievalProfile, simulate_pipeline
-    from experiments.rag_literature import SHARE_TOLERANCE, SHEN2024, shen2024_reproduction
+    from rag import RetrievalProfile, simulate_pipeline
+    from rag.literature import SHARE_TOLERANCE, SHEN2024, shen2024_reproduction
 
     rep = shen2024_reproduction()
     assert abs(rep["share"] - SHEN2024["retrieval_share_of_ttft"].value) <= SHARE_TOLERANCE
@@ -126,7 +126,7 @@ def test_shen2024_vanilla_share_within_tolerance():
         pytest.approx(0.47)
     # the closed form is the pipeline simulation's share at no load: r / (r + prefill) for
     # a constant 470 ms retrieval, no encoder and our own prefill
-    from experiments.rag import prefill_s
+    from rag import prefill_s
 
     cfg = PipelineConfig(encoder=None)
     t_pre = prefill_s(cfg, cfg.prompt_tokens)
@@ -136,7 +136,7 @@ def test_shen2024_vanilla_share_within_tolerance():
 
 
 def test_share_against_size_orders_the_families():
-    from experiments.rag_literature import (graph_requests_per_query, ivfpq_cpu_latency_s,
+    from rag.literature import (graph_requests_per_query, ivfpq_cpu_latency_s,
                                             share_against_size)
 
     assert graph_requests_per_query([5e4, 1e6, 1e9]) == pytest.approx([9500, 27000, 43900])

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from cosmos.cli import main
-from experiments import recall_qps as R
-from experiments.workloads import get_scale
+from experiments.figures import recall_qps as R
+from experiments.harness.workloads import get_scale
 
 
 def _run(root, name):
@@ -180,7 +180,7 @@ def test_chameleon_ratios_pair_host_and_pnm_at_the_same_knobs():
 def test_simulation_cost_counts_scan_lines(tiny_runs):
     """Sweeps start the costliest simulations first: a scan trace's cost is its lists' code
     lines plus its re-rank reads, so it grows with the probes and the re-rank depth."""
-    from experiments.sim import simulation_cost
+    from experiments.harness.sim import simulation_cost
 
     traces = tiny_runs[0] / "traces"
     cost = {p.stem: simulation_cost({"trace_path": str(p), "num_queries": 50})

@@ -1,4 +1,4 @@
-"""Replications (experiments.replications, ``--replications R``): distinct seeds, R = 1 as
+"""Replications (experiments.harness.replications, ``--replications R``): distinct seeds, R = 1 as
 today's run, the across-replication Student-t interval and the Clopper-Pearson interval of a
 count, and ``cosmos run fig4a_qps --scale tiny --replications 2`` end to end."""
 
@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from cosmos.cli import main
-from experiments.replications import (clopper_pearson, ordering_rows, parse_replications,
+from experiments.harness.replications import (clopper_pearson, ordering_rows, parse_replications,
                                       replication_seed, replication_seeds, t_interval,
                                       t_quantile, within_interval)
-from experiments.runner import Context
-from experiments.workloads import get_scale
+from experiments.harness.runner import Context
+from experiments.harness.workloads import get_scale
 
 
 def echo(**task):

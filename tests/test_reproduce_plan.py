@@ -1,5 +1,5 @@
 """`cosmos reproduce` runs every experiment's simulations in one pool, once each
-(experiments.plan), and `--dry-run` lists that plan without running or writing anything."""
+(experiments.harness.plan), and `--dry-run` lists that plan without running or writing anything."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import math
 import pandas as pd
 import pytest
 
-from experiments import plan as P
-from experiments.resultcache import ResultCache
+from experiments.harness import plan as P
+from experiments.harness.resultcache import ResultCache
 
 
 def _args(**kw):
@@ -22,10 +22,22 @@ def _args(**kw):
 
 
 def _full_plan():
-    from experiments.runner import EXPERIMENTS
+    from experiments.harness.runner import EXPERIMENTS
 
     names = list(EXPERIMENTS)
     return P.plan(names, P.plan_context(_args(scale="full"))), names
+
+
+def _declared(names, ctx):
+    """From the experiments' own hooks (reached through the registry): the simulations asked
+    for, the distinct ones, and the dependent runs' upper bounds."""
+    from experiments.harness.runner import load
+
+    tasks = [t for n in names if hasattr(load(n), "simulation_tasks")
+             for t in load(n).simulation_tasks(ctx)]
+    dependent = {n: load(n).dependent_plan(ctx)[0] for n in names
+                 if hasattr(load(n), "dependent_tasks")}
+    return len(tasks), len({P._identity(t) for t in tasks}), dependent
 
 
 def test_full_plan_lists_every_simulation_once():
@@ -45,11 +57,13 @@ def test_full_plan_lists_every_simulation_once():
                                   "rag_ttft", "energy_per_query"]
     assert not any(s["overrides"].get("device.count") == 4
                    or s["overrides"].get("device.ranks") == 2 for s in sims)
-    # 16 + 16 (energy) + 10 (fig4b) + 20 (devices) + 12 (ranks) + 6 (load) + 3 (rag) asked;
-    # distinct: 16 + 10 + 16 (devices but 4) + 8 (ranks but 2)
-    assert p["asked"] == 83 and len(sims) == 50
+    # as many as the experiments declare (today 83 asked, 50 distinct: 16 + 16 (energy) +
+    # 10 (fig4b) + 20 (devices) + 12 (ranks) + 6 (load) + 3 (rag); 16 + 10 + 16 (devices but
+    # 4) + 8 (ranks but 2))
+    asked, distinct, dependent = _declared(names, P.plan_context(_args(scale="full")))
+    assert p["asked"] == asked and len(sims) == distinct < asked
     dep = {d["experiment"]: d["runs_at_most"] for d in p["dependent"]}
-    assert dep == {"latency_load": 30, "rag_ttft": 12}
+    assert dep == dependent and dep["latency_load"] == 6 * 5     # systems x load fractions
     # estimates: requests from the per-query figures, times within the stated bounds
     assert math.isclose(sum(s["est_requests_min"] for s in fig4a),
                         8 * 2_000 * (27_000 + 77_000))
@@ -64,14 +78,40 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, monkeypatch, capsy
     assert main(["reproduce", "--full", "--dry-run", "--cache-dir", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
     assert "recall_qps not included (hours at this scale); run it with --only recall_qps" in out
-    assert "83 asked for, 50 distinct" in out
+    from experiments.harness.runner import reproduce_names
+
+    asked, distinct, _ = _declared(reproduce_names("full"), P.plan_context(_args(scale="full")))
+    assert f"{asked} asked for, {distinct} distinct" in out
     assert "fig4a_qps, scale_devices, scale_ranks, latency_load, rag_ttft" in out
     assert "latency_load: up to 30 open-loop runs" in out
     assert list(tmp_path.iterdir()) == []        # no results folder, no cache
 
 
+def test_every_registered_experiment_follows_the_protocol_and_is_planned():
+    """Each line of the registry is a module with the protocol of experiments.harness.runner,
+    and the plan names every experiment somewhere: in its simulations, its dependent runs, its
+    other work, or it runs no simulation (RUNS_SIMULATIONS = False); dependent runs come with
+    the plan's line for them."""
+    from experiments.figures import REGISTRY
+    from experiments.harness.runner import ALL_EXPERIMENTS, load
+
+    assert list(ALL_EXPERIMENTS) == [e.name for e in REGISTRY]
+    names = [e.name for e in REGISTRY]
+    for e in REGISTRY:
+        mod = load(e.name)
+        assert mod.NAME == e.name and mod.TITLE
+        assert all(callable(getattr(mod, f)) for f in ("run", "plot", "summary_md"))
+        assert hasattr(mod, "dependent_tasks") == hasattr(mod, "dependent_plan"), e.name
+    p = P.plan(names, P.plan_context(_args(scale="tiny")))
+    named = {n for s in p["simulations"] for n in s["experiments"]}
+    named |= {d["experiment"] for d in p["dependent"]}
+    named |= {n.strip() for o in p["other"] for n in o["experiment"].split(",")}
+    named |= {n for n in names if not getattr(load(n), "RUNS_SIMULATIONS", True)}
+    assert named == set(names)
+
+
 def test_full_leaves_out_what_runs_only_on_request():
-    from experiments.runner import EXPERIMENTS, FULL_ON_REQUEST, reproduce_names
+    from experiments.harness.runner import EXPERIMENTS, FULL_ON_REQUEST, reproduce_names
 
     assert reproduce_names("default") == list(EXPERIMENTS)
     assert reproduce_names("full") == [n for n in EXPERIMENTS if n not in FULL_ON_REQUEST]
@@ -119,9 +159,9 @@ def test_memo_serves_rows_without_running_and_counts_disk_reads(tmp_path):
 def test_shared_pool_gives_the_experiments_identical_rows(tmp_path, monkeypatch):
     """fig4b run after the shared pool runs no simulation of its own, and writes the same
     table as fig4b run alone without any cache."""
-    from experiments import common
-    from experiments.runner import Context, run_experiment
-    from experiments.workloads import get_scale
+    from experiments.harness import common
+    from experiments.harness.runner import Context, run_experiment
+    from experiments.harness.workloads import get_scale
 
     cache = tmp_path / "cache"
     tiny = get_scale("tiny")
@@ -156,9 +196,9 @@ def test_shared_pool_runs_dependent_runs_and_batches(tmp_path, monkeypatch):
     """The load sweep's open-loop runs start in the shared pool as soon as its saturation
     runs are in, and the DRAM validation's replays run there as one batch; the experiments
     then simulate and replay nothing and write the tables they write alone."""
-    from experiments import common
-    from experiments.runner import Context, run_experiment
-    from experiments.workloads import get_scale
+    from experiments.harness import common
+    from experiments.harness.runner import Context, run_experiment
+    from experiments.harness.workloads import get_scale
 
     cache = tmp_path / "cache"
     tiny = get_scale("tiny")
@@ -199,7 +239,7 @@ def test_shared_pool_runs_dependent_runs_and_batches(tmp_path, monkeypatch):
 
 
 def test_check_full_ci_ratio_table():
-    from experiments.check_full_ci import _ratio_rows
+    from experiments.tools.check_full_ci import _ratio_rows
 
     def row(ds, system, qps, half):
         return {"dataset": ds, "system": system, "qps": qps, "qps_ci_low": qps * (1 - half),
@@ -218,8 +258,8 @@ def test_check_full_ci_ratio_table():
 def test_the_scales_probes_are_the_scales_trace(tmp_path):
     """fig5a asks for the trace at 4, 8 and 16 probes; at the scale's own 8 it gets the trace
     the other experiments use (one copy in memory), not a second load of it."""
-    from experiments.runner import Context
-    from experiments.workloads import get_scale
+    from experiments.harness.runner import Context
+    from experiments.harness.workloads import get_scale
 
     ctx = Context(out=tmp_path, scale=get_scale("default"), progress=False)
     sentinel = object()
@@ -233,9 +273,9 @@ def test_shared_pool_builds_workloads_and_compiles_each_engine_build_once(tmp_pa
     """The pool starts with the workloads (their trace files written by the pool's job, none
     before), compiles each engine build its simulations need once, by one job, before any
     run of that build, and gives the same rows as a pool that compiles nothing."""
-    from experiments import sim
-    from experiments.runner import Context
-    from experiments.workloads import get_scale
+    from experiments.harness import sim
+    from experiments.harness.runner import Context
+    from experiments.harness.workloads import get_scale
 
     cache = tmp_path / "cache"
     tiny = get_scale("tiny")
@@ -284,7 +324,7 @@ def test_shared_pool_builds_workloads_and_compiles_each_engine_build_once(tmp_pa
 def test_paper_scale_plan_builds_templated_workloads():
     """--scale paper: a billion vectors per dataset as cluster-template workloads, the paper's
     figures and the energy and RAG figures, nothing built to make the plan."""
-    from experiments.runner import reproduce_names
+    from experiments.harness.runner import reproduce_names
 
     names = reproduce_names("paper")
     assert names == ["fig4a_qps", "fig4b_breakdown", "fig5a_lir", "fig5b_heatmap", "rag_ttft",

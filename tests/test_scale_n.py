@@ -1,12 +1,12 @@
-"""experiments.scale_n: the headlines against N, real index below the scale's limit and
+"""experiments.figures.scale_n: the headlines against N, real index below the scale's limit and
 cluster templates above it."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from experiments.scale_n import clusters_for
-from experiments.workloads import SCALES
+from experiments.figures.scale_n import clusters_for
+from experiments.harness.workloads import SCALES
 
 
 def test_cluster_count_grows_to_the_paper_scale():

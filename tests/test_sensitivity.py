@@ -14,8 +14,8 @@ import pytest
 from cosmos.cli import main
 from cosmos.config import RANGES, SOURCE, with_overrides
 from cosmos.presets import PRESETS, get_preset
-from experiments import sensitivity as S
-from experiments.workloads import get_scale
+from experiments.figures import sensitivity as S
+from experiments.harness.workloads import get_scale
 
 #: the two parameters the end-to-end run varies (a couple, to keep it short on 2 cores)
 E2E = ("switch.upstream_ports", "gpc.cores")
@@ -151,7 +151,7 @@ def test_derived_levels():
 
 
 def test_graph_kind_is_one_row_offered_only_when_workloads_take_it(monkeypatch):
-    import experiments.workloads as W
+    import experiments.harness.workloads as W
 
     graph = [p for p in S.PARAMETERS if p.key == "workload.graph"]
     assert len(graph) == 1
@@ -169,7 +169,7 @@ def test_graph_kind_is_one_row_offered_only_when_workloads_take_it(monkeypatch):
 
 @pytest.mark.parametrize("figures_graph,other", [("hnsw", "vamana"), ("vamana", "hnsw")])
 def test_graph_row_default_is_the_figures_graph_kind(monkeypatch, figures_graph, other):
-    import experiments.workloads as W
+    import experiments.harness.workloads as W
 
     monkeypatch.setattr(W, "GRAPH", figures_graph)
     (graph,) = [p for p in S.PARAMETERS if p.key == "workload.graph"]
@@ -187,7 +187,7 @@ def test_graph_row_replays_a_trace_of_the_other_graph_kind(tmp_path, monkeypatch
     the longer lists alpha = 1.2 pruning keeps (tiny scale, one family)."""
     import types
 
-    import experiments.workloads as W
+    import experiments.harness.workloads as W
     from graphs import load_trace
 
     monkeypatch.setattr(W, "GRAPH", "hnsw")
@@ -243,7 +243,7 @@ def test_orderings_find_the_flips():
 
 
 def test_reproduce_runs_sensitivity_only_when_named():
-    from experiments.runner import ALL_EXPERIMENTS, EXPERIMENTS, ON_REQUEST, load
+    from experiments.harness.runner import ALL_EXPERIMENTS, EXPERIMENTS, ON_REQUEST, load
 
     assert "sensitivity" in ON_REQUEST and "sensitivity" not in EXPERIMENTS
     assert load("sensitivity") is S and set(ALL_EXPERIMENTS) == set(EXPERIMENTS) | set(ON_REQUEST)

@@ -3,7 +3,7 @@
 SIGTERM to ``cosmos reproduce`` used to end the main process alone: its pool's workers,
 blocked on the pool's pipe, lived on (parent 1) for minutes. Now SIGTERM and SIGHUP stop a
 command as Ctrl-C does (cosmos_common.signals.stop_on_signals), its pool's workers are ended
-with it (experiments.common._stop_workers), and a worker ends when its parent does, however
+with it (experiments.harness.common._stop_workers), and a worker ends when its parent does, however
 the parent ends (SIGKILL included: cosmos_common.signals.worker_init).
 """
 
@@ -74,7 +74,7 @@ def _kill_all(pids) -> None:
 _SWEEP = textwrap.dedent("""
     import os, sys, time
     from cosmos_common.signals import stop_on_signals
-    from experiments.common import run_sweep
+    from experiments.harness.common import run_sweep
 
     def nap(seconds):
         sys.stdout.write(f"{os.getpid()}\\n")     # one write: the two workers share stdout

@@ -1,0 +1,665 @@
+"""Sensitivity of the headline ratios to every parameter the paper does not give.
+
+The Cosmos paper states its devices (DDR5-4800, 4 DIMM channels x 2 ranks, four devices
+behind one switch) but not the link and switch figures, the host's and the GPC's cores, clocks
+and SIMD widths, the PU and accelerator latencies, how many queries are in flight, nor its
+index's cluster and probe counts. Our defaults for those are public figures of similar parts
+or stated estimates (cosmos.config.SOURCE). This experiment varies each one alone over a
+stated plausible range (:data:`PARAMETERS`: a low and a high level, each with its reason; the
+default's reason is its source note), everything else at the default, and simulates the six
+systems of Fig. 4a on both datasets at every point.
+
+Outputs (all plots and tables read only ``sensitivity.csv``):
+
+- ``sensitivity.csv``: one row per parameter x level x dataset x system: the level's value
+  and reason, the system's QPS (and latency, steady state, the simulation's figures), its QPS
+  over Base and over CXL-ANNS at that point, and its rank among the six (1 = fastest);
+- ``orderings.csv``: for every pair of systems and dataset, the order the paper's Fig. 4a
+  shows, ours at the defaults, whether ours holds at every point, and where it flips;
+- ``regions.csv``: for each of the paper's headline figures (Cosmos / Base 6.72x on SIFT1B
+  and 5.35x on DEEP1B, Cosmos / CXL-ANNS 2.35x), the points where ours is within
+  :data:`TOLERANCE` of it, and per parameter the interval of its value where the ratio,
+  interpolated linearly between the simulated levels, is within it;
+- ``tornado_cosmos_vs_base.png`` and ``tornado_cosmos_vs_cxl_anns.png``: per dataset, the
+  ratio at each parameter's low and high level against the default, the widest swing on top,
+  the paper's figure and its 15 % band behind;
+- ``summary.md``: the parameter table, the ratios, the orderings and the regions.
+
+Each point is one parameter changed on its own ("one at a time"): the tornado shows which
+assumption moves a ratio most, not what two changes do together. Every simulation replays the
+scale's ``sweep_queries`` first queries of the trace (more where the point keeps more queries
+in flight, as :func:`experiments.figures.scale_devices.queries_for` does), so the default point's ratios
+differ a little from fig4a's, which replays every query.
+
+Cost: 23 parameters, 44 points besides the default, 540 simulations (the default point is
+simulated once). On a busy 2-core machine from an empty cache: ``--scale tiny`` 4.5 min wall;
+the default scale 1,029 s CPU (31 min wall at a load average of 9-11, ``--workers 2``); the
+simulation cache makes a second run read them all.
+
+Parameters that change the trace (``workload.*``) get their own workload, built once and cached
+like every index and trace; ``workload.graph`` replays the same queries on the other graph kind
+(hnswlib or Vamana, whichever the figures do not use, ``experiments.harness.workloads.GRAPH``). A
+parameter row whose knob the code does not offer (:func:`available`) is left out and named in
+the summary.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import numpy as np
+import pandas as pd
+
+from experiments.harness.common import pyplot, save_figure, write_csv
+from experiments.harness.sim import simulate_task
+
+NAME = "sensitivity"
+TITLE = "Sensitivity of the headline ratios to the parameters the paper does not give"
+#: the six systems, in the order of the paper's Fig. 4a bars, which rise from Base to Cosmos
+SYSTEMS = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "cosmos")
+#: the paper's headline figures (Cosmos, IEEE CAL 2025, abstract and Sec. V): ratio -> dataset
+#: -> value (the Cosmos / CXL-ANNS figure is one number for both datasets)
+PAPER = {"cosmos_vs_base": {"sift": 6.72, "deep": 5.35},
+         "cosmos_vs_cxl_anns": {"sift": 2.35, "deep": 2.35}}
+#: "reproduces the paper's figure": ours within this fraction of it
+TOLERANCE = 0.15
+#: fraction of first and last completions a summary leaves out (simulate_task's default)
+WARMUP = 0.1
+LEVELS = ("low", "default", "high")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One row of the sensitivity table: a knob, its low and high level and why each.
+
+    ``key`` is a dotted field of :class:`cosmos.config.SystemConfig` (its default and the
+    default's reason come from the preset and ``cosmos.config.SOURCE``), or one of the derived
+    knobs of :data:`DERIVED` (which say how a level becomes config overrides, a number of
+    queries in flight or workload arguments).
+    """
+
+    key: str
+    low: object
+    high: object
+    why_low: str
+    why_high: str
+
+
+#: The parameters varied: every hardware figure the paper does not give, and the index and run
+#: parameters it does not state. Levels are in the unit of :func:`describe` for config fields
+#: and ``switch.upstream_ports``; a multiplier of the default for ``*_scale``, ``*_factor`` and
+#: the ``workload.num_*`` counts (of the scale's value: the CSV holds the resulting count).
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("link.latency_ns", 25.0, 75.0,
+              "50 ns round trip: an ASIC CXL controller below Pond's 70-90 ns added latency "
+              "(estimate)",
+              "150 ns round trip: the top of the 170-250 ns CXL load-to-use of the CXL "
+              "Consortium's Hot Chips 34 figure, as FPGA-based CXL devices show (estimate)"),
+    Parameter("link.bandwidth_GBps", 31.5, 128.0,
+              "PCIe 5.0 x8: shipping CXL memory expanders (e.g. Micron CZ120) are x8 "
+              "devices",
+              "PCIe 6.0 x16 (CXL 3.x): 64 GT/s x 16 lanes / 8 = 128 GB/s per direction"),
+    Parameter("switch.latency_ns", 25.0, 100.0,
+              "50 ns round trip: a cut-through switch ASIC (estimate)",
+              "200 ns round trip: a switch with retimers on its ports (estimate)"),
+    Parameter("switch.upstream_ports", 0.5, 4.0,
+              "an x8 upstream port (half an x16 port's 63 GB/s)",
+              "four x16 upstream ports, one per device: the host side is as wide as the four "
+              "device links together (a direct attach's bandwidth)"),
+    Parameter("host.threads", 16, 60,
+              "a 16-core Sapphire Rapids part (Xeon Gold 6426Y)",
+              "the largest Sapphire Rapids part (Xeon Platinum 8490H, 60 cores)"),
+    Parameter("host.clock_GHz", 1.9, 3.4,
+              "Xeon Platinum 8490H base clock (Intel ARK)",
+              "Xeon Gold 6430 single-core turbo (Intel ARK): an upper bound for all cores"),
+    Parameter("host.distance_dims_per_cycle", 8.0, 32.0,
+              "AVX2: 8 fp32 lanes (a distance library built without AVX-512)",
+              "two AVX-512 FMA ports (Golden Cove server cores): 32 fp32 lanes per cycle if "
+              "the loads keep up"),
+    Parameter("host.op_cycles_scale", 0.5, 2.0,
+              "every per-operation estimate of the host (distance overhead, visited check, "
+              "candidate insert step, select, merge) halved",
+              "the same estimates doubled (branch mispredictions, cache misses on the "
+              "visited set)"),
+    Parameter("host.dram_ranks", 1, 2,
+              "one single-rank DIMM per channel (the default itself; no lower level)",
+              "dual-rank DIMMs, common in servers: DRAM-only gains rank parallelism"),
+    Parameter("gpc.cores", 4, 16,
+              "half the cores that cover a device's bandwidth-latency product (estimate)",
+              "twice as many (estimate)"),
+    Parameter("gpc.threads_per_core", 1, 4,
+              "no multithreading, as Arm Neoverse N-series cores",
+              "4-way fine-grained multithreading, as near-memory cores use to hide DRAM "
+              "latency (estimate)"),
+    Parameter("gpc.clock_GHz", 1.0, 2.6,
+              "a low-power embedded core in the device controller (estimate)",
+              "a server-class Arm core (AWS Graviton3, Neoverse V1: 2.6 GHz)"),
+    Parameter("gpc.distance_dims_per_cycle", 2.0, 8.0,
+              "a 64-bit SIMD datapath or a half-rate FMA pipe (estimate)",
+              "two 128-bit NEON FMA pipes (Arm Neoverse N2)"),
+    Parameter("gpc.op_cycles_scale", 0.5, 2.0,
+              "every per-operation estimate of the GPC (distance overhead, visited check, "
+              "candidate insert step, select, partial sum) halved",
+              "the same estimates doubled (an in-order embedded core)"),
+    Parameter("gpc.outstanding_requests", 8, 64,
+              "a short load queue (8 misses per context, as a small in-order core)",
+              "a 64-entry decoupled load queue (estimate)"),
+    Parameter("device.onchip_latency_ns", 5.0, 25.0,
+              "a single on-chip hop at high clock (estimate)",
+              "a slow or multi-hop on-chip network (estimate)"),
+    Parameter("rank_pu.pipeline_latency_ns", 2.0, 20.0,
+              "a short MAC pipeline: a few cycles at 1 GHz (estimate)",
+              "a MAC tree in DRAM-process logic at a few hundred MHz: 5-10 cycles (estimate)"),
+    Parameter("cxl_anns.accel_latency_ns", 2.0, 50.0,
+              "a fully pipelined distance unit (estimate)",
+              "an accelerator that reduces and sorts a batch before answering (estimate)"),
+    Parameter("cxl_anns.accel_outstanding", 16, 128,
+              "a small fetch queue: fewer vector reads of a hop in flight (estimate)",
+              "every read of a long hop in flight at once (estimate)"),
+    Parameter("run.inflight_factor", 0.5, 2.0,
+              "half as many queries in flight as search contexts: a lightly loaded system",
+              "twice as many: queries queue for contexts, which hides the devices' imbalance"),
+    Parameter("workload.num_clusters", 0.5, 2.0,
+              "8 clusters per device at the default scale (the paper gives no cluster count)",
+              "32 clusters per device at the default scale: placement has more to balance"),
+    Parameter("workload.num_probes", 0.5, 2.0,
+              "4 probes at the default scale: the low end of the paper's Fig. 5a (4 / 8 / 16)",
+              "16 probes at the default scale: the high end of the paper's Fig. 5a"),
+    # the graph kind: the default level is the figures' kind (experiments.harness.workloads.GRAPH), so
+    # of these two levels only the other kind is simulated
+    Parameter("workload.graph", "hnsw", "vamana",
+              "hnswlib's level-0 graph (alpha = 1 pruning): fewer neighbors per hop",
+              "DiskANN's Vamana graph (alpha = 1.2, R = 64): the paper's index kind"),
+)
+
+#: fields the ``*.op_cycles_scale`` knobs multiply (the per-operation estimates of a core)
+HOST_OP_FIELDS = ("distance_overhead_cycles", "visit_check_cycles", "insert_step_cycles",
+                  "select_cycles", "merge_cycles_per_result")
+GPC_OP_FIELDS = ("distance_overhead_cycles", "visit_check_cycles", "insert_step_cycles",
+                 "select_cycles", "partial_sum_cycles")
+
+#: derived knobs: key -> (what, unit, default value, reason of the default)
+DERIVED = {
+    "switch.upstream_ports": ("upstream ports of the switch (x16 each)", "x16 ports", 1.0,
+                              "one x16 upstream port (cosmos.config.SOURCE, "
+                              "switch.upstream_bandwidth_GBps)"),
+    "host.op_cycles_scale": ("host per-operation cycles (multiplier)", "x default", 1.0,
+                             "the stated estimates of cosmos.config.SOURCE"),
+    "gpc.op_cycles_scale": ("GPC per-operation cycles (multiplier)", "x default", 1.0,
+                            "the stated estimates of cosmos.config.SOURCE"),
+    "run.inflight_factor": ("queries in flight per search context", "x contexts", 1.0,
+                            "one query per search context (host cores, or every GPC context)"),
+    "workload.num_clusters": ("clusters of the index", "clusters", None,
+                                    "the scale's clusters: 16 per device at the default scale "
+                                    "(docs/graphs.md)"),
+    "workload.num_probes": ("probes per query", "probes", None,
+                                  "the scale's probes: 8 at the default scale, the middle of "
+                                  "the paper's Fig. 5a"),
+    "workload.graph": ("graph kind of the index", "", None,
+                       "the figures' graph kind (experiments.harness.workloads.GRAPH; docs/graphs.md "
+                       "says why)"),
+}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One parameter at one level, resolved: what to simulate."""
+
+    parameter: str
+    level: str
+    value: object
+    reason: str
+    overrides: tuple = ()          # (dotted field, value) pairs for every system
+    inflight_factor: float = 1.0   # queries in flight = factor x the system's contexts
+    workload: tuple = ()           # (argument, value) pairs of experiments.harness.workloads.workload
+
+
+def _config_default(key: str):
+    from cosmos.presets import get_preset
+
+    node = get_preset("base").to_dict()
+    for part in key.split("."):
+        node = node[part]
+    return node
+
+
+def describe(key: str) -> tuple[str, str]:
+    """(what, unit) of parameter ``key``."""
+    if key in DERIVED:
+        return DERIVED[key][0], DERIVED[key][1]
+    import dataclasses
+
+    from cosmos.config import SECTIONS
+
+    section, name = key.split(".")
+    f = {g.name: g for g in dataclasses.fields(SECTIONS[section])}[name]
+    unit = name.rsplit("_", 1)[-1] if name.endswith(("_ns", "_GBps", "_GHz")) else ""
+    return f.metadata.get("help", name), unit
+
+
+def available(param: Parameter) -> bool:
+    """Whether the code offers ``param``'s knob (``workload.graph`` needs a ``graph`` argument
+    of experiments.harness.workloads.workload)."""
+    if param.key == "workload.graph":
+        from experiments.harness.workloads import workload
+
+        return "graph" in inspect.signature(workload).parameters
+    return True
+
+
+def points(param: Parameter, scale) -> list[Point]:
+    """``param`` at its low, default and high levels, resolved at ``scale``.
+
+    A level that comes out equal to the default (a multiplier rounded at a small scale, or a
+    probe count capped at the cluster count) is left out.
+    """
+    from cosmos.config import SOURCE
+
+    key = param.key
+    out = []
+    for level in LEVELS:
+        raw = {"low": param.low, "high": param.high}.get(level)
+        reason = {"low": param.why_low, "high": param.why_high}.get(level)
+        if key in DERIVED:
+            if level == "default":
+                raw, reason = DERIVED[key][2], DERIVED[key][3]
+                if key == "workload.graph":   # whatever the figures use, so the row follows it
+                    import experiments.harness.workloads as W
+                    raw = W.GRAPH
+            if key == "switch.upstream_ports":
+                bw = _config_default("switch.upstream_bandwidth_GBps")
+                pt = Point(key, level, float(raw), reason,
+                           overrides=(("switch.upstream_bandwidth_GBps", float(raw) * bw),))
+            elif key in ("host.op_cycles_scale", "gpc.op_cycles_scale"):
+                sec = key.split(".")[0]
+                fields = HOST_OP_FIELDS if sec == "host" else GPC_OP_FIELDS
+                pt = Point(key, level, float(raw), reason, overrides=tuple(
+                    (f"{sec}.{f}", _config_default(f"{sec}.{f}") * float(raw)) for f in fields))
+            elif key == "run.inflight_factor":
+                pt = Point(key, level, float(raw), reason, inflight_factor=float(raw))
+            elif key == "workload.num_clusters":
+                c = max(1, round(scale.num_clusters * (1.0 if raw is None else raw)))
+                p = min(scale.num_probes, c)
+                pt = Point(key, level, c, reason, workload=(("num_clusters", c),
+                                                            ("num_probes", p)))
+            elif key == "workload.num_probes":
+                p = min(scale.num_clusters,
+                        max(1, round(scale.num_probes * (1.0 if raw is None else raw))))
+                pt = Point(key, level, p, reason, workload=(("num_clusters", scale.num_clusters),
+                                                            ("num_probes", p)))
+            elif key == "workload.graph":
+                pt = Point(key, level, raw, reason,
+                           workload=(() if level == "default" else (("graph", raw),)))
+            else:  # pragma: no cover - a DERIVED key without its rule
+                raise AssertionError(f"no rule for derived parameter {key}")
+        else:
+            if level == "default":
+                raw, reason = _config_default(key), SOURCE.get(key, "the preset's default")
+            pt = Point(key, level, raw, reason, overrides=((key, raw),))
+        out.append(pt)
+    default = out[1]
+    return [p for p in out if p.level == "default" or p.value != default.value]
+
+
+def selected(names=None) -> list[Parameter]:
+    """The rows of :data:`PARAMETERS` named in ``names`` (all if None; unknown -> ValueError)."""
+    if names is None:
+        return list(PARAMETERS)
+    known = {p.key: p for p in PARAMETERS}
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise ValueError(f"sensitivity: unknown parameter(s) {bad}; expected some of "
+                         f"{sorted(known)}")
+    return [known[n] for n in names]
+
+
+def queries_for(cfg, inflight: int, sweep_queries: int) -> int:
+    """Queries to simulate: the scale's sweep count, or enough for a steady-state window with
+    ``inflight`` queries in flight (as :func:`experiments.figures.scale_devices.queries_for`)."""
+    return max(int(sweep_queries), math.ceil((inflight + 2) / (1 - 2 * WARMUP)) + 2)
+
+
+def _trace_file(ctx, family: str, workload_kw: dict) -> Path:
+    """The trace of ``family`` with the workload arguments of a point (saved for the workers)."""
+    from graphs import save_trace
+
+    from experiments.harness.workloads import with_scale, workload
+
+    sc = ctx.scale
+    kw = dict(workload_kw)
+    clusters = kw.pop("num_clusters", sc.num_clusters)
+    probes = kw.pop("num_probes", sc.num_probes)
+    if clusters == sc.num_clusters and not kw:
+        return ctx.trace_file(family, None if probes == sc.num_probes else probes)
+    folder = ctx.traces_dir or ctx.out / "traces"
+    folder.mkdir(exist_ok=True)
+    tag = "".join(f"-{k}{v}" for k, v in sorted(kw.items()))
+    path = folder / f"{family}-c{clusters}-p{probes}{tag}.npz"
+    if not path.exists():
+        tr = workload(family, with_scale(sc, num_clusters=clusters), num_probes=probes,
+                      cache_dir=ctx.cache_dir, seed=ctx.seed, progress=ctx.progress,
+                      **kw, **dict(ctx.dataset or {}))
+        tmp = path.with_name(path.stem + ".tmp.npz")
+        save_trace(tmp, tr)
+        tmp.replace(path)
+    return path
+
+
+def run(ctx, parameters=None) -> dict:
+    """Simulate the six systems at every point of the selected ``parameters`` (default: every
+    available row of :data:`PARAMETERS`) on every dataset; write the CSVs."""
+    from cosmos.config import with_overrides
+    from cosmos.presets import get_preset
+    from cosmos.simulate import default_max_inflight
+
+    params = [p for p in selected(parameters) if available(p)]
+    pts = [pt for p in params for pt in points(p, ctx.scale)]
+    tasks, where, wanted = [], {}, []
+    for fam in ctx.families:
+        for pt in pts:
+            path = str(_trace_file(ctx, fam, dict(pt.workload)))
+            for s in SYSTEMS:
+                cfg = with_overrides(get_preset(s), dict(pt.overrides))
+                inflight = max(1, round(pt.inflight_factor * default_max_inflight(cfg)))
+                task = dict(system=s, trace_path=path, overrides=dict(pt.overrides),
+                            num_queries=queries_for(cfg, inflight, ctx.scale.sweep_queries),
+                            max_inflight=inflight, seed=ctx.seed, warmup=WARMUP,
+                            tags={"dataset": fam, "system": s})
+                # the default level is the same simulation for every parameter: run it once
+                ident = (fam, s, path, tuple(sorted(pt.overrides)), inflight)
+                if ident not in where:
+                    where[ident] = len(tasks)
+                    tasks.append(task)
+                wanted.append((pt, fam, s, where[ident]))
+    rows = ctx.sweep(simulate_task, tasks, desc="sensitivity")
+    records = []
+    for pt, fam, s, i in wanted:
+        what, unit = describe(pt.parameter)
+        r = dict(rows[i])
+        r.pop("dataset", None)
+        r.pop("system", None)
+        records.append({"parameter": pt.parameter, "what": what, "level": pt.level,
+                        "value": pt.value, "unit": unit, "reason": pt.reason, "dataset": fam,
+                        "system": s, **r})
+    df = tidy(pd.DataFrame(records))
+    write_csv(ctx.out / "sensitivity.csv", df)
+    write_csv(ctx.out / "orderings.csv", orderings(df))
+    write_csv(ctx.out / "regions.csv", regions(df))
+    out = {}
+    dflt = df[(df.level == "default") & (df.system == "cosmos")]
+    for fam in dict.fromkeys(df.dataset):
+        sub = df[(df.dataset == fam) & (df.system == "cosmos")]
+        for ratio in PAPER:
+            col = f"qps_vs_{ratio.split('_vs_')[1]}"
+            d = float(dflt[dflt.dataset == fam][col].iloc[0])
+            out[f"{fam}_{ratio}"] = (f"{d:.2f} (range {sub[col].min():.2f}-"
+                                     f"{sub[col].max():.2f})")
+    return out
+
+def tidy(df: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's records with the ratios and ranks of each point, leading columns first."""
+    key = ["parameter", "level", "dataset"]
+    qps = df.set_index(key + ["system"])["qps"]
+
+    def over(system):
+        ref = qps.xs(system, level="system")
+        return df["qps"].to_numpy() / ref.reindex(pd.MultiIndex.from_frame(df[key])).to_numpy()
+
+    df = df.copy()
+    df["qps_vs_base"] = over("base")
+    df["qps_vs_cxl_anns"] = over("cxl-anns")
+    df["rank"] = df.groupby(key)["qps"].rank(ascending=False, method="min").astype(int)
+    paper = {(fam, "cosmos"): v for fam, v in PAPER["cosmos_vs_base"].items()}
+    df["paper_qps_vs_base"] = [paper.get((d, s), float("nan"))
+                               for d, s in zip(df.dataset, df.system)]
+    paper = {(fam, "cosmos"): v for fam, v in PAPER["cosmos_vs_cxl_anns"].items()}
+    df["paper_qps_vs_cxl_anns"] = [paper.get((d, s), float("nan"))
+                                   for d, s in zip(df.dataset, df.system)]
+    lead = ["parameter", "what", "level", "value", "unit", "reason", "dataset", "system", "qps",
+            "qps_vs_base", "qps_vs_cxl_anns", "rank", "paper_qps_vs_base",
+            "paper_qps_vs_cxl_anns", "steady_state", "num_queries", "max_inflight",
+            "latency_mean_ns", "latency_p99_ns"]
+    return df[lead + [c for c in df.columns if c not in lead]]
+
+
+def _point_name(r) -> str:
+    return f"{r.parameter}={_fmt_value(r.value)} ({r.level})"
+
+
+def _fmt_value(v) -> str:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return f"{x:g}"
+
+
+def orderings(df: pd.DataFrame) -> pd.DataFrame:
+    """For every dataset and pair of systems: the paper's order (its Fig. 4a, :data:`SYSTEMS`
+    rising), ours at the defaults, and every point where ours is the other way (or a tie)."""
+    rows = []
+    for fam in dict.fromkeys(df.dataset):
+        sub = df[df.dataset == fam]
+        piv = sub.pivot_table(index=["parameter", "level", "value"], columns="system",
+                              values="qps", aggfunc="first", sort=False).reset_index()
+        default = piv[piv.level == "default"].iloc[0]
+        systems = [s for s in SYSTEMS if s in piv.columns]
+        for a, b in itertools.combinations(systems, 2):   # paper: b above a
+            fast, slow = (b, a) if default[b] >= default[a] else (a, b)
+            other = piv[piv.level != "default"]
+            flips = other[~(other[fast] > other[slow])]
+            rows.append({"dataset": fam, "faster": fast, "slower": slow,
+                         "paper_faster": b, "paper_agrees": fast == b,
+                         "default_qps_ratio": float(default[fast] / default[slow]),
+                         "points": len(other), "holds_everywhere": flips.empty,
+                         "flips": len(flips),
+                         "flips_at": "; ".join(_point_name(r) for r in flips.itertuples())})
+    return pd.DataFrame(rows)
+
+
+def _numeric(values) -> np.ndarray | None:
+    x = pd.to_numeric(pd.Series(list(values)), errors="coerce").to_numpy(dtype=float)
+    return None if np.isnan(x).any() else x
+
+
+def within_intervals(values, ratios, target: float, tol: float = TOLERANCE) -> list:
+    """The intervals of the parameter's value over which the ratio, linear between the
+    simulated ``(values, ratios)`` points, lies within ``tol`` of ``target``: a list of
+    (lo, hi) pairs, empty if none (an estimate between levels: only the levels are simulated)."""
+    v = np.asarray(values, dtype=float)
+    r = np.asarray(ratios, dtype=float)
+    order = np.argsort(v)
+    v, r = v[order], r[order]
+    lo_t, hi_t = target * (1 - tol), target * (1 + tol)
+    spans = []
+    if len(v) == 1:
+        return [(v[0], v[0])] if lo_t <= r[0] <= hi_t else []
+    for (v0, v1), (r0, r1) in zip(zip(v[:-1], v[1:]), zip(r[:-1], r[1:])):
+        if r1 == r0:
+            if lo_t <= r0 <= hi_t:
+                spans.append((v0, v1))
+            continue
+        # r(t) = r0 + (r1 - r0) t for t in [0, 1]; keep the t where lo_t <= r(t) <= hi_t
+        ta, tb = sorted(((lo_t - r0) / (r1 - r0), (hi_t - r0) / (r1 - r0)))
+        ta, tb = max(ta, 0.0), min(tb, 1.0)
+        if ta <= tb:
+            spans.append((v0 + ta * (v1 - v0), v0 + tb * (v1 - v0)))
+    merged: list = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1] + 1e-12:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def regions(df: pd.DataFrame) -> pd.DataFrame:
+    """Per paper figure, dataset and parameter: our ratio at each level, the levels within
+    :data:`TOLERANCE` of the paper, and the interpolated value interval(s) within it."""
+    rows = []
+    cos = df[df.system == "cosmos"]
+    for ratio, per_fam in PAPER.items():
+        col = f"qps_vs_{ratio.split('_vs_')[1]}"
+        for fam in dict.fromkeys(cos.dataset):
+            if fam not in per_fam:
+                continue
+            target = per_fam[fam]
+            for param, sub in cos[cos.dataset == fam].groupby("parameter", sort=False):
+                by = {r.level: r for r in sub.itertuples()}
+                ok = [lv for lv in LEVELS if lv in by and
+                      abs(getattr(by[lv], col) / target - 1) <= TOLERANCE]
+                vals = _numeric(sub.value)
+                spans = within_intervals(vals, sub[col], target) if vals is not None else []
+                rows.append({
+                    "figure": ratio, "dataset": fam, "paper": target, "parameter": param,
+                    **{f"{lv}_value": by[lv].value if lv in by else None for lv in LEVELS},
+                    **{f"{lv}_ratio": getattr(by[lv], col) if lv in by else float("nan")
+                       for lv in LEVELS},
+                    "levels_within": ",".join(ok),
+                    "interval_within": "; ".join(f"{a:.3g}-{b:.3g}" for a, b in spans),
+                })
+    return pd.DataFrame(rows)
+
+
+def plot(folder) -> None:
+    """One tornado per headline ratio (a panel per dataset), from ``sensitivity.csv`` only."""
+    plt = pyplot()
+    df = pd.read_csv(Path(folder) / "sensitivity.csv")
+    cos = df[df.system == "cosmos"]
+    fams = list(dict.fromkeys(cos.dataset))
+    for ratio in PAPER:
+        col = f"qps_vs_{ratio.split('_vs_')[1]}"
+        nparam = cos.parameter.nunique()
+        fig, axes = plt.subplots(1, len(fams), figsize=(5.2 * len(fams), 1.2 + 0.3 * nparam),
+                                 squeeze=False)
+        for ax, fam in zip(axes[0], fams):
+            sub = cos[cos.dataset == fam]
+            d = float(sub[sub.level == "default"][col].iloc[0])
+            bars = []
+            for param, g in sub.groupby("parameter", sort=False):
+                by = {r.level: r for r in g.itertuples()}
+                lo = getattr(by["low"], col) if "low" in by else d
+                hi = getattr(by["high"], col) if "high" in by else d
+                label = f"{param} ({'/'.join(_fmt_value(by[lv].value) for lv in LEVELS if lv in by)})"
+                bars.append((max(abs(lo - d), abs(hi - d)), label, lo, hi))
+            bars.sort()
+            y = np.arange(len(bars))
+            ax.barh(y, [b[2] - d for b in bars], left=d, height=0.7, color="C0",
+                    label="low level")
+            ax.barh(y, [b[3] - d for b in bars], left=d, height=0.4, color="C1",
+                    label="high level")
+            ax.axvline(d, color="k", lw=0.8)
+            target = PAPER[ratio].get(fam)
+            if target is not None:
+                ax.axvspan(target * (1 - TOLERANCE), target * (1 + TOLERANCE), color="0.88",
+                           zorder=0, label=f"the paper's figure +-{TOLERANCE:.0%}")
+                ax.axvline(target, color="0.4", ls="--", lw=0.8)
+            ax.set_yticks(y, [b[1] for b in bars], fontsize=7)
+            ax.set_xlabel(f"Cosmos QPS / {'Base' if ratio.endswith('base') else 'CXL-ANNS'} QPS")
+            paper = "" if target is None else f", paper {target}x"
+            ax.set_title(f"{fam}: ours {d:.2f}x at the defaults{paper}", fontsize=9)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, fontsize=7)
+        height = fig.get_figheight()
+        fig.tight_layout(rect=(0, 0.35 / height, 1, 1))
+        save_figure(fig, folder, f"tornado_{ratio}")
+        plt.close(fig)
+
+
+def summary_md(folder) -> str:
+    folder = Path(folder)
+    df = pd.read_csv(folder / "sensitivity.csv")
+    orders = pd.read_csv(folder / "orderings.csv")
+    reg = pd.read_csv(folder / "regions.csv")
+    reg["levels_within"] = reg["levels_within"].fillna("")
+    reg["interval_within"] = reg["interval_within"].fillna("")
+    orders["flips_at"] = orders["flips_at"].fillna("")
+    lines = ["## Sensitivity of the headline ratios", "",
+             "Each parameter varied alone, everything else at the default; six systems on each "
+             "dataset at every point. Cosmos / Base and Cosmos / CXL-ANNS at each level "
+             f"(paper: Cosmos / Base {PAPER['cosmos_vs_base']['sift']} on SIFT1B, "
+             f"{PAPER['cosmos_vs_base']['deep']} on DEEP1B; Cosmos / CXL-ANNS "
+             f"{PAPER['cosmos_vs_cxl_anns']['sift']}).", ""]
+    fams = list(dict.fromkeys(df.dataset))
+    cos = df[df.system == "cosmos"]
+    head = "| parameter | level | value | " + " | ".join(
+        f"{f} x Base | {f} x CXL-ANNS" for f in fams) + " | reason |"
+    lines += [head, "|" + "---|" * (4 + 2 * len(fams))]
+    for (param, level), g in cos.groupby(["parameter", "level"], sort=False):
+        r0 = g.iloc[0]
+        cells = []
+        for f in fams:
+            gf = g[g.dataset == f]
+            cells += [f"{gf.qps_vs_base.iloc[0]:.2f}", f"{gf.qps_vs_cxl_anns.iloc[0]:.2f}"]
+        reason = "" if level == "default" else str(r0.reason)
+        lines.append(f"| {param} | {level} | {_fmt_value(r0.value)} {'' if pd.isna(r0.unit) else r0.unit} | "
+                     + " | ".join(cells) + f" | {reason} |")
+    bad = df[~df.steady_state.astype(bool)]
+    if len(bad):
+        lines += ["", "No steady state (QPS over the whole run instead; the trace has too few "
+                  "queries for the queries in flight): " + ", ".join(
+                      sorted({f"{r.dataset} {r.system} at {_point_name(r)}"
+                              for r in bad.itertuples()})) + "."]
+
+    lines += ["", "### Orderings of the six systems", "",
+              "Ours at the defaults; whether it holds at every point; where it flips. The "
+              "paper's order is that of its Fig. 4a (Base, DRAM-only, CXL-ANNS, Cosmos w/o "
+              "rank PU, Cosmos w/o placement, Cosmos, rising).", "",
+              "| dataset | ours at default | paper agrees | holds everywhere | flips at |",
+              "|---|---|---|---|---|"]
+    for r in orders.itertuples():
+        lines.append(f"| {r.dataset} | {r.faster} > {r.slower} ({r.default_qps_ratio:.2f}x) | "
+                     f"{'yes' if r.paper_agrees else 'no'} | "
+                     f"{'yes' if r.holds_everywhere else 'no'} | {r.flips_at} |")
+
+    lines += ["", f"### Where our model reproduces the paper's figures within "
+              f"{TOLERANCE:.0%}", "",
+              "Levels within the band, and the interval of the parameter's value where the "
+              "ratio, linear between the simulated levels, is within it (an interpolation: only "
+              "the levels are simulated).", ""]
+    for (fig_, fam), g in reg.groupby(["figure", "dataset"], sort=False):
+        lines += [_region_line(fig_, fam, g)]
+    missing = [p.key for p in PARAMETERS if not available(p)]
+    if missing:
+        lines += ["", "Not varied (the code does not offer the knob yet): " + ", ".join(missing)
+                  + "."]
+    return "\n".join(lines) + "\n"
+
+
+def _region_line(figure: str, fam: str, g: pd.DataFrame) -> str:
+    """One bullet of the summary: where ours is within :data:`TOLERANCE` of one paper figure
+    (``g``: that figure's rows of ``regions.csv``)."""
+    target = g.paper.iloc[0]
+    name = "Cosmos / Base" if figure == "cosmos_vs_base" else "Cosmos / CXL-ANNS"
+    d = g.default_ratio.iloc[0]
+    head = f"- **{name}, {fam}** (paper {target}x, ours {d:.2f}x at the defaults): "
+    ranges = {r.parameter: r for r in g.itertuples()}
+
+    def span(r):
+        return (f"{r.parameter} in {r.interval_within or '-'} (simulated levels within: "
+                f"{r.levels_within or 'none'})")
+
+    if abs(d / target - 1) <= TOLERANCE:
+        whole = [p for p, r in ranges.items() if set(r.levels_within.split(",")) >=
+                 {lv for lv in LEVELS if not pd.isna(getattr(r, f"{lv}_ratio"))}]
+        part = [span(r) for p, r in ranges.items() if p not in whole]
+        return (head + "reproduced at the defaults; within the band over the whole range of "
+                + (", ".join(whole) or "no parameter") + "; only over part of it for "
+                + ("; ".join(part) if part else "none") + ".")
+    hits = [span(r) for r in ranges.values() if r.levels_within or r.interval_within]
+    return head + ("reproduced, one parameter at a time, when " + "; ".join(hits) + "."
+                   if hits else "nowhere in the ranges studied.")
+
+
+if __name__ == "__main__":
+    from experiments.harness.runner import script_main
+
+    raise SystemExit(script_main(NAME))

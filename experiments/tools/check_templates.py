@@ -1,0 +1,121 @@
+"""Validate cluster-template workloads against the real index at the same N and C.
+
+Where the real clustered index can be built, a templated workload of the same size (the same
+logical geometry, T of its clusters as templates) must give the same work and the same
+system figures: hops, distance computations and DRAM requests per query, per-device load and
+LIR, and every system's QPS. Prints one table (real, templated, relative difference) per
+dataset and exits 1 if a difference is above the tolerance::
+
+    python experiments/tools/check_templates.py --scale default          # 50k vectors, 64 clusters
+    python experiments/tools/check_templates.py --scale full --templates 8
+
+docs/graphs.md ("Cluster templates") holds the default-scale table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import placement
+from cosmos.presets import PAPER_SYSTEMS, get_preset
+from cosmos.simulate import simulate
+from experiments.harness.workloads import FAMILIES, SCALES, get_scale, workload
+from graphs.templates import make_template_workload
+
+#: templates per scale when --templates is not given: an eighth of the clusters
+DEFAULT_TEMPLATES = {"tiny": 4, "default": 8, "full": 8}
+DEVICES = 4     # the paper's four CXL devices
+
+
+def _placement_load(tr) -> tuple[float, int]:
+    """Mean per-query LIR and the busiest device's probes of ``tr``'s clusters placed by
+    Algorithm 1 on :data:`DEVICES` devices."""
+    sizes = np.diff(np.asarray(tr.cluster_ptr))
+    dev = placement.place(sizes, DEVICES, "adjacency", adjacency=np.asarray(tr.cluster_adjacency))
+    lir = placement.query_lir(dev, tr.query_ptr, tr.search_cluster, DEVICES).mean()
+    return float(lir), int(placement.device_loads(dev, tr.query_ptr, tr.search_cluster,
+                                                  DEVICES).max())
+
+
+def compare(family: str, scale: str, templates: int, systems, queries: int | None,
+            cache_dir=None, progress: bool = False) -> list[dict]:
+    """Rows ``{metric, real, templated, rel}`` of one dataset (module docstring)."""
+    sc = get_scale(scale)
+    real = workload(family, sc, cache_dir=cache_dir, progress=progress)
+    tmpl = make_template_workload(family, n=sc.n, num_queries=sc.num_queries,
+                                  num_clusters=sc.num_clusters, num_templates=templates,
+                                  num_probes=sc.num_probes, cache_dir=cache_dir,
+                                  progress=progress)
+    rows = []
+
+    def add(metric, a, b):
+        rows.append({"metric": metric, "real": float(a), "templated": float(b),
+                     "rel": float(b) / float(a) - 1.0 if a else 0.0})
+
+    pa, pb = real.per_query(), tmpl.per_query()
+    add("hops per query", pa["hops"].mean(), pb["hops"].mean())
+    add("distances per query", pa["distances"].mean(), pb["distances"].mean())
+    (lir_a, busy_a), (lir_b, busy_b) = _placement_load(real), _placement_load(tmpl)
+    add("per-query LIR (adjacency, 4 devices)", lir_a, lir_b)
+    add("busiest device's probes", busy_a, busy_b)
+    n_q = queries or sc.sweep_queries
+    for name in systems:
+        cfg = get_preset(name)
+        ra = simulate(cfg, real, num_queries=n_q, progress=False)
+        rb = simulate(cfg, tmpl, num_queries=n_q, progress=False)
+        add(f"{name}: DRAM requests per query",
+            ra.program.requests_per_query()[:ra.queries].mean(),
+            rb.program.requests_per_query()[:rb.queries].mean())
+        add(f"{name}: QPS", ra.summary()["qps"], rb.summary()["qps"])
+    return rows
+
+
+def table(family: str, rows: list[dict], tolerance: float) -> str:
+    out = [f"| {family} | real | templated | difference |", "|---|---|---|---|"]
+    for r in rows:
+        mark = "" if abs(r["rel"]) <= tolerance else " **over**"
+        out.append(f"| {r['metric']} | {r['real']:,.4g} | {r['templated']:,.4g} | "
+                   f"{100 * r['rel']:+.1f} %{mark} |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", default="default", choices=sorted(SCALES))
+    ap.add_argument("--templates", type=int, default=None,
+                    help="template clusters (default: an eighth of the scale's clusters)")
+    ap.add_argument("--datasets", default=",".join(FAMILIES),
+                    help="synthetic families, comma-separated (default: sift,deep)")
+    ap.add_argument("--systems", default=",".join(PAPER_SYSTEMS),
+                    help="systems whose QPS and DRAM requests are compared (default: the paper's six)")
+    ap.add_argument("--queries", type=int, default=None,
+                    help="queries simulated per run (default: the scale's sweep_queries)")
+    ap.add_argument("--tolerance", type=float, default=0.05,
+                    help="largest relative difference accepted (default 0.05)")
+    ap.add_argument("--cache-dir", type=Path, default=None)
+    ap.add_argument("--progress", action="store_true")
+    args = ap.parse_args(argv)
+    T = args.templates or DEFAULT_TEMPLATES[args.scale]
+    systems = [s for s in args.systems.split(",") if s]
+    worst = 0.0
+    print(f"scale {args.scale}: {get_scale(args.scale).n:,} vectors, "
+          f"{get_scale(args.scale).num_clusters} clusters, {T} templates")
+    for family in [d for d in args.datasets.split(",") if d]:
+        rows = compare(family, args.scale, T, systems, args.queries, args.cache_dir,
+                       args.progress)
+        print()
+        print(table(family, rows, args.tolerance))
+        worst = max(worst, max(abs(r["rel"]) for r in rows))
+    ok = worst <= args.tolerance
+    print(f"\nlargest difference {100 * worst:.1f} % "
+          f"({'within' if ok else 'above'} the tolerance of {100 * args.tolerance:.0f} %)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
