@@ -557,7 +557,7 @@ def test_response_ring_gives_the_results_of_the_event_heap(name, switch, monkeyp
 
 def test_writable_and_read_only_traces_run_one_compiled_engine():
     """numba types an array with its writability: simulate passes every trace read-only, so a
-    trace loaded from a file and one shared read-only (experiments.sim) do not compile the
+    trace loaded from a file and one shared read-only (experiments.harness.sim) do not compile the
     engine twice (about a minute each at full scale), and their results are the same."""
     from cosmos import engine, program
     from cosmos.trace_input import as_trace
