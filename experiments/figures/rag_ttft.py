@@ -90,7 +90,8 @@ def schemas() -> dict:
 
 def simulation_tasks(ctx) -> list:
     """The closed-loop capacity runs: the load sweep's saturation points
-    (experiments.figures.latency_load.simulation_tasks); the open-loop retrieval runs depend on them.
+    (experiments.figures.latency_load.simulation_tasks); the open-loop retrieval runs depend
+    on them.
     The ``rag.`` settings other than ``rag.systems`` change no simulation: only the pipeline
     arithmetic done on their results."""
     from experiments.figures.latency_load import simulation_tasks as saturation_tasks

@@ -202,7 +202,8 @@ def markdown(df: pd.DataFrame) -> str:
 
 
 def run(ctx) -> dict:
-    """The experiment protocol of experiments.harness.runner: replay, compare, write CSV and markdown.
+    """The experiment protocol of experiments.harness.runner: replay, compare, write CSV and
+    markdown.
 
     ``ctx`` may carry ``only`` and ``check_sha`` (:class:`ValidationContext`, the standalone
     script); the plain runner context selects by scale alone.
@@ -323,7 +324,8 @@ class ValidationContext(Context):
 
 
 def main(argv=None) -> int:
-    """``python experiments/figures/validate_dram.py``: the shared options, ``--only``, ``--check-sha``."""
+    """``python experiments/figures/validate_dram.py``: the shared options, ``--only``,
+    ``--check-sha``."""
     import argparse
 
     from experiments.harness.common import results_dir

@@ -5,9 +5,9 @@ Everything in one pool
 ----------------------
 An experiment whose simulations do not depend on other results declares them with
 ``simulation_tasks(ctx) -> list[dict]`` (keyword arguments of
-:func:`experiments.harness.sim.simulate_task`; its ``run`` sweeps exactly these). ``cosmos reproduce``
-first runs, as one pool of workers (:func:`run_shared`), everything that waits for no
-experiment's output:
+:func:`experiments.harness.sim.simulate_task`; its ``run`` sweeps exactly these).
+``cosmos reproduce`` first runs, as one pool of workers (:func:`run_shared`), everything that
+waits for no experiment's output:
 
 - the workloads, one job per dataset family, one after another (each builds its index and
   traces, or reads them from the cache, and writes the trace files the simulations read);
@@ -17,7 +17,8 @@ experiment's output:
   simulation asked for by several experiments runs once: the tasks are keyed by what decides
   their result (:class:`experiments.harness.resultcache.ResultCache`). fig4a's runs are
   energy_per_query's, the devices and ranks sweeps' points at the preset's configuration and
-  the saturation runs of the load sweep and rag_ttft (:func:`experiments.figures.fig4a_qps.sweep_task`);
+  the saturation runs of the load sweep and rag_ttft
+  (:func:`experiments.figures.fig4a_qps.sweep_task`);
 - runs that depend on others' results (the load sweep's and rag_ttft's open-loop runs, at
   rates set by the saturation runs), as soon as those results are in, and the DRAM
   validation's replays, as one batch on one worker.
