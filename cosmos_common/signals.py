@@ -5,7 +5,7 @@ A command stopped by a signal must leave no process behind. Two parts see to it:
 - :func:`stop_on_signals` (the command line, around a command): SIGTERM and SIGHUP raise
   :class:`Terminated` in the main process, as Ctrl-C raises ``KeyboardInterrupt``, so the
   command stops the same way: its pool's workers are stopped
-  (:func:`experiments.common.run_sweep`), its results folder says why it stopped, and it
+  (:func:`experiments.harness.common.run_sweep`), its results folder says why it stopped, and it
   exits with status 128 + the signal's number. Without it SIGTERM ends the interpreter at once
   and nothing stops the workers.
 - :func:`worker_init` (the initializer of every worker process of a pool): the kernel kills
