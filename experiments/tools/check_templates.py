@@ -8,6 +8,10 @@ dataset and exits 1 if a difference is above the tolerance::
 
     python experiments/tools/check_templates.py --scale default          # 50k vectors, 64 clusters
     python experiments/tools/check_templates.py --scale full --templates 8
+    python experiments/tools/check_templates.py --scale full --n 4000000 --datasets sift
+
+``--n`` and ``--clusters`` change the scale's size and cluster count (the rest of the scale
+stays: queries, probes, simulated queries), for a real index larger than the scales' own.
 
 docs/graphs.md ("Cluster templates") holds the default-scale table.
 """
@@ -15,6 +19,7 @@ docs/graphs.md ("Cluster templates") holds the default-scale table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -26,8 +31,6 @@ from cosmos.simulate import simulate
 from experiments.harness.workloads import FAMILIES, SCALES, get_scale, workload
 from graphs.templates import make_template_workload
 
-#: templates per scale when --templates is not given: an eighth of the clusters
-DEFAULT_TEMPLATES = {"tiny": 4, "default": 8, "full": 8}
 DEVICES = 4     # the paper's four CXL devices
 
 
@@ -41,7 +44,7 @@ def _placement_load(tr) -> tuple[float, int]:
                                                   DEVICES).max())
 
 
-def compare(family: str, scale: str, templates: int, systems, queries: int | None,
+def compare(family: str, scale, templates: int, systems, queries: int | None,
             cache_dir=None, progress: bool = False) -> list[dict]:
     """Rows ``{metric, real, templated, rel}`` of one dataset (module docstring)."""
     sc = get_scale(scale)
@@ -87,8 +90,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", default="default", choices=sorted(SCALES))
+    ap.add_argument("--n", type=int, default=None,
+                    help="base vectors (default: the scale's)")
+    ap.add_argument("--clusters", type=int, default=None,
+                    help="clusters of the index (default: the scale's)")
     ap.add_argument("--templates", type=int, default=None,
-                    help="template clusters (default: an eighth of the scale's clusters)")
+                    help="template clusters (default: an eighth of the clusters, at least 4)")
     ap.add_argument("--datasets", default=",".join(FAMILIES),
                     help="synthetic families, comma-separated (default: sift,deep)")
     ap.add_argument("--systems", default=",".join(PAPER_SYSTEMS),
@@ -100,14 +107,19 @@ def main(argv=None) -> int:
     ap.add_argument("--cache-dir", type=Path, default=None)
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args(argv)
-    T = args.templates or DEFAULT_TEMPLATES[args.scale]
+    sc = get_scale(args.scale)
+    if args.n is not None or args.clusters is not None:
+        n = sc.n if args.n is None else args.n
+        C = sc.num_clusters if args.clusters is None else args.clusters
+        if not 1 <= C <= n:
+            ap.error(f"--clusters {C}: expected 1 to --n ({n:,})")
+        sc = dataclasses.replace(sc, name=f"{sc.name}-n{n}-c{C}", n=n, num_clusters=C)
+    T = args.templates or min(sc.num_clusters, max(4, sc.num_clusters // 8))
     systems = [s for s in args.systems.split(",") if s]
     worst = 0.0
-    print(f"scale {args.scale}: {get_scale(args.scale).n:,} vectors, "
-          f"{get_scale(args.scale).num_clusters} clusters, {T} templates")
+    print(f"scale {sc.name}: {sc.n:,} vectors, {sc.num_clusters} clusters, {T} templates")
     for family in [d for d in args.datasets.split(",") if d]:
-        rows = compare(family, args.scale, T, systems, args.queries, args.cache_dir,
-                       args.progress)
+        rows = compare(family, sc, T, systems, args.queries, args.cache_dir, args.progress)
         print()
         print(table(family, rows, args.tolerance))
         worst = max(worst, max(abs(r["rel"]) for r in rows))
