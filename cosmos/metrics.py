@@ -767,3 +767,35 @@ def summary(res, warmup: float = 0.1) -> dict:
 
     out.update(summary_fields(res))
     return out
+
+
+def with_unit(name: str) -> str:
+    """``name`` with ``_fraction`` appended if it is a utilization (``util``) without a unit.
+
+    cosmos.metrics names its utilizations (busy cycles / simulated cycles) with the unit
+    already (``upstream_util_down_fraction``, ``link_down_util_fraction``, ...); this keeps
+    any other ``util`` name a caller adds from reaching a table without one.
+    """
+    if "util" in name.split("_") and not name.endswith("_fraction"):
+        return f"{name}_fraction"
+    return name
+
+
+def flatten_summary(summary: dict) -> dict:
+    """``summary()`` of cosmos.metrics as one flat row of scalars.
+
+    Nested dicts become ``outer_inner`` keys (``breakdown_ns`` -> ``breakdown_<stage>_ns``);
+    utilizations get ``_fraction`` (:func:`with_unit`); list-valued (per-device) fields are
+    left out: they belong to a per-device table (:func:`per_device`). A row of ``cosmos
+    replay``'s and ``cosmos simulate``'s ``systems.csv`` is this, after the system's name.
+    """
+    flat: dict = {}
+    for k, v in summary.items():
+        if isinstance(v, dict):
+            for kk, vv in v.items():
+                flat[with_unit(f"{k}_{kk}" if not k.endswith("_ns") else f"{k[:-3]}_{kk}_ns")] = vv
+        elif isinstance(v, (list, tuple)):
+            continue
+        else:
+            flat[with_unit(k)] = v
+    return flat

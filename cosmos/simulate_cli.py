@@ -1,17 +1,20 @@
 """``cosmos simulate``: run one of the paper's systems on a logical trace.
 
     cosmos simulate --list
-    cosmos simulate --system cosmos --trace trace.npz --out results/cosmos-sift
-    cosmos simulate trace.npz --system cosmos --out results/cosmos-sift   (same: TRACE or --trace)
-    cosmos simulate --system base --workload sift --num-queries 2000 --out results/base-sift
-    cosmos simulate --system cosmos --trace t.npz --mode open --rate 200000 --out r/open
-    cosmos simulate --system cosmos --trace t.npz --set gpc.cores=4 --set link.latency_ns=60 --out r/x
+    cosmos simulate --systems cosmos --trace trace.npz --out results/cosmos-sift
+    cosmos simulate trace.npz --systems cosmos          (same: TRACE or --trace; results go to
+                                                         results/simulate-cosmos-<time>/)
+    cosmos simulate --systems base --dataset sift --num-queries 2000 --out results/base-sift
+    cosmos simulate --systems cosmos --trace t.npz --mode open --rate 200000 --out r/open
+    cosmos simulate --systems cosmos --trace t.npz --set gpc.cores=4 --set link.latency_ns=60
 
-Writes into DIR (the output rule of cosmos_common.outdir: created, or used if it is an empty
-folder; refused before any work if it is a file or holds anything; ``INCOMPLETE`` in it until
-every file is written): ``summary.json`` (qps, latency mean/p50/p99 in ns, the breakdown, link and DRAM figures),
-``per_query.csv``, ``per_device.csv`` and ``config.json`` (system config, trace metadata and
-the options). Each file is written to a temporary name and linked into place without
+Writes into ``--out DIR`` (the output rule of cosmos_common.outdir: created, or used if it is
+an empty folder; refused before any work if it is a file or holds anything; ``INCOMPLETE`` in
+it until every file is written), or without it into a new ``<--out-root>/simulate-<system>-<time>``
+(``--out-root`` default ``results``, as ``cosmos replay`` and ``run``): ``summary.json`` (qps,
+latency mean/p50/p99 in ns, the breakdown, link and DRAM figures), ``systems.csv`` (the same
+summary as one row, the columns of ``cosmos replay``'s ``systems.csv``), ``per_query.csv``,
+``per_device.csv`` and ``config.json`` (system config, trace metadata and the options). Each file is written to a temporary name and linked into place without
 replacing: a result file that appears in DIR during the run is kept, and the run then writes
 none of its results (the error names the file).
 """
@@ -24,21 +27,31 @@ import sys
 from pathlib import Path
 
 from cosmos_common.terminal import progress_wanted
+from cosmos_common.vocabulary import add_renamed
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("simulate", help="simulate one system preset on a logical trace",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("--list", action="store_true", help="list the system presets and exit")
-    p.add_argument("--system", help="preset name (see --list)")
+    add_renamed(p, "--system", p.add_argument(
+        "--systems", dest="system", metavar="SYSTEM",
+        help="the system preset to simulate (see --list; one: `cosmos replay` runs several)"))
     p.add_argument("trace_arg", nargs="?", metavar="TRACE",
                    help="logical trace .npz (graphs.trace.save_trace); same as --trace")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--trace", help="logical trace .npz (same as the positional TRACE)")
-    src.add_argument("--workload", help="build the default trace of a synthetic family or "
-                     "real set (sift, deep, ...) with graphs.make_workload (cached)")
+    add_renamed(src, "--workload", src.add_argument(
+        "--dataset", dest="workload", metavar="NAME",
+        help="build the default trace of a synthetic family or real set (sift, deep, ...) "
+             "with graphs.make_workload (cached)"))
+    p.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="cache of --dataset's index and trace (default: graphs' cache folder)")
     p.add_argument("--out", metavar="DIR",
-                   help="results folder: created, or an empty folder (never written over)")
+                   help="results folder: created, or an empty folder (never written over); "
+                        "default: a new folder simulate-<system>-<time> under --out-root")
+    p.add_argument("--out-root", default="results", metavar="DIR",
+                   help="where the default results folder goes (default: ./results)")
     p.add_argument("--num-queries", type=int, default=None,
                    help="simulate only the first N queries of the trace (all of them, with a "
                         "note on stderr, if it holds fewer)")
@@ -67,7 +80,8 @@ def register(subparsers) -> None:
 
 
 #: The files a run writes into ``--out`` (summary.json last: its presence means complete).
-RESULT_FILES = ("per_query.csv", "per_device.csv", "config.json", "summary.json")
+RESULT_FILES = ("per_query.csv", "per_device.csv", "systems.csv", "config.json",
+                "summary.json")
 
 
 def check_out_dir(out: Path) -> None:
@@ -179,17 +193,18 @@ def run(args) -> int:
             print(f"{name:{width}s}{DESCRIPTIONS[name]}")
         return 0
     if not args.system:
-        raise UserError("--system is required (or --list)")
-    if not args.out:
-        raise UserError("--out DIR is required")
+        raise UserError("--systems NAME is required (or --list)")
+    if "," in args.system:
+        raise UserError(f"--systems {args.system}: simulate runs one system; `cosmos replay "
+                        f"TRACE --systems {args.system}` runs several")
     args.trace = trace_option(args, "simulate")
     if args.trace and args.workload:
-        raise UserError("give a trace (TRACE or --trace FILE) or --workload NAME, not both")
+        raise UserError("give a trace (TRACE or --trace FILE) or --dataset NAME, not both")
     if not args.trace and not args.workload:
-        raise UserError("give TRACE (or --trace FILE) or --workload NAME")
-    out = Path(args.out)
+        raise UserError("give TRACE (or --trace FILE) or --dataset NAME")
     check_options(args)
-    check_out_dir(out)
+    if args.out:
+        check_out_dir(Path(args.out))
     cfg = get_preset(args.system)
     if args.set:
         from cosmos.config import parse_overrides, with_overrides
@@ -200,7 +215,7 @@ def run(args) -> int:
 
         cfg = validate_system(with_overrides(cfg, overrides))   # the fields and the model
         check_capacity_setting(cfg, overrides)
-    from cosmos_common.outdir import RunFolder, prepare_out_dir
+    from cosmos_common.outdir import RunFolder, new_run_dir, prepare_out_dir
 
     if args.trace:
         if not os.path.exists(args.trace):
@@ -216,16 +231,23 @@ def run(args) -> int:
         check_trace_for(model_for(cfg), trace, args.trace,   # a family the system replays
                         system=args.system)
         _note_num_queries(args.num_queries, trace.num_queries, args.trace)
-    created = not out.exists()
-    prepare_out_dir(out, "simulate")   # created (and checked writable) before the long work
+    if args.out:
+        out = Path(args.out)
+        created = not out.exists()
+        prepare_out_dir(out, "simulate")   # created (and checked writable) before the long work
+    else:
+        out, created = new_run_dir(args.out_root, f"simulate-{args.system}"), True
     with RunFolder(out, "simulate", list(RESULT_FILES), created=created) as rf:
         if not args.trace:
             from graphs import make_workload
 
-            trace = make_workload(args.workload, progress=progress_wanted(args.no_progress))
+            trace = make_workload(args.workload, cache_dir=args.cache_dir,
+                                  progress=progress_wanted(args.no_progress))
             _note_num_queries(args.num_queries, _trace_queries(trace), args.workload)
 
-        from cosmos.metrics import per_device, per_query, summary
+        import pandas as pd
+
+        from cosmos.metrics import flatten_summary, per_device, per_query, summary
         from cosmos.simulate import simulate
 
         res = simulate(cfg, trace, num_queries=args.num_queries, mode=args.mode,
@@ -239,6 +261,8 @@ def run(args) -> int:
         write_results(out, {
             "per_query.csv": per_query(res).to_csv(index=False),
             "per_device.csv": per_device(res).to_csv(index=False),
+            "systems.csv": pd.DataFrame([{"system": args.system, **flatten_summary(summ)}])
+                             .to_csv(index=False),
             "config.json": json.dumps(conf, indent=2, default=str),
             "summary.json": json.dumps(summ, indent=2),
         }, run_folder=rf)

@@ -6,6 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
+from cosmos_common.vocabulary import add_renamed
+
 #: graphs.index.GRAPH_KINDS, written out so that the command line starts without importing numpy
 #: (tests/test_graphs_vamana.py checks they are the same)
 GRAPH_KINDS = ("hnsw", "vamana", "vamana-paper")
@@ -54,8 +56,10 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--L", type=int, default=_DEFAULTS["L"], help="Vamana build search list size (default 100, DiskANN's)")
     p.add_argument("--alpha", type=float, default=_DEFAULTS["alpha"],
                    help="Vamana pruning factor (the final one), >= 1 (default 1.2, DiskANN's)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="threads building the graphs, >= 1 (default: the CPU count; the result does not depend on it)")
+    add_renamed(p, "--threads", p.add_argument(
+        "--workers", dest="threads", type=int, default=None, metavar="N",
+        help="threads building the graphs, >= 1 (default: the CPU count; the result does not "
+             "depend on it)"))
     p.add_argument("--clusters-out", type=Path, default=None,
                    help="write the cluster metadata (clusters.npz: sizes, centroids, cluster_adjacency) here")
     p.add_argument("--force", action="store_true",
@@ -151,7 +155,7 @@ def _check_options(args) -> None:
                                 "the search keeps that many candidates and returns k of them; "
                                 "raise --cand-list-len or lower -k")
     if args.threads is not None and args.threads < 1:
-        raise UserError(f"--threads={args.threads} must be >= 1 (default: the CPU count)")
+        raise UserError(f"--workers={args.threads} must be >= 1 (default: the CPU count)")
     node_bytes = getattr(args, "node_bytes", None)
     if node_bytes is not None and node_bytes < 1:
         raise UserError(f"--node-bytes={node_bytes} must be >= 1 (bytes read per node)")

@@ -35,9 +35,10 @@ def cluster_adjacency(
     num_neighbors : int
         Length ``A`` of each list; at most ``C - 1`` neighbors exist, so rows are padded with
         ``-1`` beyond that.
-    metric : {"l2", "ip", "cosine"}
+    metric : {"l2", "ip", "cosine", "angular"}
         ``l2``: squared Euclidean distance; ``ip``: negative inner product (largest inner
-        product first); ``cosine``: negative cosine similarity.
+        product first); ``cosine`` (or ``angular``, its name in big-ann-benchmarks): negative
+        cosine similarity.
     chunk_rows : int, optional
         Rows of the distance matrix computed at once (default: enough to hold about 8 M
         distances), so memory stays ``O(chunk_rows x C)`` for large ``C``.
@@ -71,15 +72,15 @@ def cluster_adjacency(
         sq = np.einsum("ij,ij->i", x, x)
     elif metric == "ip":
         pass
-    elif metric == "cosine":
+    elif metric in ("cosine", "angular"):     # the same ordering (graphs' spelling too)
         norms = np.linalg.norm(x, axis=1)
         if np.any(norms == 0):
             raise UserError(
-                f"metric 'cosine' needs non-zero centroids; cluster {int(np.argmin(norms))} is zero"
+                f"metric {metric!r} needs non-zero centroids; cluster {int(np.argmin(norms))} is zero"
             )
         x = x / norms[:, None]
     else:
-        raise UserError(f"unknown metric {metric!r}; valid choices: 'l2', 'ip', 'cosine'")
+        raise UserError(f"unknown metric {metric!r}; valid choices: 'l2', 'ip', 'cosine', 'angular'")
 
     if chunk_rows is None:
         chunk_rows = max(1, _CHUNK_ELEMENTS // C)

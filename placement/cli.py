@@ -55,7 +55,7 @@ def register(subparsers) -> None:
     p.add_argument("--neighbors", type=int, default=None, metavar="A",
                    help="neighbors per cluster (>= 1) when deriving the adjacency from centroids "
                         "(default min(C-1, D): Algorithm 1 weighs only the first D)")
-    p.add_argument("--metric", default="l2", choices=["l2", "ip", "cosine"],
+    p.add_argument("--metric", default="l2", choices=["l2", "ip", "cosine", "angular"],
                    help="centroid distance used to derive the adjacency (default l2)")
     p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
     p.add_argument("--trace", default=None, metavar="TRACE.npz",

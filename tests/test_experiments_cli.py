@@ -35,7 +35,9 @@ def test_replay_compares_systems(small_trace, tmp_path, capsys):
     assert (folder / "config.json").is_file()
     # energy per query, power and the breakdown: in systems.csv and printed
     parts = [c for c in df.columns if c.startswith("energy_breakdown_mJ_per_query_")]
-    assert len(parts) == 8 and (df.energy_per_query_mJ > 0).all() and (df.power_avg_W > 0).all()
+    from cosmos.energy import COMPONENTS
+
+    assert len(parts) == len(COMPONENTS) and (df.energy_per_query_mJ > 0).all() and (df.power_avg_W > 0).all()
     assert np.allclose(df[parts].sum(axis=1), df.energy_per_query_mJ, rtol=1e-9)
     out = capsys.readouterr().out
     assert "cosmos" in out and str(folder) in out
@@ -335,3 +337,25 @@ def test_replay_names_a_dram_requests_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "requests.npz: not a logical trace: it holds a DRAM model's per-request records" in err
     assert "Traceback" not in err and not (tmp_path / "r").exists()
+
+
+def test_simulate_writes_the_replay_row_into_a_default_folder(small_trace, tmp_path):
+    """`cosmos simulate` without --out makes a new folder simulate-<system>-<time> under
+    --out-root, and its systems.csv is the row `cosmos replay` writes for that system."""
+    sim_root, rep_root = tmp_path / "s", tmp_path / "r"
+    assert main(["simulate", str(small_trace), "--systems", "cosmos", "--num-queries", "20",
+                 "--set", "device.count=2", "--out-root", str(sim_root), "--no-progress",
+                 "--seed", "3"]) == 0
+    (folder,) = sim_root.iterdir()
+    assert folder.name.startswith("simulate-cosmos-")
+    assert main(["replay", str(small_trace), "--systems", "cosmos", "--num-queries", "20",
+                 "--set", "device.count=2", "--out-root", str(rep_root), "--workers", "1",
+                 "--no-progress", "--seed", "3"]) == 0
+    (rfolder,) = rep_root.iterdir()
+    sim = pd.read_csv(folder / "systems.csv")
+    rep = pd.read_csv(rfolder / "systems.csv")
+    assert list(sim.columns) == list(rep.columns)
+    timing = [c for c in sim.columns if c.endswith("wall_s")]      # the runs' own durations
+    pd.testing.assert_frame_equal(sim.drop(columns=timing), rep.drop(columns=timing))
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["qps"] == pytest.approx(sim.qps.iloc[0], rel=1e-12)

@@ -86,7 +86,7 @@ def _without_wall_clock(rows):
 
 
 def test_scheduler_address_runs_a_real_sweep_identically(tmp_path):
-    """`--scheduler ADDRESS`: a real simulation sweep on a running Dask cluster (its own
+    """`--dask-scheduler ADDRESS`: a real simulation sweep on a running Dask cluster (its own
     processes) gives the same rows as the local processes and this process."""
     distributed = pytest.importorskip("dask.distributed")
     import argparse
@@ -123,7 +123,7 @@ def test_scheduler_address_runs_a_real_sweep_identically(tmp_path):
     local = sweep("--workers", "2")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
-        dask_rows = sweep("--scheduler", cluster.scheduler_address)
+        dask_rows = sweep("--dask-scheduler", cluster.scheduler_address)
         assert len(cluster.scheduler.workers) == 2  # the cluster outlives the sweep's client
         done = cluster.scheduler.task_prefixes["simulate_task"].state_counts["memory"]
     assert done == len(tasks)  # every simulation ran on the cluster's workers

@@ -212,8 +212,8 @@ def test_groundtruth_narrower_than_k_is_an_error_before_building(tmp_path, capsy
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--threads", "-3"], "--threads=-3 must be >= 1"),
-    (["--threads", "0"], "--threads=0 must be >= 1"),
+    (["--workers", "-3"], "--workers=-3 must be >= 1"),
+    (["--workers", "0"], "--workers=0 must be >= 1"),
     (["--node-bytes", "-8"], "--node-bytes=-8 must be >= 1"),
     (["--node-bytes", "0"], "--node-bytes=0 must be >= 1"),
     (["--seed", "-1"], "--seed=-1 must be >= 0"),

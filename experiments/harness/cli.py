@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from cosmos_common.terminal import progress_wanted
+from cosmos_common.vocabulary import add_renamed
 
 
 def register(subparsers) -> None:
@@ -66,7 +67,9 @@ def register(subparsers) -> None:
     q.add_argument("--seed", type=int, default=0,
                    help="seed of the simulations (open-loop arrivals, placement), as on simulate")
     q.add_argument("--workers", type=int, default=None, help="local worker processes")
-    q.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address, or 'local'")
+    add_renamed(q, "--scheduler", q.add_argument(
+        "--dask-scheduler", dest="scheduler", metavar="ADDRESS",
+        help="Dask scheduler address, or 'local'"))
     q.add_argument("--no-progress", action="store_true", help="no progress bars")
     q.set_defaults(func=replay)
 

@@ -275,7 +275,7 @@ def _run_dask(fn, tasks: list, scheduler: str, workers: int | None, finished) ->
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ValueError("--scheduler needs dask.distributed: pip install -e '.[dask]'") from exc
+        raise ValueError("--dask-scheduler needs dask.distributed: pip install -e '.[dask]'") from exc
     if scheduler == "local":
         cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                processes=True, dashboard_address=None)

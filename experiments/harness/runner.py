@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cosmos_common.terminal import progress_wanted
+from cosmos_common.vocabulary import add_renamed
 from experiments.figures import REGISTRY
 from experiments.harness import workloads as _workloads
 from experiments.harness.common import atomic_write_text, new_results_dir, write_json
@@ -427,8 +428,9 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
                    help="index and trace cache (default: $COSMOS_CACHE or ~/.cache/cosmos)")
     p.add_argument("--workers", type=int, default=None,
                    help="local worker processes for sweeps (default: all cores)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run sweeps on a Dask distributed cluster (tcp://host:port, or 'local')")
+    add_renamed(p, "--scheduler", p.add_argument(
+        "--dask-scheduler", dest="scheduler", metavar="ADDRESS",
+        help="run sweeps on a Dask distributed cluster (tcp://host:port, or 'local')"))
     p.add_argument("--seed", type=int, default=0, help="seed of datasets, indexes and arrivals")
     p.add_argument("--replications", default="1", metavar="R",
                    help="independent workload instances per point (dataset draw, k-means, "
@@ -535,7 +537,7 @@ def common_options(args) -> list[str]:
                      ("--queries", absolute(args.queries)),
                      ("--groundtruth", absolute(args.groundtruth)), ("--metric", args.metric),
                      ("--out-root", absolute(args.out_root)), ("--cache-dir", absolute(cache)),
-                     ("--workers", args.workers), ("--scheduler", args.scheduler),
+                     ("--workers", args.workers), ("--dask-scheduler", args.scheduler),
                      ("--seed", args.seed),
                      ("--replications", replications if replications > 1 else None)):
         if val is not None:

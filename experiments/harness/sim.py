@@ -15,7 +15,7 @@ simulation whose steady window's per-query latencies are the retrieval profile.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from cosmos.metrics import flatten_summary, with_unit
 
 __all__ = ["simulate_task", "simulation_identity", "simulation_cost", "flatten_summary",
            "per_device_rows", "split_per_device", "with_unit", "read_trace", "retrieval_task",
@@ -24,37 +24,6 @@ __all__ = ["simulate_task", "simulation_identity", "simulation_cost", "flatten_s
 #: per-device list fields of the summary that :func:`per_device_rows` adds, and their column
 #: there (cosmos.metrics: ``device_tasks`` = cluster-search tasks placed on each device)
 LIST_COLUMNS = {"device_tasks": "cluster_searches"}
-
-
-def with_unit(name: str) -> str:
-    """``name`` with ``_fraction`` appended if it is a utilization (``util``) without a unit.
-
-    cosmos.metrics names its utilizations (busy cycles / simulated cycles) with the unit
-    already (``upstream_util_down_fraction``, ``link_down_util_fraction``, ...); this keeps
-    any other ``util`` name a caller adds from reaching a table without one.
-    """
-    if "util" in name.split("_") and not name.endswith("_fraction"):
-        return f"{name}_fraction"
-    return name
-
-
-def flatten_summary(summary: dict) -> dict:
-    """``summary()`` of cosmos.metrics as one flat row of scalars.
-
-    Nested dicts become ``outer_inner`` keys (``breakdown_ns`` -> ``breakdown_<stage>_ns``);
-    utilizations get ``_fraction`` (:func:`with_unit`); list-valued (per-device) fields are
-    left out: they belong to a per-device table (:func:`per_device_rows`).
-    """
-    flat: dict[str, Any] = {}
-    for k, v in summary.items():
-        if isinstance(v, dict):
-            for kk, vv in v.items():
-                flat[with_unit(f"{k}_{kk}" if not k.endswith("_ns") else f"{k[:-3]}_{kk}_ns")] = vv
-        elif isinstance(v, (list, tuple)):
-            continue
-        else:
-            flat[with_unit(k)] = v
-    return flat
 
 
 def per_device_rows(res, summary: dict) -> list[dict]:

@@ -315,7 +315,7 @@ def _check_workload(a) -> int:
 def _child_command(a):
     """(interpreter and this script, the workload's arguments) for a child run."""
     me = [sys.executable, str(Path(__file__).resolve())]
-    args = [f"--system={a.system}", f"--workload={a.workload}",
+    args = [f"--systems={a.system}", f"--dataset={a.workload}",
             f"--num-queries={a.num_queries}", f"--dram-trace={a.dram_trace}",
             f"--repeat={a.repeat}"]
     return me, args
