@@ -9,7 +9,8 @@ Model (docs/system_model.md has the full story):
   host streams queries as contexts free up) or open-loop (seeded Poisson arrival times). An
   admitted query's tasks without predecessors become ready.
 - *Tasks* wait in their pool's FIFO for a free *execution context* (host core, GPC context of
-  a device, or the host's I/O agent); a context runs its task's steps one after another.
+  a device, the host's I/O agent, or a core context in the CXL switch:
+  cosmos.program.pool_sizes); a context runs its task's steps one after another.
 - A MEM step issues its 64-byte requests as long as fewer than its class's ``cls_mlp`` are in
   flight. A request spends ``cls_lat`` cycles on chip, crosses its route's segments
   (``cls_route``: the host's port into the switch, the switch, the device's link; none for a

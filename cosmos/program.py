@@ -24,9 +24,10 @@ A *program* is flat integer/float arrays (built by one numba kernel, no Python p
                    returned line costs ``cls_compute_line`` cycles of the context's core
                    (overlapped with the other lines in flight), then ``step_compute_after``.
   ``STEP_XFER``    a message of ``step_wire_bytes`` over the segments ``cls_route``
-                   between the host and device ``cls_dev`` (or the switch) in direction
-                   ``cls_link`` (0 = from the host, 1 = to the host); the step
-                   completes when it arrives, then ``step_compute_after``.
+                   between its two ends (host and device ``cls_dev``, host and switch,
+                   switch and device ``cls_dev``) in direction ``cls_link`` (0 = outwards,
+                   from the end nearer the host, 1 = back); the step completes when it
+                   arrives, then ``step_compute_after``.
   ``STEP_COMPUTE`` ``step_compute_after`` cycles on the context's core.
 
 A MEM step's objects, by its class's ``cls_obj_src``:

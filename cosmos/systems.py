@@ -65,8 +65,8 @@ or a combination the hardware cannot do (a device unit reading host memory, a me
 no link is used, rank PUs driven from outside the device, a unit or a message in a switch that
 is not configured...) raises :class:`cosmos_common.UserError` naming the
 model, the place, the step and the field. Simulation, layout and metrics ask the resolved
-model what they need (``search_pool``, ``index_in_host``, ``uses_link``, ``host_cache``,
-``rank_pus``, ``contexts_fields``); nothing else branches on a system's name.
+model what they need (``search_pool``, ``search_location``, ``index_in_host``, ``uses_link``,
+``host_cache``, ``rank_pus``, ``contexts_fields``); nothing else branches on a system's name.
 """
 
 from __future__ import annotations

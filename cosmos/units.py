@@ -5,13 +5,16 @@ A :class:`Unit` is one kind of compute unit that a declaration (cosmos.systems) 
 which it may read, the names of its in-flight limit and on-chip latency among the cost
 names of the declarations (:class:`cosmos.systems.Costs`, each from a cosmos.config field
 with its source), the configuration fields behind them (for messages), how the energy model
-charges its work (cosmos.energy) and its label in results. The declaration checks, the
-program builder and the energy model ask this registry; none of them branches on a unit's
-name.
+charges its work (cosmos.energy) and its label in results. A unit whose search contexts
+come from the configuration (``contexts``: host cores, GPC contexts, switch cores) runs
+searches: a declaration's ``traversal`` names it, and its contexts at each place are a task
+pool of the engine (cosmos.program.pool_sizes; one such unit per location). The declaration
+checks, the program builder, the metrics and the energy model ask this registry; none of
+them branches on a unit's name.
 
 Locations, from the host outwards: ``"host"`` (the host CPU; its reads of a device cross
-the CXL path: upstream port, switch, device link), ``"switch"`` (in the CXL switch: its cores and
-accelerators; their reads cross the switch and the device link),
+the CXL path: upstream port, switch, device link), ``"switch"`` (in the CXL switch: its
+cores and accelerators; their reads cross the switch and the device link),
 ``"device"`` (a CXL device's controller: its GPC cores, distance accelerator, scan units;
 reads of its own DRAM cross no link), ``"dimm-buffer"`` (a DIMM's buffer chip), ``"rank"``
 (next to each DRAM rank).
