@@ -30,6 +30,10 @@ Energy per query = total / queries simulated; average power = total / simulated 
 constants are the system configuration's ``energy`` section (:class:`cosmos.config.EnergyConfig`,
 settable like any field: ``--set energy.link_pJ_per_bit=3``); they are estimates (none of them
 is a measurement of the paper's hardware), each with its reasoning in ``cosmos.config.SOURCE``.
+Energy is linear in each of them: :func:`activity` gives what each multiplies, the summary
+carries it per query (``energy_slope_mJ_per_query``), and :data:`CONSTANT_RANGES` bounds each
+for the tornado of the energy_per_query experiment, which says which energy conclusions hold
+whatever their values within those ranges.
 """
 
 from __future__ import annotations
@@ -51,11 +55,8 @@ def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
     """Energy of the whole run in joules by component (:data:`COMPONENTS`), from a
     :class:`cosmos.simulate.SimResult` (its ``dram_config``: the DRAM configuration of one
     memory instance). Empty if the DRAM has no power preset."""
-    cfg, st, pg = res.config, res.state, res.program
-    ecfg = ecfg or cfg.energy
-    model = model_for(cfg)
+    ecfg = ecfg or res.config.energy
     cycles = max(int(res.cycles), 1)
-    seconds = cycles * TCK_PS * 1e-12
     dcfg = res.dram_config
     out = dict.fromkeys(COMPONENTS, 0.0)
     for state in res.dram_state:
@@ -67,31 +68,53 @@ def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
         out["dram_background"] += (d["energy_background_active_nJ"]
                                    + d["energy_background_precharged_nJ"]) * 1e-9
         out["dram_io"] += d["energy_io_nJ"] * 1e-9
-    D = cfg.device.count
-    if model.uses_link:
-        wire_bits = float(st.link_bytes.sum()) * 8
-        switched_bits = float(st.link_bytes[:D].sum()) * 8
-        out["link_switch"] = (wire_bits * ecfg.link_pJ_per_bit
-                              + switched_bits * ecfg.switch_pJ_per_bit) * 1e-12
-    held = np.where(st.task_end >= 0, st.task_end - st.task_start, 0).astype(np.float64)
+    for const, per_unit in activity(res).items():     # every other component: constant x activity
+        component = CONSTANT_COMPONENT[const]
+        out[component] += getattr(ecfg, const) * per_unit
+    return out
+
+
+#: Each energy constant (:class:`EnergyConfig` field) -> the component it charges.
+CONSTANT_COMPONENT = {"link_pJ_per_bit": "link_switch", "switch_pJ_per_bit": "link_switch",
+                      "host_core_active_W": "host", "gpc_core_active_W": "gpc",
+                      "switch_core_active_W": "switch_core", "rank_pu_pJ_per_burst": "pu_accel",
+                      "accel_pJ_per_line": "pu_accel", "host_static_W": "static",
+                      "device_static_W": "static"}
+
+
+def activity(res) -> dict:
+    """What each energy constant multiplies in a run: joules per unit of the constant
+    (``link_pJ_per_bit``: wire bits x 1e-12; ``host_core_active_W``: busy host-core seconds;
+    ...), so that a component's energy is the sum of constant x activity over its constants
+    (:data:`CONSTANT_COMPONENT`). Energy is linear in every constant, so these are also its
+    exact derivatives: what :func:`energy_J` gives with other constants, without simulating
+    again."""
+    cfg, st, pg = res.config, res.state, res.program
+    model = model_for(cfg)
+    seconds = max(int(res.cycles), 1) * TCK_PS * 1e-12
     s_per_cycle = TCK_PS * 1e-12
-    out["host"] = float(held[pg.task_pool == 0].sum()) * s_per_cycle * ecfg.host_core_active_W
+    D = cfg.device.count
+    act = dict.fromkeys(CONSTANT_COMPONENT, 0.0)
+    if model.uses_link:
+        act["link_pJ_per_bit"] = float(st.link_bytes.sum()) * 8 * 1e-12
+        act["switch_pJ_per_bit"] = float(st.link_bytes[:D].sum()) * 8 * 1e-12
+    held = np.where(st.task_end >= 0, st.task_end - st.task_start, 0).astype(np.float64)
+    act["host_core_active_W"] = float(held[pg.task_pool == 0].sum()) * s_per_cycle
     if model.search_location == "device":
         gpc = (pg.task_pool >= 1) & (pg.task_pool <= D)
-        out["gpc"] = (float(held[gpc].sum()) / cfg.gpc.threads_per_core * s_per_cycle
-                      * ecfg.gpc_core_active_W)
+        act["gpc_core_active_W"] = (float(held[gpc].sum()) / cfg.gpc.threads_per_core
+                                    * s_per_cycle)
     if model.search_location == "switch":
         sw = pg.task_pool == switch_pool(D)
-        out["switch_core"] = (float(held[sw].sum()) / cfg.switch_core.threads_per_core
-                              * s_per_cycle * ecfg.switch_core_active_W)
-    local = float(st.inst_local.sum())
-    out["pu_accel"] = local * ecfg.rank_pu_pJ_per_burst * 1e-12
+        act["switch_core_active_W"] = (float(held[sw].sum()) / cfg.switch_core.threads_per_core
+                                       * s_per_cycle)
+    act["rank_pu_pJ_per_burst"] = float(st.inst_local.sum()) * 1e-12
     if _accelerator_from_channel(model):
-        out["pu_accel"] += (float(st.inst_reqs[:D].sum()) - float(st.inst_local[:D].sum())) \
-            * ecfg.accel_pJ_per_line * 1e-12
-    out["static"] = (ecfg.host_static_W + (D * ecfg.device_static_W if model.uses_link
-                                           else 0.0)) * seconds
-    return out
+        act["accel_pJ_per_line"] = (float(st.inst_reqs[:D].sum())
+                                    - float(st.inst_local[:D].sum())) * 1e-12
+    act["host_static_W"] = seconds
+    act["device_static_W"] = D * seconds if model.uses_link else 0.0
+    return act
 
 
 def _accelerator_from_channel(model) -> bool:
@@ -99,6 +122,39 @@ def _accelerator_from_channel(model) -> bool:
     ``energy="per-line"``, without the rank PUs)."""
     return any(isinstance(s, Read) and unit(s.unit).energy == "per-line" and not s.rank_pus
                for _, _, s in model.steps())
+
+
+#: The range of each energy constant within which the energy conclusions are tested
+#: (:func:`extremes`; the energy_per_query experiment's tornado): low and high, each an
+#: estimate around the default's own reasoning (cosmos.config.SOURCE).
+CONSTANT_RANGES = {
+    # published 32 Gb/s NRZ SerDes: about 4-7 pJ/bit both ends; 2 for a short-reach link, 10
+    # for retimers or a PAM4 64 GT/s link
+    "link_pJ_per_bit": (2.0, 10.0),
+    # a PCIe 5.0 switch of about 10 pJ/bit whole, half in its PHYs: from a quarter to the whole
+    "switch_pJ_per_bit": (2.5, 10.0),
+    # a Xeon-class core from half to twice the 5 W share of its socket's TDP
+    "host_core_active_W": (2.5, 10.0),
+    # the socket's idle power from a fifth to three quarters of a 270 W TDP
+    "host_static_W": (50.0, 200.0),
+    # Arm's 1.0-1.8 W per Neoverse N1 core at 2.6-3.1 GHz; half a watt at a lower clock
+    "gpc_core_active_W": (0.5, 1.8),
+    "switch_core_active_W": (0.5, 1.8),
+    # the 45 nm multiply-adds (74 pJ) in a 3x better or a 3x worse process and control
+    "rank_pu_pJ_per_burst": (33.0, 300.0),
+    "accel_pJ_per_line": (10.0, 100.0),
+    # a CXL expander's 10-25 W, less its DRAM: 2 to 15 W
+    "device_static_W": (2.0, 15.0),
+}
+
+
+def extremes():
+    """Every vertex of the box :data:`CONSTANT_RANGES` (2^9 dicts of constant -> value): a
+    ratio of two systems' energies, linear in the constants above and below, is most and
+    least favorable at vertices."""
+    names = list(CONSTANT_RANGES)
+    for bits in range(1 << len(names)):
+        yield {n: CONSTANT_RANGES[n][(bits >> i) & 1] for i, n in enumerate(names)}
 
 
 def summary_fields(res, ecfg: EnergyConfig | None = None) -> dict:
@@ -117,4 +173,7 @@ def summary_fields(res, ecfg: EnergyConfig | None = None) -> dict:
         "power_avg_W": power,
         "energy_breakdown_mJ_per_query": {c: v / Q * 1e3 for c, v in e.items()},
         "qps_per_W": (Q / seconds) / power if power > 0 else float("nan"),
+        # mJ per query per unit of each constant: energy_per_query_mJ at other constants is
+        # this run's plus sum((new - old) x slope) (energy is linear in them; activity())
+        "energy_slope_mJ_per_query": {c: a / Q * 1e3 for c, a in activity(res).items()},
     }

@@ -107,3 +107,50 @@ def test_bad_energy_values_are_one_clear_line(item, msg):
     with pytest.raises(ValueError) as e:
         with_overrides(get_preset("cosmos"), parse_overrides([item]))
     assert str(e.value).startswith(msg) and "\n" not in str(e.value)
+
+
+def test_energy_is_the_constants_times_their_activity(tiny_run_for_slopes):
+    """activity() is exact: energy_J at other constants equals the run's energy plus the
+    changes times the activities (energy is linear in every constant), and the summary's
+    slopes are the activities per query in mJ."""
+    import dataclasses
+
+    from cosmos.energy import CONSTANT_COMPONENT, activity, energy_J, summary_fields
+
+    res = tiny_run_for_slopes
+    e0, act = energy_J(res), activity(res)
+    new = dataclasses.replace(res.config.energy, link_pJ_per_bit=9.0, host_static_W=60.0,
+                              gpc_core_active_W=1.7, rank_pu_pJ_per_burst=40.0)
+    e1 = energy_J(res, new)
+    for comp in e0:
+        expect = e0[comp] + sum((getattr(new, c) - getattr(res.config.energy, c)) * act[c]
+                                for c, k in CONSTANT_COMPONENT.items() if k == comp)
+        assert e1[comp] == pytest.approx(expect, rel=1e-12, abs=1e-18)
+    slopes = summary_fields(res)["energy_slope_mJ_per_query"]
+    assert slopes["host_static_W"] == pytest.approx(act["host_static_W"] / res.queries * 1e3)
+    assert act["link_pJ_per_bit"] > 0 and act["gpc_core_active_W"] > 0
+
+
+@pytest.fixture(scope="module")
+def tiny_run_for_slopes():
+    from cosmos.presets import get_preset
+    from cosmos.simulate import simulate
+    from graphs import make_workload
+
+    tr = make_workload("sift", n=2000, num_queries=40, num_clusters=8, num_probes=2,
+                       progress=False)
+    return simulate(get_preset("cosmos"), tr, num_queries=40, progress=False)
+
+
+def test_extremes_are_the_vertices_of_the_ranges():
+    import dataclasses
+
+    from cosmos.config import EnergyConfig
+    from cosmos.energy import CONSTANT_RANGES, extremes
+
+    vertices = list(extremes())
+    assert len(vertices) == 2 ** len(CONSTANT_RANGES)
+    assert set(CONSTANT_RANGES) == {f.name for f in dataclasses.fields(EnergyConfig)}
+    for name, (lo, hi) in CONSTANT_RANGES.items():
+        assert lo < getattr(EnergyConfig(), name) <= hi        # the default inside its range
+        assert {v[name] for v in vertices} == {lo, hi}

@@ -9,6 +9,14 @@ and the static power of the host and devices over the simulated time. ``energy.c
 row per dataset x system: energy per query (mJ) by component, average power (W), QPS and QPS
 per watt, and QPS/W over Base. The plot: stacked bars of energy per query, QPS/W beside.
 
+Most of every system's energy is estimated constants times time (host, static, GPC power).
+``energy_tornado.csv`` moves each constant (cosmos.energy.CONSTANT_RANGES) to the low and the
+high end of its plausible range, one at a time, and gives Cosmos / Base QPS per watt at each;
+energy is linear in the constants, so each run's slopes give these exactly, without
+simulating again. ``summary.md`` then says which conclusions hold at every one of the 2^9
+combinations of the ranges' ends (where a ratio of linear functions takes its extremes):
+Cosmos's QPS per watt above Base's, and Cosmos the most efficient of the paper's six systems.
+
 Chameleon (Jiang et al., PVLDB 18(1), 2024) reports its near-memory vector search "up to
 26.2x" more energy-efficient than its CPU baseline: its best case, a synthetic
 1,024-dimensional set at batch size 1. On SIFT and Deep its energy table gives about 17.7x at
@@ -29,7 +37,8 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
-from cosmos.energy import COMPONENTS
+from cosmos.config import EnergyConfig
+from cosmos.energy import COMPONENTS, CONSTANT_RANGES, extremes
 from experiments.figures.fig4a_qps import system_tasks
 from experiments.harness.common import pyplot, save_figure, write_csv
 from experiments.harness.sim import simulate_task, split_per_device
@@ -70,6 +79,9 @@ def run(ctx) -> dict:
              "qps_per_W_vs_base", "chameleon_efficiency_vs_cpu"]
             + [f"energy_breakdown_mJ_per_query_{c}" for c in COMPONENTS] + ["num_queries"])
     write_csv(ctx.out / "energy.csv", df[cols])
+    tornado, holds = constant_tornado(df)
+    write_csv(ctx.out / "energy_tornado.csv", tornado)
+    write_csv(ctx.out / "energy_conclusions.csv", holds)
     out = {}
     for fam in ctx.families:
         sub = df[df.dataset == fam].set_index("system")
@@ -78,6 +90,54 @@ def run(ctx) -> dict:
         out[f"{fam}_cosmos_qps_per_W_vs_base"] = round(float(sub.loc["cosmos",
                                                                      "qps_per_W_vs_base"]), 2)
     return out
+
+
+#: the paper's six systems (the "most efficient of the six" conclusion)
+PAPER_SIX = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "cosmos")
+
+
+def _energy_at(df, constants: dict):
+    """Energy per query (mJ) of every row of ``df`` with the energy constants ``constants``
+    (the others at the run's values): the run's plus the changes times its slopes."""
+    default = EnergyConfig()
+    e = df["energy_per_query_mJ"].to_numpy(dtype=float).copy()
+    for name, value in constants.items():
+        e += (value - getattr(default, name)) * df[f"energy_slope_mJ_per_query_{name}"].to_numpy(
+            dtype=float)
+    return e
+
+
+def constant_tornado(df):
+    """(tornado, conclusions): Cosmos / Base QPS per watt with each energy constant at the
+    low and the high end of its range (the others at their defaults), per dataset; and, per
+    dataset, whether each conclusion holds at every vertex of the ranges' box, with the
+    ratio's least and most favorable values there."""
+    rows, holds = [], []
+    for fam in dict.fromkeys(df.dataset):
+        sub = df[df.dataset == fam].reset_index(drop=True)
+        idx = {s: i for i, s in enumerate(sub.system)}
+
+        def ratio(e):
+            return e[idx["base"]] / e[idx["cosmos"]]      # QPS/W = 1 / energy per query
+
+        at_default = ratio(_energy_at(sub, {}))
+        for name, (lo, hi) in CONSTANT_RANGES.items():
+            rows.append({"dataset": fam, "constant": name, "default": getattr(EnergyConfig(), name),
+                         "low": lo, "high": hi, "cosmos_vs_base_qps_per_W_default": at_default,
+                         "cosmos_vs_base_qps_per_W_at_low": ratio(_energy_at(sub, {name: lo})),
+                         "cosmos_vs_base_qps_per_W_at_high": ratio(_energy_at(sub, {name: hi}))})
+        six = [idx[s] for s in PAPER_SIX if s in idx]
+        ratios, best = [], []
+        for v in extremes():
+            e = _energy_at(sub, v)
+            ratios.append(ratio(e))
+            best.append(min(six, key=lambda i: e[i]) == idx["cosmos"])
+        holds.append({"dataset": fam, "vertices": len(ratios),
+                      "cosmos_more_efficient_than_base": bool(min(ratios) > 1),
+                      "cosmos_most_efficient_of_six": bool(all(best)),
+                      "cosmos_vs_base_qps_per_W_min": min(ratios),
+                      "cosmos_vs_base_qps_per_W_max": max(ratios)})
+    return pd.DataFrame(rows), pd.DataFrame(holds)
 
 
 def plot(folder) -> None:
@@ -136,6 +196,29 @@ def summary_md(folder) -> str:
               "constants (cosmos.config.EnergyConfig). It sits beside Cosmos over Base, "
               "the nearest analogue (near-memory search against the host CPU on the same "
               "memory). No pair here matches Chameleon's GPU baseline."]
+    tornado = Path(folder) / "energy_tornado.csv"
+    if tornado.exists():
+        t = pd.read_csv(tornado)
+        h = pd.read_csv(Path(folder) / "energy_conclusions.csv")
+        lines += ["", "## Which energy conclusions hold whatever the estimated constants",
+                  "", "Cosmos / Base QPS per watt with one constant at each end of its range "
+                  "(cosmos.energy.CONSTANT_RANGES), the others at their defaults:", "",
+                  "| dataset | constant | range | at low | default | at high |",
+                  "|---|---|---|---|---|---|"]
+        for _, r in t.iterrows():
+            lines.append(f"| {r.dataset} | {r.constant} | {r.low:g}-{r.high:g} | "
+                         f"{r.cosmos_vs_base_qps_per_W_at_low:.2f}x | "
+                         f"{r.cosmos_vs_base_qps_per_W_default:.2f}x | "
+                         f"{r.cosmos_vs_base_qps_per_W_at_high:.2f}x |")
+        lines.append("")
+        for _, r in h.iterrows():
+            lines.append(
+                f"- {r.dataset}: at all {r.vertices} combinations of the ranges' ends, Cosmos / "
+                f"Base QPS per watt is {r.cosmos_vs_base_qps_per_W_min:.2f}x to "
+                f"{r.cosmos_vs_base_qps_per_W_max:.2f}x; Cosmos more efficient than Base: "
+                f"{'holds' if r.cosmos_more_efficient_than_base else 'does not hold'}; the most "
+                f"efficient of the paper's six: "
+                f"{'holds' if r.cosmos_most_efficient_of_six else 'does not hold'}.")
     return "\n".join(lines) + "\n"
 
 
