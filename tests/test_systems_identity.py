@@ -65,4 +65,5 @@ ADDED_LATER = {"trace_queries", "stopped", "ci_target", "qps_ci_low", "qps_ci_hi
                "qps_per_W", "ci_stop_completions",
                "qps_ci_conservative", "qps_ci_control", "ci_control_corr", "qps_queries",
                "latency_ci_rel_halfwidth", "latency_ci_control", "search_unit",
-               "search_unit_busy_fraction", "search_unit_busy_fraction_by_place"}
+               "search_unit_busy_fraction", "search_unit_busy_fraction_by_place",
+               "energy_slope_mJ_per_query"}
