@@ -2,7 +2,8 @@
 
     cosmos dram replay TRACE [--standard DDR5_4800AN --org 16Gb_x4 --channels 4 --ranks 2
                               --mapping RoBaRaCoCh --refresh on|off --queue-depth 32
-                              --format auto --wrap] [--out DIR [--requests-format npz|csv |
+                              --same-bank-refresh --powerdown-idle-ns NS
+                              --selfrefresh-idle-ns NS --format auto --wrap] [--out DIR [--requests-format npz|csv |
                               --no-requests]] [--verbose]
     cosmos dram presets
 
@@ -76,6 +77,15 @@ def register(subparsers) -> None:
     g.add_argument("--ranks", type=int, help="ranks per channel")
     g.add_argument("--mapping", help="address mapping, fields MSB first, e.g. RoBaRaCoCh")
     g.add_argument("--refresh", choices=("on", "off"), help="all-bank refresh on or off")
+    g.add_argument("--same-bank-refresh", action=argparse.BooleanOptionalAction, default=None,
+                   help="same-bank refresh (REFsb per bank index, every index once per "
+                        "tREFI2) instead of all-bank refresh")
+    g.add_argument("--powerdown-idle-ns", type=float, metavar="NS", default=None,
+                   help="power a rank down after NS ns without a request or command "
+                        "(0: never, the default)")
+    g.add_argument("--selfrefresh-idle-ns", type=float, metavar="NS", default=None,
+                   help="put a rank in self refresh after NS ns without a request "
+                        "(0: never, the default)")
     g.add_argument("--queue-depth", type=int, metavar="N",
                    help="read and write buffer entries per channel")
     g.add_argument("--scheduler", help="request scheduler, e.g. FRFCFS")
@@ -308,6 +318,11 @@ def build_config(args: argparse.Namespace):
             changes[field] = value
     if args.refresh is not None:
         changes["refresh"] = args.refresh == "on"
+    if args.same_bank_refresh is not None:
+        changes["same_bank_refresh"] = bool(args.same_bank_refresh)
+    for opt in ("powerdown_idle_ns", "selfrefresh_idle_ns"):
+        if getattr(args, opt) is not None:
+            changes[opt] = getattr(args, opt)
     if args.queue_depth is not None:
         changes["read_queue_depth"] = changes["write_queue_depth"] = args.queue_depth
     if args.timing:

@@ -54,6 +54,13 @@ class DRAMConfig:
         "help": "with refresh: same-bank refresh instead (REFsb per rank to bank index 0, 1, "
                 "... in turn, every bank index once per nREFI2 = tREFI2 1.95 us; JESD79-5 "
                 "fine-granularity refresh)"})
+    powerdown_idle_ns: float | None = field(default=None, metadata={
+        "help": "power a rank down (precharge power-down, PREab first if a row is open) once "
+                "it has had no request and no command for this long; None or 0 = never "
+                "(JESD79-5 PDE/PDX: tPD, tXP)"})
+    selfrefresh_idle_ns: float | None = field(default=None, metadata={
+        "help": "put a rank in self refresh once it has had no request for this long (no "
+                "refresh is issued to it there); None or 0 = never (JESD79-5 SRE/SRX: tXS)"})
     read_queue_depth: int = field(default=32, metadata={
         "help": "read buffer entries per channel (Ramulator 2.1 default 32)"})
     write_queue_depth: int = field(default=32, metadata={
@@ -140,6 +147,16 @@ class DRAMConfig:
         if not isinstance(self.same_bank_refresh, (bool, np.bool_)):
             raise ValueError(f"DRAMConfig.same_bank_refresh={self.same_bank_refresh!r}: "
                              f"expected True or False")
+        for name in ("powerdown_idle_ns", "selfrefresh_idle_ns"):
+            v = getattr(self, name)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not math.isfinite(v) or v < 0:
+                raise UserError(f"DRAMConfig.{name}={v!r}: expected a non-negative number of "
+                                f"nanoseconds (None or 0: off)")
+            if v > 1e15:
+                raise UserError(f"DRAMConfig.{name}={v!r}: at most 1e15 ns")
         if not (0.0 <= self.wr_low_watermark <= self.wr_high_watermark <= 1.0):
             raise ValueError(
                 f"DRAMConfig watermarks: expected 0 <= wr_low_watermark "
@@ -236,12 +253,42 @@ PARAM_FIELDS = (
     "prio_q", "active_q", "pend_q", "wr_high_n", "wr_low_n", "scheduler", "row_policy",
     "tCK_ps", "o_map_fields", "o_map_radix", "o_cons_ptr", "o_follow", "o_lat", "o_win",
     "o_sib", "o_hist_len", "o_has_sib", "o_win_end", "o_dlat", "o_cmeta", "o_fb_bg",
-    "n_cons")
-#: Capacity of ``Params.tab`` (DDR5 needs about 900 entries); fixed, so that every
-#: configuration has the same numba type and the kernels compile once.
-TAB_CAP = 4096
-PARAMS_DTYPE = np.dtype([(f, np.int64) for f in PARAM_FIELDS] + [("tab", np.int64, (TAB_CAP,))],
-                        align=True)
+    "n_cons", "pd_idle", "sr_idle", "nRFC")
+#: Capacity of ``Params.tab`` (DDR5's 18 commands need about 4,700 entries, most of them the
+#: dense constraint table of 8 x 18 x 18); fixed, so that every
+#: configuration with the same features (below) has the same numba type and the kernels
+#: compile once for it.
+TAB_CAP = 8192
+
+#: Controller features that cost code in the cycle, compiled in only for the configurations
+#: that use them: bits of ``Params``' numba type (:func:`params_dtype`), which the kernels read
+#: as a compile-time constant (``dram.kernel.compiletime.features``), so with a feature off its
+#: branches are not in the machine code at all. ``FEATURE_SAME_BANK``: same-bank refresh
+#: (PREsb, REFsb and their same-bank scope); ``FEATURE_POWER``: the power-down and self-refresh
+#: policy.
+FEATURE_SAME_BANK, FEATURE_POWER = 1, 2
+N_FEATURES = 2
+
+
+def params_dtype(features: int = 0) -> np.dtype:
+    """The record dtype of :data:`Params` for a set of features (bits ``FEATURE_*``): the
+    fields of :data:`PARAM_FIELDS` and ``tab``, plus, when ``features`` is not 0, one field
+    named ``features_<bits>`` whose name makes the record a numba type of its own (the kernels
+    compile once per feature set; its value is unused)."""
+    extra = [(f"features_{int(features)}", np.int64)] if features else []
+    return np.dtype([(f, np.int64) for f in PARAM_FIELDS] + extra
+                    + [("tab", np.int64, (TAB_CAP,))], align=True)
+
+
+def record_features(field_names) -> int:
+    """The feature bits of a :data:`Params` record type from its field names (0: none)."""
+    for name in field_names:
+        if name.startswith("features_"):
+            return int(name[len("features_"):])
+    return 0
+
+
+PARAMS_DTYPE = params_dtype(0)
 
 #: Resolved configuration for the kernels (``DRAMConfig.resolve()``): a numpy record of dtype
 #: :data:`PARAMS_DTYPE`, integer scalars plus ONE int64 array ``tab``.
@@ -275,13 +322,13 @@ PARAMS_DTYPE = np.dtype([(f, np.int64) for f in PARAM_FIELDS] + [("tab", np.int6
 Params = np.record
 
 
-def _params_record(tab: np.ndarray, **fields) -> np.record:
+def _params_record(tab: np.ndarray, features: int = 0, **fields) -> np.record:
     if tab.size > TAB_CAP:
         raise ValueError(f"resolved timing tables need {tab.size} entries; dram.config.TAB_CAP "
                          f"is {TAB_CAP}")
     if set(fields) != set(PARAM_FIELDS):
         raise ValueError(f"Params fields differ: {sorted(set(fields) ^ set(PARAM_FIELDS))}")
-    a = np.zeros(1, PARAMS_DTYPE)
+    a = np.zeros(1, params_dtype(features))
     for k, v in fields.items():
         a[k] = v
     a["tab"][0, :tab.size] = tab
@@ -436,4 +483,17 @@ def _resolve(cfg: DRAMConfig) -> Params:
         scheduler=SCHED_ID[cfg.scheduler], row_policy=ROWPOL_ID[cfg.row_policy],
         tCK_ps=int(t["tCK_ps"]),
         n_cons=len(fol), tab=tab, **{k: int(v) for k, v in offs.items()},
+        # idle cycles before power-down / self refresh (0: off), rounded up
+        nRFC=int(t["nRFC"]),
+        pd_idle=_idle_cycles(cfg.powerdown_idle_ns, t["tCK_ps"]),
+        sr_idle=_idle_cycles(cfg.selfrefresh_idle_ns, t["tCK_ps"]),
+        features=((FEATURE_SAME_BANK if refresh_mode == 2 else 0)
+                  | (FEATURE_POWER if cfg.powerdown_idle_ns or cfg.selfrefresh_idle_ns else 0)),
     )
+
+
+def _idle_cycles(ns, tck_ps) -> int:
+    """An idle timeout in ns as whole clock cycles (rounded up; 0: off)."""
+    if not ns:
+        return 0
+    return max(1, math.ceil(float(ns) * 1000.0 / float(tck_ps) - 1e-9))

@@ -13,10 +13,14 @@ Fields read (the ones DRAMPower's DDR5 core energy uses): ``memarchitecturespec`
 ``burstLength``, ``dataRate``, ``RefMode`` (optional, 1; 2 selects ``idd5f``/``ipp5f`` and
 ``RFC2_slr``); ``mempowerspec``: ``vdd``, ``vpp``, ``idd0``, ``idd2n``, ``idd3n``, ``idd4r``,
 ``idd4w``, ``idd5b``, ``ipp0``, ``ipp2n``, ``ipp3n``, ``ipp4r``, ``ipp4w``, ``ipp5b``
-(required); ``idd5c``, ``ipp5c``, ``idd5f``, ``ipp5f``, ``idd6n``, ``iBeta_vdd``,
-``iBeta_vpp`` (optional; iBeta defaults to idd0 / ipp0 as in DRAMPower); ``memtimingspec``:
-``tCK``, ``RAS``, ``RP``, ``RTP``, ``WL``, ``WR``, ``RFC1_slr`` (or ``RFC2_slr``), optional
-``RFCsb_slr``; ``bankwisespec.factRho`` (optional: absent, DRAMPower's default 1, so a file
+(required); ``idd5c``, ``ipp5c``, ``idd5f``, ``ipp5f``, ``iBeta_vdd``, ``iBeta_vpp``
+(optional; iBeta defaults to idd0 / ipp0 as in DRAMPower), and the currents of the power
+states ``idd2p``, ``ipp2p`` (precharge power-down), ``idd3p``, ``ipp3p`` (active
+power-down), ``idd6n``, ``ipp6n`` (self refresh): optional, but a replay or command list that
+spends cycles in a state whose current is missing is refused, naming the field;
+``memtimingspec``: ``tCK``, ``RAS``, ``RP``, ``RTP``, ``WL``, ``WR``, ``RFC1_slr`` (or
+``RFC2_slr``), optional ``RFCsb_slr`` and ``RCD`` (power-down entry in
+:func:`dram.energy.command_energy`); ``bankwisespec.factRho`` (optional: absent, DRAMPower's default 1, so a file
 means the same here as there). The channel I/O energy is not a memspec figure: it stays at
 :mod:`dram.standards.ddr5_power`'s estimate (``io_pJ_per_bit``) unless the file's
 ``mempowerspec`` has ``io_pJ_per_bit``. A bad file is one :class:`cosmos_common.UserError`
@@ -35,7 +39,8 @@ from cosmos_common import UserError
 _POWER_REQUIRED = {"vdd": "VDD_V", "vpp": "VPP_V", "idd0": "IDD0", "idd2n": "IDD2N",
                    "idd3n": "IDD3N", "idd4r": "IDD4R", "idd4w": "IDD4W", "ipp0": "IPP0",
                    "ipp2n": "IPP2N", "ipp3n": "IPP3N", "ipp4r": "IPP4R", "ipp4w": "IPP4W"}
-_POWER_OPTIONAL = {"idd5c": "IDD5C", "ipp5c": "IPP5C", "idd6n": "IDD6N",
+_POWER_OPTIONAL = {"idd5c": "IDD5C", "ipp5c": "IPP5C", "idd6n": "IDD6N", "ipp6n": "IPP6N",
+                   "idd2p": "IDD2P", "ipp2p": "IPP2P", "idd3p": "IDD3P", "ipp3p": "IPP3P",
                    "iBeta_vdd": "IBETA_VDD", "iBeta_vpp": "IBETA_VPP"}
 _ARCH_REQUIRED = ("nbrOfBanks", "nbrOfBankGroups", "nbrOfDevices", "nbrOfRanks", "width",
                   "burstLength", "dataRate")
@@ -164,6 +169,9 @@ def load_memspec(src, io_pJ_per_bit: float | None = None) -> Memspec:
     timing["nRFC"] = _num(tm, rfc, "memtimingspec", integer=True)
     sb = _num(tm, "RFCsb_slr", "memtimingspec", required=False, integer=True)
     timing["nRFCsb"] = 0 if sb is None else sb
+    rcd = _num(tm, "RCD", "memtimingspec", required=False, integer=True)
+    if rcd is not None:
+        timing["nRCD"] = rcd
     timing["nBL"] = a["burstLength"] // a["dataRate"]
     spec = Memspec(power=power, timing=timing, banks=a["nbrOfBanks"],
                    bankgroups=a["nbrOfBankGroups"], devices=a["nbrOfDevices"],

@@ -470,3 +470,33 @@ def test_stats_csv_is_what_pandas_writes(first_run):
     assert stats_csv_text(stats) == pd.DataFrame([_finite(scalar_stats(stats))]).to_csv(index=False)
     assert (folder / "stats.csv").read_text() == stats_csv_text(json.loads(
         (folder / "stats.json").read_text()))
+
+
+def test_same_bank_refresh_and_power_state_options(capsys, tmp_path):
+    """--same-bank-refresh, --powerdown-idle-ns and --selfrefresh-idle-ns reach the model, are
+    recorded in config.json and repeated by --config; a bad value is one line. (Two runs, not
+    one with all three: each feature set is a compilation of its own.)"""
+    code, out, err = run(capsys, "dram", "replay", str(SAMPLE), "--same-bank-refresh",
+                         "--json", "--no-requests", "--out", str(tmp_path / "s"))
+    assert code == 0, err
+    stats = json.loads(out)
+    assert stats["n_REFsb"] > 0 and stats["n_REFab"] == 0
+    cfg = json.loads((tmp_path / "s" / "config.json").read_text())["dram_config"]
+    assert cfg["same_bank_refresh"] is True
+    code, out, err = run(capsys, "dram", "replay", str(SAMPLE), "--powerdown-idle-ns", "50",
+                         "--selfrefresh-idle-ns", "2000", "--json", "--no-requests",
+                         "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    stats = json.loads(out)
+    assert stats["n_PDE"] > 0 and stats["n_PDX"] > 0
+    assert stats["energy_powerdown_nJ"] > 0
+    cfg = json.loads((tmp_path / "o" / "config.json").read_text())["dram_config"]
+    assert (cfg["powerdown_idle_ns"], cfg["selfrefresh_idle_ns"]) == (50, 2000)
+    code, out2, err = run(capsys, "dram", "replay", str(SAMPLE), "--config",
+                          str(tmp_path / "o" / "config.json"), "--json", "--no-requests")
+    assert code == 0, err
+    again = json.loads(out2)
+    for k in ("n_PDE", "n_SRE", "total_cycles", "energy_total_nJ"):
+        assert again[k] == stats[k], k
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--powerdown-idle-ns", "-5")
+    assert code == 2 and "powerdown_idle_ns" in err and err.count("\n") == 1

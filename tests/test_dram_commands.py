@@ -107,7 +107,9 @@ def test_the_kernel_ids_and_counters_come_from_the_tables():
     for role, name in ddr5.FOLLOWS.items():
         assert getattr(K, {"read": "RD", "write": "WR", "open": "ACT", "close_bank": "PREpb",
                            "close_rank": "PREab", "refresh": "REFab", "close_same_bank": "PREsb",
-                           "refresh_same_bank": "REFsb"}[role]) == ddr5.CMD[name]
+                           "refresh_same_bank": "REFsb", "power_down": "PDE",
+                           "power_down_exit": "PDX", "self_refresh": "SRE",
+                           "self_refresh_exit": "SRX"}[role]) == ddr5.CMD[name]
     for name, i in ddr5.CMD.items():
         assert getattr(K, name) == i and K.CMD_ID[name] == i
     assert [ddr5.COMMANDS[c] for c in K.FINALS] == ["RD", "WR", "RD_L", "WR_L"]

@@ -7,8 +7,8 @@ ddr5_test_pattern_<N>.cpp, and its memspec tests/tests_drampower/resources/ddr5.
 assert energies in pJ (rounded); 12-16 change it in the test (tCK = 1 s, VDD = 1 V, currents
 in A as numbers) and assert joules, truncated or rounded. Each component must agree within 1 %
 (or within the rounding of the published figure, 1 unit, where it is 0 or tiny). Patterns 7-9,
-17 and 18 exercise power-down and self-refresh, which the model does not have yet; they are not
-here.
+17 and 18 exercise power-down (PDEA/PDXA active, PDEP/PDXP precharge) and self refresh
+(SREFEN/SREFEX).
 """
 
 import dataclasses
@@ -53,6 +53,23 @@ PATTERNS_PJ = {   # pattern: (commands (cycle, command, bank), end, expected pJ)
           (75, "REFSB", 11)], 100,
          dict(act=359, pre=415, read=436, refresh=2696, background_active=2733,
               background_active_shared=2705, background_precharged=623, total=7262)),
+    # self refresh: SREFEN is an all-bank refresh, the rank in self refresh from tRFC later
+    7: ([(0, "SREFEN", None), (40, "SREFEX", None)], 100,
+        dict(act=0, pre=0, refresh=1812, self_refresh=280, background_active=912,
+             background_active_shared=845, background_precharged=1869, total=4873)),
+    # power-down, active then precharge (E_PDNA, E_PDNP)
+    8: ([(0, "PDEA", None), (30, "PDXA", None), (45, "PDEP", None), (70, "PDXP", None)], 85,
+        dict(act=0, pre=0, self_refresh=0, powerdown_active=623, powerdown=392,
+             background_active=0, background_active_shared=0, background_precharged=935,
+             total=1950)),
+    # active power-down with two banks open (their active time stops), precharge power-down
+    # after PREA (entry at once: tRP has passed)
+    9: ([(5, "ACT", 0), (15, "ACT", 5), (20, "RD", 0), (30, "PDEA", None), (50, "PDXA", None),
+         (55, "RD", 5), (60, "RD", 0), (70, "PREA", None), (80, "PDEP", None),
+         (95, "PDXP", None)], 100,
+        dict(act=359, pre=415, read=1307, self_refresh=0, powerdown_active=415, powerdown=235,
+             background_active=1535, background_active_shared=1521, background_precharged=623,
+             total=4890)),
     11: ([(0, "ACT", 0), (15, "RD", 0), (20, "ACT", 11), (25, "ACT", 3), (40, "WR", 11),
           (45, "RD", 3), (55, "PRESB", 0), (65, "PRESB", 11)], 100,
          dict(act=538, pre=623, read=871, write=353, refresh=0, background_active=2221,
@@ -109,6 +126,25 @@ PATTERNS_J = {
 }
 
 
+# patterns 17 and 18: 8 banks in 2 groups, tRCD 20, tRP 20, tRFC 25; a power-down entry
+# waits for the precharge's tRP (PDEP at 45 -> 60) and the refresh's end (PDEP at 85 -> 100,
+# where the PDXP at 90 also takes effect: no power-down cycle)
+_PD_SPEC = _spec(bankgroups=2, power=dict(_C, IDD2P=6, IDD3P=20, IDD4R=72, IDD4W=72, IDD5C=28),
+                 timing=dict(nRAS=10, nRTP=10, nRCD=20, nRFC=25, nWR=20, nRP=20, nCWL=0, nBL=8))
+PATTERNS_J[17] = (_PD_SPEC, RHO,
+                  [(0, "ACT", 0), (20, "PDEA", None), (30, "PDXA", None), (40, "PRE", 0),
+                   (60, "PDEP", None), (65, "PDXP", None), (75, "REFA", None),
+                   (100, "PDEP", None)], 125,
+                  dict(background_active=1340, background_active_shared=880,
+                       background_precharged=240, powerdown_active=200, powerdown=180))
+PATTERNS_J[18] = (_PD_SPEC, RHO,
+                  [(0, "ACT", 0), (5, "PDEA", None), (30, "PDXA", None), (40, "PRE", 0),
+                   (45, "PDEP", None), (65, "PDXP", None), (75, "REFA", None),
+                   (85, "PDEP", None), (90, "PDXP", None)], 125,
+                  dict(background_active=1340, background_active_shared=880,
+                       background_precharged=440, powerdown_active=200, powerdown=30))
+
+
 def _close(ours, theirs):
     """Within 1 %, or within the published figure's rounding (1 unit)."""
     return abs(ours - theirs) <= max(0.01 * abs(theirs), 1.0)
@@ -140,3 +176,25 @@ def test_pattern_14_bank_open_after_auto_precharge():
     # ACT 80 .. WRA 85 closes at max(100, 105) = 105: 20 + 30 + 25
     assert got["bank_active_cycles"][0] == 75
     assert got["rank_active_cycles"] == 125 - 25       # E_bg_pre 200 J = 8 A x 25 s
+
+
+@pytest.mark.parametrize("n,cycles", [
+    (7, dict(rank_active_cycles=25, self_refresh_cycles=15)),
+    (8, dict(rank_active_cycles=0, powerdown_active_cycles=30, powerdown_cycles=25)),
+    (9, dict(rank_active_cycles=45, powerdown_active_cycles=20, powerdown_cycles=15)),
+    (17, dict(rank_active_cycles=55, powerdown_active_cycles=10, powerdown_cycles=30)),
+    (18, dict(rank_active_cycles=55, powerdown_active_cycles=10, powerdown_cycles=5))])
+def test_power_state_cycles_are_drampowers(n, cycles):
+    """DRAMPower's Counters_and_Cycles of the power-down and self-refresh patterns: rank
+    cycles active, in active / precharge power-down and in self refresh."""
+    if n in PATTERNS_PJ:
+        cmds, end, _ = PATTERNS_PJ[n]
+        got = command_energy(BASE, cmds, end)
+    else:
+        spec, rho, cmds, end, _ = PATTERNS_J[n]
+        got = command_energy(dataclasses.replace(spec, power=dict(spec.power, rho=rho)), cmds,
+                             end)
+    for k, v in cycles.items():
+        assert got[k] == v, (n, k, got[k], v)
+    if n == 9:                            # bank 0 active 45, bank 5 35 (DRAMPower's figures)
+        assert got["bank_active_cycles"][0] == 45 and got["bank_active_cycles"][5] == 35

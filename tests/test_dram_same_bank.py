@@ -26,7 +26,8 @@ NB, NBG = 4, 8                                        # banks per group, groups 
 
 @pytest.fixture(scope="module")
 def params():
-    return DRAMConfig(channels=1).resolve()
+    # the same-bank commands are compiled in with same-bank refresh only (FEATURE_SAME_BANK)
+    return DRAMConfig(channels=1, same_bank_refresh=True).resolve()
 
 
 def fb(rank, bg, bank):
@@ -203,3 +204,14 @@ def test_same_bank_refresh_energy_is_command_energy_of_its_log():
     for comp in ("refresh", "background_active", "background_precharged", "act", "read"):
         assert got[f"energy_{comp}_nJ"] == pytest.approx(want[comp] / 1000, rel=1e-9), comp
     assert got["energy_refresh_nJ"] > 0
+
+
+def test_presb_then_refab_waits_trp(params):
+    """PREsb -> REFab: tRP, at the rank (JESD79-5: an all-bank refresh needs every bank
+    precharged, tRP after the precharge; Ramulator 2.0's DDR5, src/dram/impl/DDR5.cpp, has
+    the same record, {PRE, PREsb} -> REFab: nRP at the rank level)."""
+    H = K.new_state(params).heap
+    K.issue_command(params, H, 0, K.PREsb, 0, fb(0, 0, 2), -1, 1000)
+    for f in (fb(0, 0, 0), fb(0, 7, 3)):
+        _tight(params, H, K.REFab, 0, f, 1000 + N_RP)
+    assert K.ready_time(params, H, 0, K.REFab, 1, fb(1, 0, 0)) <= 1001   # another rank: free

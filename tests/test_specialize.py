@@ -73,7 +73,8 @@ def unseen_reads(src: str, kernel_functions: set[str]) -> list[str]:
     import ast
 
     from dram.kernel import layout
-    from dram.kernel.compiletime import CONSTANT_PARAMS, CONSTANT_SLOTS, RUNTIME_PARAMS
+    from dram.kernel.compiletime import (CONSTANT_PARAMS, CONSTANT_SLOTS, RUNTIME_PARAMS,
+                                         TYPE_CONSTANTS)
 
     slots = {n for n in vars(layout) if n.startswith("H_")}
     tree = ast.parse(src)
@@ -93,7 +94,8 @@ def unseen_reads(src: str, kernel_functions: set[str]) -> list[str]:
                     if up.attr not in CONSTANT_PARAMS + RUNTIME_PARAMS:
                         bad.append(f"undeclared parameter, {where}")
                 elif not (isinstance(up, ast.Call) and n in up.args
-                          and isinstance(up.func, ast.Name) and up.func.id in kernel_functions):
+                          and isinstance(up.func, ast.Name)
+                          and (up.func.id in kernel_functions or up.func.id in TYPE_CONSTANTS)):
                     bad.append(f"params used otherwise, {where}")
             elif n.id in slots:
                 call = up

@@ -18,6 +18,7 @@ The parts, in reading order (docs/dram.md, "Parts of the controller"):
 :mod:`.scheduler`         FR-FCFS and the other schedulers: the command of this cycle
 :mod:`.frontend`          offer (requests in), the completion ring (completions out)
 :mod:`.controller`        one cycle of one channel; event skipping
+:mod:`.power`             the power-state policy: power-down and self refresh of idle ranks
 :mod:`.refresh`           idle refresh periods in closed form
 :mod:`.api`               the driver functions on ``state`` (offer, tick, pop_completions, ...)
 :mod:`.compiletime`       what a specialized build compiles in (``cosmos.specialize``)
@@ -38,6 +39,8 @@ One controller cycle at clock ``clk`` (per channel, channels in index order):
       buffer reaches the high watermark or no read waits; leave below the low watermark when
       reads wait), then the FR-FCFS best eligible request of the read or write buffer, if
       ready. Eligible = its next command does not close a bank held by an active request.
+   d. else, with the power-state policy (off by default), a rank idle for its timeout is
+      powered down (PREab, PDE) or put in self refresh (PDX, SRE) (:mod:`.power`).
    FR-FCFS: timing-ready first, then oldest acceptance cycle, then buffer order.
 4. Issue: row hit/miss/conflict counted at a request's first command (bank state before it);
    the constraint table updates the timing state; ACT moves the request to the active buffer;
@@ -65,11 +68,12 @@ from .layout import (INF, _u, _wrap, H_G, H_S, H_NN, H_NC, H_HM, H_PQ, H_PD, H_C
                      G_CHANGES, G_LOGLEN, S_RD_HIT, S_RD_MISS, S_RD_CONF, S_WR_HIT, S_WR_MISS,
                      S_WR_CONF, S_READS, S_WRITES, S_REFRESH, S_FORWARDED, S_COALESCED, S_BUS_BUSY,
                      S_CMD0, N_STATS, STAT_NAMES, T_READ, T_WRITE, RA_OPEN, RA_SINCE, RA_CYCLES,
-                     RA_BANKCYC, RA_LAST, NRA, LOG_CLK, LOG_CH, LOG_CMD, LOG_RANK, LOG_BG,
+                     RA_BANKCYC, RA_LAST, RA_PS, RA_PS_SINCE, RA_PD_CYC, RA_SR_CYC, RA_LASTCMD,
+                     RA_LASTREQ, RA_NREQ, PS_UP, PS_PD, PS_SR, NRA, LOG_CLK, LOG_CH, LOG_CMD, LOG_RANK, LOG_BG,
                      LOG_BANK, LOG_ROW, State, new_state, views)
 from .mapping import (map_address, map_channels, map_all)
 from .timing import (ready_time, update_timing)
-from .issue import (preq_command, issue_command)
+from .issue import (preq_command, issue_command, power_preq)
 from .frontend import (_offer, _offer_mapped, _pop)
 from .controller import (_channel_tick, _tick, _channel_next_event, _next_event)
 from .refresh import (jump_scratch, advance_channel)

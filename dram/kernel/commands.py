@@ -34,6 +34,12 @@ REFab = CMD_ID[_ddr5.FOLLOWS["refresh"]]
 # same-bank command, and the same-bank refresh (``DRAMConfig.same_bank_refresh``)
 PREsb = CMD_ID[_ddr5.FOLLOWS["close_same_bank"]]
 REFsb = CMD_ID[_ddr5.FOLLOWS["refresh_same_bank"]]
+# the power-state roles: power-down entry and exit, self-refresh entry and exit of a rank
+# (``DRAMConfig.powerdown_idle_ns``, ``selfrefresh_idle_ns``)
+PDE = CMD_ID[_ddr5.FOLLOWS["power_down"]]
+PDX = CMD_ID[_ddr5.FOLLOWS["power_down_exit"]]
+SRE = CMD_ID[_ddr5.FOLLOWS["self_refresh"]]
+SRX = CMD_ID[_ddr5.FOLLOWS["self_refresh_exit"]]
 
 #: The plain final commands (accessing, not an auto-precharge variant): each has a counter of
 #: the active requests that end with it or its auto-precharge variant (channel scalars

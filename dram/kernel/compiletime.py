@@ -14,9 +14,16 @@ as
 
 tests/test_specialize.py walks the syntax tree of every module of the package and fails on
 any other read (an alias, ``getattr``, an undeclared field, a header slot read otherwise).
+A third kind of constant needs no rewriting: ``features(params)`` (:data:`TYPE_CONSTANTS`),
+the controller features a configuration uses, which numba reads from the type of ``params``
+and so folds in every build.
 """
 
 from __future__ import annotations
+
+from numba.extending import overload
+
+import dram.config as _config
 
 #: Scalar fields of ``params`` (``dram.config.Params``) that are constants in a specialized
 #: build: geometry, queue depths and watermarks, policies, latencies, table offsets.
@@ -25,7 +32,7 @@ CONSTANT_PARAMS = (
     "read_q", "write_q", "active_q", "wr_high_n", "wr_low_n",
     "scheduler", "row_policy", "refresh", "read_latency", "nBL",
     "o_map_fields", "o_map_radix", "o_cons_ptr", "o_follow", "o_lat", "o_win", "o_win_end",
-    "o_hist_len", "o_has_sib", "o_dlat", "o_cmeta", "o_fb_bg",
+    "o_hist_len", "o_has_sib", "o_dlat", "o_cmeta", "o_fb_bg", "pd_idle", "sr_idle", "nRFC",
 )
 
 #: Fields of ``params`` the kernels read that stay loads: ``tab`` (an array), and ``nREFI``,
@@ -41,3 +48,27 @@ CONSTANT_SLOTS = (
     "H_O_READY", "H_O_HIST", "H_O_COMP", "H_O_GLOB", "H_O_STATS", "H_O_RBUSY", "H_O_LOG",
     "H_O_BKL", "H_O_RACT",
 )
+
+
+# ---- features: constants of every build, the generic one too
+
+#: Functions of ``params`` that are compile-time constants in every build, generic or
+#: specialized, because they read ``params``' numba type, not its values: the kernels call
+#: them as ``name(params)`` (tests/test_specialize.py accepts that spelling for these).
+TYPE_CONSTANTS = ("features",)
+
+def features(params) -> int:
+    """The feature bits (``dram.config.FEATURE_*``) of ``params``: in jitted code a
+    compile-time constant, read from the record's numba type (``dram.config.params_dtype``
+    gives each feature set a type of its own), so a branch ``if features(params) &
+    FEATURE_X:`` is folded away where the feature is off -- in the generic build as in a
+    specialized one, at the price of one compilation per feature set used. Off by default:
+    the configurations of the Ramulator 2.1 reference runs have no feature and run the code
+    they ran before the features existed."""
+    return _config.record_features(params.dtype.names)
+
+
+@overload(features, inline="always")
+def _features_jit(params):
+    bits = _config.record_features(params.fields.keys())
+    return lambda params: bits

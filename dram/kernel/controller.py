@@ -14,18 +14,20 @@ from pathlib import Path
 
 from numba import njit
 
-from dram.config import M_AUTOPRE, M_OPEN
+from dram.config import FEATURE_POWER, FEATURE_SAME_BANK, M_AUTOPRE, M_OPEN
 from dram.jitcache import drop_stale
 import dram.config as _config
 from .commands import FINAL_SLOT
+from .compiletime import features
 from .layout import (C_EPOCH, C_NA, C_NREF, C_OFFSTAMP, C_PDH, C_PDL, C_PQH, C_PQL, C_WAKE,
                      C_WMODE, D_REFRESHED, G_CHANGES, H_DIRECT, H_G, H_O_GLOB, H_O_PEND, H_O_PRIO,
-                     H_O_STATS, H_PD, H_PQ, INF, N_STATS, Q_ACT, Q_FREE, Q_RD, Q_WR, SL_ARR, SL_FB,
+                     H_O_STATS, H_PD, H_PQ, INF, N_STATS, PS_SR, RA_LASTCMD, RA_LASTREQ,
+                     RA_NREQ, RA_PS, Q_ACT, Q_FREE, Q_RD, Q_WR, SL_ARR, SL_FB,
                      SL_FINAL, SL_ID, SL_LNEXT, SL_LPREV, SL_RANK, SL_ROW, SL_STAT, SL_TYPE,
                      S_RD_HIT, S_READS, S_WRITES, S_WR_HIT, T_READ, _bank, _bkl, _chs, _meta, _q,
                      _rdy, _remove_at, _slot, _u, _wrap)
 from .timing import ready_time
-from .issue import issue_command
+from .issue import _ract, issue_command
 from .scheduler import _decide, _recache
 from .frontend import _push_completion
 
@@ -89,6 +91,12 @@ def _serve(params, H, g, qi, pos, cmd, clk):
     issue_command(params, H, g, cmd, rank, fb, row, clk)
     H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
     H[_u(c + C_EPOCH)] += 1
+    if (features(params) & FEATURE_POWER) != 0:      # the power-state policy's idle timers
+        orr = _ract(H, g, rank)
+        H[_u(orr + RA_LASTCMD)] = clk
+        H[_u(orr + RA_LASTREQ)] = clk
+        if cmd == final:
+            H[_u(orr + RA_NREQ)] -= 1
     if cmd == final:
         if qi == Q_ACT:
             H[_u(_bank(H, g, fb) + 1)] -= 1
@@ -185,12 +193,15 @@ def _channel_tick(params, H, g, clk):
         # bank of bank index b in the rank's first bank group, b the period's index modulo
         # the banks per group (round robin)
         b = 0
-        if params.refresh == 2:
+        if (features(params) & FEATURE_SAME_BANK) != 0:
             b = (H[_u(c + C_NREF)] // params.nREFI - 1) % params.n_banks
         for r in range(params.n_ranks):
+            if (features(params) & FEATURE_POWER) != 0 and \
+                    H[_u(_ract(H, g, r) + RA_PS)] == PS_SR:
+                continue                            # self refresh: the rank refreshes itself
             if H[_u(c + C_PQL)] < PQ:
                 e = r
-                if params.refresh == 2:
+                if (features(params) & FEATURE_SAME_BANK) != 0:
                     e = r * params.n_bg * params.n_banks + b
                 H[_u(H[_u(H_O_PRIO)] + g * PQ + _wrap(H[_u(c + C_PQH)] + H[_u(c + C_PQL)], PQ))] = e
                 H[_u(c + C_PQL)] += 1

@@ -13,17 +13,19 @@ from pathlib import Path
 
 from numba import njit
 
-from dram.config import M_LOCAL
+from dram.config import FEATURE_POWER, M_LOCAL
 from dram.jitcache import drop_stale
 import dram.config as _config
 from .commands import RD, WR
 from .layout import (C_EPOCH, C_OFFSTAMP, C_PDH, C_PDL, C_PQL, C_WAKE, C_WMODE, G_CHANGES, G_CHEAD,
                      G_CLEN, G_COVF, H_CAP, H_NB, H_O_BANK, H_O_COMP, H_O_GLOB, H_O_PEND,
-                     H_O_STATS, H_PD, N_STATS, Q_FREE, Q_RD, Q_WR, SL_ADDR, SL_ARR, SL_BGO, SL_BKO,
+                     H_O_STATS, H_PD, N_STATS, RA_NREQ, Q_FREE, Q_RD, Q_WR, SL_ADDR, SL_ARR, SL_BGO, SL_BKO,
                      SL_FB, SL_FINAL, SL_ID, SL_LNEXT, SL_LPREV, SL_RANK, SL_RKO, SL_ROW, SL_STAT,
                      SL_TYPE, S_COALESCED, S_FORWARDED, T_READ, T_WRITE, _bkl, _chs, _meta, _q,
                      _rdy, _slot, _u, _wrap)
 from .mapping import map_address
+from .compiletime import features
+from .issue import _ract
 from .scheduler import _cache_slot, _slot_ready_cached
 
 # the jitted code here inlines the package's other modules and compiles in constants of
@@ -114,7 +116,9 @@ def _offer_mapped(params, H, g, req_id, addr, is_write, rank_local, clk, rank, b
         H[_u(_slot(H, g, h0) + SL_LPREV)] = s
     H[_u(hd)] = s
     rb = _rdy(H, g)
-    _cache_slot(params, H, rb, H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3, o)
+    if (features(params) & FEATURE_POWER) != 0:
+        H[_u(_ract(H, g, rank) + RA_NREQ)] += 1      # the rank is not idle (power states)
+    _cache_slot(params, H, g, rb, H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3, o)
     H[_u(_q(H, g, qi) + H[_u(c + qi)])] = s
     H[_u(c + qi)] += 1
     H[_u(c + C_OFFSTAMP)] += 1

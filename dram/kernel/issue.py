@@ -14,13 +14,16 @@ from pathlib import Path
 
 from numba import njit
 
-from dram.config import M_ACCESS, M_CLOSE, M_DBUS, M_OPEN, M_SCOPE, SCOPE_RANK, SCOPE_SAME_BANK
+from dram.config import (FEATURE_POWER, FEATURE_SAME_BANK, M_ACCESS, M_CLOSE, M_DBUS, M_OPEN,
+                         M_SCOPE, SCOPE_RANK, SCOPE_SAME_BANK)
 from dram.jitcache import drop_stale
 import dram.config as _config
-from .commands import ACT, PREab, PREpb, PREsb
+from .commands import ACT, PDE, PDX, PREab, PREpb, PREsb, SRE, SRX
+from .compiletime import features
 from .layout import (G_LOGLEN, H_LOGCAP, H_O_GLOB, H_O_LOG, H_O_RACT, H_O_RBUSY, H_O_STATS, H_R,
                      LOG_BANK, LOG_BG, LOG_CH, LOG_CLK, LOG_CMD, LOG_RANK, LOG_ROW, NRA, N_STATS,
-                     Q_ACT, RA_BANKCYC, RA_CYCLES, RA_LAST, RA_OPEN, RA_SINCE, SL_FB, SL_FINAL,
+                     PS_PD, PS_SR, PS_UP, Q_ACT, RA_BANKCYC, RA_CYCLES, RA_LAST, RA_OPEN,
+                     RA_PD_CYC, RA_PS, RA_PS_SINCE, RA_SINCE, RA_SR_CYC, SL_FB, SL_FINAL,
                      SL_ROW, S_BUS_BUSY, S_CMD0, _bank, _chs, _fb_bg, _meta, _u)
 from .timing import update_timing
 
@@ -42,10 +45,35 @@ def _slot_preq(H, ob, o):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _ract(H, g, rank):
+    """Offset of the residency and power-state fields (``RA_*``) of a rank of channel g."""
+    return H[_u(H_O_RACT)] + (g * H[_u(H_R)] + rank) * NRA
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def power_preq(params, H, g, rank):
+    """The command a rank in a low-power state needs before any other (PDX out of
+    power-down, SRX out of self refresh), or -1 if it is awake (always, without the
+    power-state policy: ``FEATURE_POWER`` off compiles this to -1)."""
+    if (features(params) & FEATURE_POWER) == 0:
+        return -1
+    ps = H[_u(_ract(H, g, rank) + RA_PS)]
+    if ps == PS_PD:
+        return PDX
+    if ps == PS_SR:
+        return SRX
+    return -1
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def preq_command(params, H, g, final, rank, fb, row):
     """The next command a request needs, from the bank state (Ramulator's get_preq_command):
     a rank-scope final command (REFab) needs every bank of its rank closed (PREab), a
-    same-bank one (REFsb) bank index fb % n_banks of every bank group closed (PREsb)."""
+    same-bank one (REFsb) bank index fb % n_banks of every bank group closed (PREsb); a rank
+    in power-down or self refresh needs its exit first (:func:`power_preq`)."""
+    pw = power_preq(params, H, g, rank)
+    if pw >= 0:
+        return pw
     scope = _meta(params, M_SCOPE, final)
     if scope == SCOPE_RANK:                           # REFab: every bank of the rank closed
         nbr = params.n_bg * params.n_banks
@@ -53,7 +81,7 @@ def preq_command(params, H, g, final, rank, fb, row):
             if H[_u(_bank(H, g, rank * nbr + k))] >= 0:
                 return PREab
         return final
-    if scope == SCOPE_SAME_BANK:                      # REFsb: its bank in every group closed
+    if (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:  # REFsb: its bank in every group closed
         nb = params.n_banks
         b = fb - _fb_bg(params, fb) * nb
         for k in range(params.n_bg):
@@ -80,7 +108,7 @@ def _closes_active(params, H, g, cmd, rank, fb):
             if H[_u(_bank(H, g, rank * nbr + k) + 1)] > 0:
                 return True
         return False
-    if scope == SCOPE_SAME_BANK:
+    if (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:
         nb = params.n_banks
         b = fb - _fb_bg(params, fb) * nb
         for k in range(params.n_bg):
@@ -114,6 +142,25 @@ def _rank_closes(H, g, rank, n, clk):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _power_change(params, H, g, cmd, rank, clk):
+    """A power-state command issued to ``rank`` at ``clk``: its state and residency. Self
+    refresh counts from SRE + nRFC, after the entry's refresh of every bank (DRAMPower)."""
+    o = _ract(H, g, rank)
+    if cmd == PDE:
+        H[_u(o + RA_PS)] = PS_PD
+        H[_u(o + RA_PS_SINCE)] = clk
+    elif cmd == SRE:
+        H[_u(o + RA_PS)] = PS_SR
+        H[_u(o + RA_PS_SINCE)] = clk + params.nRFC
+    elif cmd == PDX:
+        H[_u(o + RA_PD_CYC)] += clk - H[_u(o + RA_PS_SINCE)]
+        H[_u(o + RA_PS)] = PS_UP
+    elif cmd == SRX:
+        H[_u(o + RA_SR_CYC)] += clk - H[_u(o + RA_PS_SINCE)]
+        H[_u(o + RA_PS)] = PS_UP
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def issue_command(params, H, g, cmd, rank, fb, row, clk):
     """Issue ``cmd`` now: timing state, bank state, rank residency, command statistics and
     log."""
@@ -130,7 +177,7 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
         if H[_u(ob)] >= 0:
             _rank_closes(H, g, rank, 1, clk)
         H[_u(ob)] = -1
-    elif _meta(params, M_SCOPE, cmd) == SCOPE_SAME_BANK:    # PREsb
+    elif (features(params) & FEATURE_SAME_BANK) != 0 and _meta(params, M_SCOPE, cmd) == SCOPE_SAME_BANK:    # PREsb
         nb = params.n_banks
         b = fb - _fb_bg(params, fb) * nb
         n_open = 0
@@ -151,6 +198,9 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
             H[_u(ob)] = -1
         if n_open > 0:
             _rank_closes(H, g, rank, n_open, clk)
+    if (features(params) & FEATURE_POWER) != 0 and (cmd == PDE or cmd == PDX or cmd == SRE
+                                                    or cmd == SRX):
+        _power_change(params, H, g, cmd, rank, clk)
     os_ = H[_u(H_O_STATS)] + g * N_STATS
     H[_u(os_ + S_CMD0 + cmd)] += 1
     if _meta(params, M_ACCESS, cmd) == 1:
@@ -169,7 +219,7 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
             H[_u(ol + LOG_BG)] = -1
             H[_u(ol + LOG_BANK)] = -1
             H[_u(ol + LOG_ROW)] = -1
-        elif scope == SCOPE_SAME_BANK:                  # every bank group, one bank index
+        elif (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:   # every bank group, one bank index
             H[_u(ol + LOG_BG)] = -1
             H[_u(ol + LOG_BANK)] = fb - _fb_bg(params, fb) * params.n_banks
             H[_u(ol + LOG_ROW)] = -1

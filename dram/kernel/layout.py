@@ -120,7 +120,15 @@ T_READ, T_WRITE = 0, 1
 # refresh periods leave all three unchanged (no bank is open in them), so advance_channel's
 # closed form needs nothing for them.
 RA_OPEN, RA_SINCE, RA_CYCLES, RA_BANKCYC, RA_LAST = 0, 1, 2, 3, 4
-NRA = 5
+# power states (the power-state policy, dram.kernel.power; all 0 with it off): the rank's
+# state (PS_UP, PS_PD power-down, PS_SR self refresh), the cycle its current low-power
+# residency began (self refresh: SRE + nRFC, after the entry's refresh), the cycles spent in
+# power-down and in self refresh (closed intervals: dram.energy completes an open one), the
+# cycle of the last command a request or a refresh issued to it (the power-down timer) and of
+# the last one a request issued (the self-refresh timer), and its buffered requests
+RA_PS, RA_PS_SINCE, RA_PD_CYC, RA_SR_CYC, RA_LASTCMD, RA_LASTREQ, RA_NREQ = range(5, 12)
+PS_UP, PS_PD, PS_SR = 0, 1, 2
+NRA = 12
 # ---- command log columns
 LOG_CLK, LOG_CH, LOG_CMD, LOG_RANK, LOG_BG, LOG_BANK, LOG_ROW = range(7)
 class State(NamedTuple):
@@ -132,7 +140,7 @@ class State(NamedTuple):
     (open row or -1, active requests, scratch), ready cycles [G, n_nodes, n_cmds], issue
     history [G, n_nodes, n_cmds, hist_max], completion ring [cap, 2], globals [8], statistics
     [G, N_STATS], rank busy cycles [G, ranks], command log [log_cap, 7], rank residency
-    [G, ranks, NRA = 5] (``RA_*``), bank list heads [G, nb_ch] (slot or -1). Use
+    [G, ranks, NRA = 12] (``RA_*``), bank list heads [G, nb_ch] (slot or -1). Use
     :func:`views`.
     """
     heap: np.ndarray
@@ -201,6 +209,8 @@ def new_state(params, instances=1, completion_capacity=4096, log_capacity=0,
     v["ch"][:, Q_FREE] = S
     v["ch"][:, C_NREF] = params.nREFI if params.refresh else INF
     v["ch"][:, C_WAKE] = INF             # empty channels: nothing can happen until an offer
+    if params.pd_idle > 0 or params.sr_idle > 0:
+        v["ch"][:, C_WAKE] = 0           # ... except the power-state policy's idle timers
     v["ch"][:, C_MCLK] = -1              # no memo
     v["bank"][:, :, 0] = -1
     v["bank"][:, :, 2] = INF

@@ -18,13 +18,14 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from dram.config import NO_CONSTRAINT
+from dram.config import FEATURE_POWER, NO_CONSTRAINT
 from dram.jitcache import drop_stale
 import dram.config as _config
 from .commands import N_CMDS, PREab, REFab
 from .layout import (C_MCLK, C_NREF, C_PDL, C_PQH, C_PQL, G_CHANGES, G_LOGLEN, H_LOGCAP, H_NB,
                      H_NC, H_NN, H_O_BANK, H_O_GLOB, H_O_PRIO, H_O_STATS, H_PQ, NCHF, N_STATS,
                      Q_ACT, Q_RD, Q_WR, S_REFRESH, _chs, _rdy, _u)
+from .compiletime import features
 from .controller import _channel_next_event, _channel_tick
 
 # the jitted code here inlines the package's other modules and compiles in constants of
@@ -159,7 +160,10 @@ def advance_channel(params, H, g, clk_from, clk_to, scratch, jump, max_ticks):
     nrefi = params.nREFI
     c = _channel_next_event(H, g, clk_from)
     if jump:
-        jump = params.refresh == 1 and clk_to - c >= 3 * nrefi and _refresh_periodic(params)
+        # (not with the power-state policy: its power-down after each refresh makes a
+        # period's commands depend on its timers; such periods are stepped)
+        jump = (params.refresh == 1 and (features(params) & FEATURE_POWER) == 0
+                and clk_to - c >= 3 * nrefi and _refresh_periodic(params))
     oc = _chs(H, g)
     seen = 0            # consecutive idle period starts so far
     ticks = 0

@@ -15,17 +15,19 @@ from pathlib import Path
 
 from numba import njit
 
-from dram.config import M_CLOSE, M_SCOPE, SCOPE_RANK, SCOPE_SAME_BANK
+from dram.config import FEATURE_POWER, FEATURE_SAME_BANK, M_CLOSE, M_SCOPE, SCOPE_RANK, SCOPE_SAME_BANK
 from dram.jitcache import drop_stale
 import dram.config as _config
 from .commands import FINALS, N_CMDS, N_FINALS, PREpb, REFab, REFsb
+from .compiletime import features
 from .layout import (C_EPOCH, C_MCLK, C_MCMD, C_MEPOCH, C_MPOS, C_MQ, C_NA, C_PQH, C_PQL, C_WAKE,
                      C_WMODE, D_NONE, D_REFRESHED, G_CHANGES, H_NB, H_O_BANK, H_O_GLOB, H_O_PRIO,
-                     H_O_STATS, H_PQ, INF, N_STATS, Q_ACT, Q_RD, Q_WR, SL_ARR, SL_BGO, SL_BKO,
-                     SL_FB, SL_L, SL_LNEXT, SL_NC, SL_ROW, S_REFRESH, _bank, _bkl, _chs, _fb_bg,
+                     H_O_STATS, H_PQ, INF, N_STATS, RA_LASTCMD, Q_ACT, Q_RD, Q_WR, SL_ARR, SL_BGO, SL_BKO,
+                     SL_FB, SL_L, SL_LNEXT, SL_NC, SL_RANK, SL_ROW, S_REFRESH, _bank, _bkl, _chs, _fb_bg,
                      _meta, _q, _rdy, _slot, _u, _wrap)
 from .timing import _slot_ready, _upper_ready, ready_time
-from .issue import _closes_active, _slot_preq, issue_command, preq_command
+from .issue import _closes_active, _ract, _slot_preq, issue_command, power_preq, preq_command
+from .power import _power_next
 
 # the jitted code here inlines the package's other modules and compiles in constants of
 # dram.config: its cache goes when one of them changes
@@ -33,9 +35,19 @@ drop_stale(__file__, str(Path(__file__).with_name("__init__.py")), _config.__fil
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _cache_slot(params, H, rb, ob, o):
+def _request_command(params, H, g, ob, o):
+    """Next command of the (bank-scope) request in slot offset ``o`` of channel g: its rank's
+    power-state exit if it sleeps, else from its bank (``_slot_preq``)."""
+    pw = power_preq(params, H, g, H[_u(o + SL_RANK)])
+    if pw >= 0:
+        return pw
+    return _slot_preq(H, ob, o)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _cache_slot(params, H, g, rb, ob, o):
     """Set the scheduler cache (SL_NC, SL_L) of the request in slot offset ``o``."""
-    cmd = _slot_preq(H, ob, o)
+    cmd = _request_command(params, H, g, ob, o)
     H[_u(o + SL_NC)] = cmd
     if _meta(params, M_CLOSE, cmd) == 1 and H[_u(ob + 3 * H[_u(o + SL_FB)] + 1)] > 0:
         H[_u(o + SL_L)] = INF                         # would close a bank an active request holds
@@ -49,7 +61,7 @@ def _recache_bank(params, H, g, rb, ob, hd):
     s = H[_u(hd)]
     while s >= 0:
         o = _slot(H, g, s)
-        _cache_slot(params, H, rb, ob, o)
+        _cache_slot(params, H, g, rb, ob, o)
         s = H[_u(o + SL_LNEXT)]
 
 
@@ -65,12 +77,13 @@ def _recache(params, H, g, cmd, rank, fb):
     rb = _rdy(H, g)
     ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
     scope = _meta(params, M_SCOPE, cmd)
-    if scope == SCOPE_RANK or (scope == SCOPE_SAME_BANK and
+    sb = (features(params) & FEATURE_SAME_BANK) != 0
+    if scope == SCOPE_RANK or (sb and scope == SCOPE_SAME_BANK and
                                params.tab[_u(params.o_has_sib + 3 * N_CMDS + cmd)] == 1):
         nbr = params.n_bg * params.n_banks
         for k in range(nbr):
             _recache_bank(params, H, g, rb, ob, _bkl(H, g, rank * nbr + k))
-    elif scope == SCOPE_SAME_BANK:
+    elif sb and scope == SCOPE_SAME_BANK:
         nb = params.n_banks
         b = fb - _fb_bg(params, fb) * nb
         for k in range(params.n_bg):
@@ -179,7 +192,7 @@ def _pick_buffer(params, H, g, qi, clk):
     any_active = H[_u(_chs(H, g) + Q_ACT)] > 0
     for k in range(n):
         o = _slot(H, g, H[_u(oq + k)])
-        cmd = _slot_preq(H, ob, o)
+        cmd = _request_command(params, H, g, ob, o)
         if any_active and _meta(params, M_CLOSE, cmd) == 1:
             if H[_u(ob + 3 * H[_u(o + SL_FB)] + 1)] > 0:       # would close a bank an active request needs
                 continue
@@ -218,7 +231,7 @@ def _decide(params, H, g, clk):
         PQ = H[_u(H_PQ)]
         e = H[_u(H[_u(H_O_PRIO)] + g * PQ + H[_u(c + C_PQH)])]
         nbr = params.n_bg * params.n_banks
-        if params.refresh == 2:                     # same-bank refresh: e is a flat bank
+        if (features(params) & FEATURE_SAME_BANK) != 0:   # same-bank refresh: e is a flat bank
             refcmd = REFsb
             rank = e // nbr
             fb0 = e
@@ -234,6 +247,8 @@ def _decide(params, H, g, clk):
                 _recache(params, H, g, cmd, rank, fb0)
                 H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
                 H[_u(c + C_EPOCH)] += 1
+                if (features(params) & FEATURE_POWER) != 0:
+                    H[_u(_ract(H, g, rank) + RA_LASTCMD)] = clk    # the power-down timer
                 if cmd == refcmd:
                     H[_u(c + C_PQH)] = _wrap(H[_u(c + C_PQH)] + 1, PQ)
                     H[_u(c + C_PQL)] -= 1
@@ -254,6 +269,17 @@ def _decide(params, H, g, clk):
     pos, cmd, w2, bpos, bcmd = _pick_buffer(params, H, g, qi, clk)
     if pos >= 0:
         return qi, pos, cmd
+    # 3d. the power-state policy (power-down, self refresh of idle ranks)
+    pw = INF
+    if (features(params) & FEATURE_POWER) != 0:
+        pr, pcmd, pw = _power_next(params, H, g, clk)
+        if pr >= 0:
+            f0 = pr * params.n_bg * params.n_banks
+            issue_command(params, H, g, pcmd, pr, f0, -1, clk)
+            _recache(params, H, g, pcmd, pr, f0)
+            H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
+            H[_u(c + C_EPOCH)] += 1
+            return D_REFRESHED, -1, -1
     # nothing ready: the decision at the wake-up cycle, if known (the active buffer first)
     if wake <= w2:
         if apos >= 0:
@@ -262,6 +288,8 @@ def _decide(params, H, g, clk):
         wake = w2
         if bpos >= 0:
             _memo(H, c, w2, qi, bpos, bcmd)
+    if pw < wake:       # a memo at a later cycle stays valid: nothing issued
+        wake = pw
     H[_u(c + C_WAKE)] = wake
     return D_NONE, -1, -1
 

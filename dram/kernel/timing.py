@@ -13,10 +13,11 @@ from pathlib import Path
 
 from numba import njit
 
-from dram.config import M_SCOPE, SCOPE_RANK, SCOPE_SAME_BANK
+from dram.config import FEATURE_SAME_BANK, M_SCOPE, SCOPE_RANK, SCOPE_SAME_BANK
 from dram.jitcache import drop_stale
 import dram.config as _config
 from .commands import N_CMDS
+from .compiletime import features
 from .layout import H_HM, H_NN, H_O_HIST, SL_BGO, SL_BKO, SL_RKO, _fb_bg, _meta, _rdy, _u
 
 # the jitted code here inlines the package's other modules and compiles in constants of
@@ -50,7 +51,7 @@ def ready_time(params, H, g, cmd, rank, fb):
             if v > t:
                 t = v
         return t
-    if scope == SCOPE_SAME_BANK:
+    if (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:
         b = fb - _fb_bg(params, fb) * nb              # bank index within its bank group
         for k in range(nbg):
             v = H[_u(base + (o_bg + rank * nbg + k) * NC)]
@@ -187,7 +188,7 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
                       0, nbg, clk)
         _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd, o_bk + rank * nbg * nb,
                       nbg * nb, 0, nbg * nb, clk)
-    elif scope == SCOPE_SAME_BANK:
+    elif (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:
         _level_update(params, H, t, rb0, oh0, HM, 2 * NC + cmd, cmd, o_bg + rank * nbg, nbg,
                       0, nbg, clk)
         b = fb - _fb_bg(params, fb) * nb

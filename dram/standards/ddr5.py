@@ -35,20 +35,23 @@ LEVELS = ("Channel", "Rank", "BankGroup", "Bank")
 #: which obey every constraint of their base command except those marked ``data_bus`` below;
 #: the last two are DDR5's same-bank commands (JESD79-5, command truth table: PREsb and REFsb
 #: act on bank BA of every bank group of the rank), issued only with same-bank refresh
-#: (``DRAMConfig.same_bank_refresh``).
+#: (``DRAMConfig.same_bank_refresh``); then the power-state commands of a rank (JESD79-5:
+#: power-down entry PDE and exit PDX, self-refresh entry SRE and exit SRX), issued only by the
+#: power-state policy (``DRAMConfig.powerdown_idle_ns``, ``selfrefresh_idle_ns``).
 COMMANDS = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab",
-            "RD_L", "WR_L", "RDA_L", "WRA_L", "PREsb", "REFsb")
+            "RD_L", "WR_L", "RDA_L", "WRA_L", "PREsb", "REFsb", "PDE", "PDX", "SRE", "SRX")
 CMD = {name: i for i, name in enumerate(COMMANDS)}
 
 #: Rank-local variant of each column command.
 LOCAL_VARIANT = {"RD": "RD_L", "WR": "WR_L", "RDA": "RDA_L", "WRA": "WRA_L"}
 
 #: Command/address-bus cycles per command (JESD79-5 command truth table: ACT, RD, WR, RDA, WRA
-#: are two-cycle commands; the others, PREsb and REFsb too, one cycle). Rank-local variants are
+#: are two-cycle commands; the others, PREsb, REFsb, PDE and SRE too, one cycle; PDX and SRX
+#: are a CS_n pulse with NOPs, one cycle of the command bus here). Rank-local variants are
 #: the same commands.
 COMMAND_CYCLES = {"ACT": 2, "PREpb": 1, "PREab": 1, "RD": 2, "WR": 2, "RDA": 2, "WRA": 2,
                   "REFab": 1, "RD_L": 2, "WR_L": 2, "RDA_L": 2, "WRA_L": 2,
-                  "PREsb": 1, "REFsb": 1}
+                  "PREsb": 1, "REFsb": 1, "PDE": 1, "PDX": 1, "SRE": 1, "SRX": 1}
 
 #: Command properties: the tables the controller is derived from (dram.config's command
 #: metadata; dram.kernel's ids, next-command logic and counters), so a command is added here
@@ -59,14 +62,19 @@ CLOSING = ("PREpb", "PREab", "RDA", "WRA", "RDA_L", "WRA_L", "PREsb")
 ACCESSING = ("RD", "WR", "RDA", "WRA", "RD_L", "WR_L", "RDA_L", "WRA_L")
 READING = ("RD", "RDA", "RD_L", "RDA_L")
 DATA_BUS = ("RD", "RDA", "WR", "WRA")
-REFRESHING = ("REFab", "REFsb")
+#: SRE refreshes every bank of its rank on entry (JESD79-5: self refresh begins with an
+#: internal refresh; DRAMPower counts SREFEN as one all-bank refresh, the rank in self refresh
+#: from SRE + tRFC): counted with the all-bank refreshes in the energy, not as a refresh the
+#: refresh manager requested (``refresh_cmds``).
+REFRESHING = ("REFab", "REFsb", "SRE")
 
 #: Scopes a command can act on, in id order (the kernel's ``M_SCOPE`` values): ``bank`` one
 #: bank (its request's), ``rank`` every bank of the rank, ``same_bank`` bank BA of every bank
 #: group of the rank (JESD79-5's same-bank commands).
 SCOPES = ("bank", "rank", "same_bank")
 #: Scope of each command that does not act on one bank.
-SCOPE = {"PREab": "rank", "REFab": "rank", "PREsb": "same_bank", "REFsb": "same_bank"}
+SCOPE = {"PREab": "rank", "REFab": "rank", "PREsb": "same_bank", "REFsb": "same_bank",
+         "PDE": "rank", "PDX": "rank", "SRE": "rank", "SRX": "rank"}
 
 #: Auto-precharge variant of each column command (the closed-row policy issues it when no
 #: other buffered request wants the row).
@@ -79,10 +87,13 @@ AUTO_PRECHARGE = {"RD": "RDA", "WR": "WRA", "RD_L": "RDA_L", "WR_L": "WRA_L"}
 #: every bank of its rank closed by ``close_rank``, a same-bank command its banks closed by
 #: ``close_same_bank``. ``refresh`` is the command the refresh manager requests for every
 #: rank each nREFI; ``refresh_same_bank`` the one it requests instead, for one bank index
-#: after the other, with same-bank refresh.
+#: after the other, with same-bank refresh. The power-state policy enters power-down with
+#: ``power_down`` and self refresh with ``self_refresh`` (rank scope: every bank closed by
+#: ``close_rank`` first), and wakes a rank with ``power_down_exit`` / ``self_refresh_exit``.
 FOLLOWS = {"read": "RD", "write": "WR", "open": "ACT", "close_bank": "PREpb",
            "close_rank": "PREab", "refresh": "REFab", "close_same_bank": "PREsb",
-           "refresh_same_bank": "REFsb"}
+           "refresh_same_bank": "REFsb", "power_down": "PDE", "power_down_exit": "PDX",
+           "self_refresh": "SRE", "self_refresh_exit": "SRX"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,7 +142,8 @@ TIMING_PRESETS = {
 #: Timing parameters a user may override (``DRAMConfig.timing_overrides``).
 TIMING_PARAMS = ("nBL", "nCL", "nRCD", "nRP", "nRAS", "nRC", "nWR", "nRTP", "nCWL", "nPPD",
                  "nCCDS", "nCCDL", "nCCDS_WR", "nCCDL_WR", "nWTRS", "nWTRL", "nCS",
-                 "nRRDS", "nRRDL", "nFAW", "nRFC", "nREFI", "nRFCsb", "nREFSBRD", "nREFI2")
+                 "nRRDS", "nRRDL", "nFAW", "nRFC", "nREFI", "nRFCsb", "nREFSBRD", "nREFI2",
+                 "nXP", "nPD", "nCPDED", "nXS")
 
 # --------------------------------------------------------------------------------------------
 # Organization presets, per device (chip). JESD79-5: 8 Gb = 8 BG x 2 banks (x4/x8), 4 BG x 2
@@ -176,6 +188,21 @@ def derived_timings(timing: dict, org: dict) -> dict:
     * nREFI2: tREFI2 = 1.95 us, the fine-granularity refresh interval (JESD79-5: same-bank
       refresh is a fine-granularity-refresh mode command; every bank index gets one REFsb per
       tREFI2; DDR5-4800: 4688 nCK).
+
+    Power-down and self refresh (the power-state policy's commands). Neither Ramulator 2 (2.0's
+    ``src/dram/impl/DDR5.cpp``, 2.1's ``ddr5.py``) nor DRAMPower's DDR5 memspec has these
+    timings, and the JESD79-5 power-down and self-refresh AC tables could not be opened where
+    this was written, so these four are ESTIMATES in JEDEC's form, to be checked against the
+    standard's tables (override with ``timing_overrides``):
+
+    * nXP: tXP, power-down exit to any command, max(8 nCK, 7.5 ns) (JESD79-4 DDR4 has
+      max(4 nCK, 6 ns); DDR5 doubles the nCK floor as it does for tRRD): 18 nCK at 4800.
+    * nPD: tPD, the shortest power-down (PDE to PDX), max(8 nCK, 7.5 ns), as tXP: 18 nCK.
+    * nCPDED: tCPDED, command pass disable delay after PDE, max(8 nCK, 5 ns): 12 nCK at 4800
+      (below nPD, so it never binds in this controller; kept for overrides).
+    * nXS: tXS, self-refresh exit to any command, tRFC1 + 10 ns (DDR4's JESD79-4 form): 734
+      nCK at 4800, 16 Gb. Reads that need the DLL relocked (tXS_DLL = tDLLK) are not modeled
+      apart: after SRX every bank is closed, so a read waits tXS + tRCD at least.
     """
     rate = timing["rate"]
     tck_rate_ps = 2_000_000 / rate          # exact period from the data rate
@@ -193,6 +220,10 @@ def derived_timings(timing: dict, org: dict) -> dict:
     out["nRFCsb"] = math.ceil(trfcsb_ns * 1000 / tck_ps)
     out["nREFSBRD"] = math.ceil(30_000 / tck_ps)
     out["nREFI2"] = math.ceil(1_950_000 / tck_ps)
+    out["nXP"] = max(8, math.ceil(7500 / tck_rate_ps))
+    out["nPD"] = max(8, math.ceil(7500 / tck_rate_ps))
+    out["nCPDED"] = max(8, math.ceil(5000 / tck_rate_ps))
+    out["nXS"] = math.ceil((trfc_ns + 10) * 1000 / tck_ps)
     return out
 
 
@@ -218,6 +249,9 @@ class TimingRecord:
 _RD = ("RD", "RDA")
 _WR = ("WR", "WRA")
 _CAS = ("RD", "RDA", "WR", "WRA")
+#: the commands a rank takes when it is neither powered down nor in self refresh
+_AWAKE = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab", "PREsb", "REFsb", "PDE",
+          "SRE")
 
 TIMING_RECORDS = (
     # Channel: data bus occupancy (one burst per nBL)
@@ -287,6 +321,33 @@ TIMING_RECORDS = (
     TimingRecord("Rank", ("REFab",), ("REFsb",), "nRFC"),
     TimingRecord("Rank", ("REFsb",), ("PREab", "REFab"), "nRFCsb"),
     TimingRecord("Rank", ("REFsb",), ("ACT", "REFsb"), "nREFSBRD"),
+    # Power-down (PDE .. PDX) and self refresh (SRE .. SRX), rank records. The policy enters
+    # either only with every bank of the rank closed, and this controller waits until the
+    # closing and refreshing operations have ended: after a precharge tRP, an auto-precharge
+    # its recovery, a refresh tRFC / tRFCsb, an ACT tRC (JESD79-5 lets PDE register earlier,
+    # tPRPDEN / tREFPDEN of a few nCK, with the power-down current reached only when the
+    # operation ends: waiting makes the cycles in power-down the cycles at IDD2P, which is
+    # how DRAMPower counts them: its power-down starts at the latest tRP / tRFC end). Data of
+    # a read or write must be done too (tRDPDEN = RL + BL/2 + 1, tWRPDEN = WL + BL/2 + tWR + 1
+    # in nCK; implied here by the precharge that follows every access).
+    TimingRecord("Rank", ("ACT",), ("PDE", "SRE"), "nRC"),
+    TimingRecord("Rank", ("PREpb", "PREab", "PREsb"), ("PDE", "SRE"), "nRP"),
+    TimingRecord("Rank", ("RDA",), ("PDE", "SRE"), "nRTP + nRP"),
+    TimingRecord("Rank", ("WRA",), ("PDE", "SRE"), "nCWL + nBL + nWR + nRP"),
+    TimingRecord("Rank", _RD, ("PDE", "SRE"), "nCL + nBL + 1"),
+    TimingRecord("Rank", _WR, ("PDE", "SRE"), "nCWL + nBL + nWR + 1"),
+    TimingRecord("Rank", ("REFab",), ("PDE", "SRE"), "nRFC"),
+    TimingRecord("Rank", ("REFsb",), ("PDE", "SRE"), "nRFCsb"),
+    # a power-down lasts tPD at least (and tCPDED, shorter); after its exit every command of
+    # the rank waits tXP
+    TimingRecord("Rank", ("PDE",), ("PDX",), "nPD"),
+    TimingRecord("Rank", ("PDE",), ("PDX",), "nCPDED"),
+    TimingRecord("Rank", ("PDX",), _AWAKE, "nXP"),
+    # self refresh: SRE begins with a refresh of every bank, so the rank stays in it tRFC at
+    # least (DRAMPower counts the self-refresh state from SRE + tRFC); after SRX every command
+    # waits tXS
+    TimingRecord("Rank", ("SRE",), ("SRX",), "nRFC"),
+    TimingRecord("Rank", ("SRX",), _AWAKE, "nXS"),
 )
 
 

@@ -70,14 +70,24 @@ Per width, therefore:
 Keys: ``VDD_V``, ``VPP_V``; currents ``IDD0`` (one bank ACT-PRE cycling at tRC), ``IDD2N``
 (precharge standby, all banks closed), ``IDD3N`` (active standby, all banks open), ``IDD4R`` /
 ``IDD4W`` (burst read / write, all banks open), ``IDD5B`` (all-bank refresh at tRFC),
-``IDD6N`` (self refresh; listed, not used: the controller never enters self refresh), and the
-VPP currents ``IPP0``, ``IPP2N``, ``IPP3N``, ``IPP5B``; ``io_pJ_per_bit``. Each preset's
+``IDD6N`` (self refresh), ``IDD2P`` (precharge power-down), ``IDD3P`` (active power-down;
+the controller's policy uses precharge power-down only, :func:`dram.energy.command_energy`
+both), and the VPP currents ``IPP0``, ``IPP2N``, ``IPP3N``, ``IPP5B``, ``IPP2P``, ``IPP3P``,
+``IPP6N``; ``io_pJ_per_bit``. IDD2P 88, IDD3P 140 and IDD6N 102 mA are the datasheet rows
+the sources above give (gem5's configuration and the two x8 ones agree); ``IPP2P`` 6,
+``IPP3P`` 7 and ``IPP6N`` 6 mA are ESTIMATES: no source gives the VPP currents of power-down
+and self refresh, so they are IPP2N, IPP3N and IPP2N (the VPP pump's standby draw, which
+power-down does not switch off). Note that these are maximum limits: IDD6N (102 mA) is above
+IDD2N (92 mA) here, so with these figures self refresh saves the refresh commands (and the
+controller's attention), not background current; measured parts draw far less in self
+refresh. Each preset's
 ``source`` says which of the above its burst and activation currents come from.
 """
 
 from __future__ import annotations
 
 _COMMON = dict(VDD_V=1.1, VPP_V=1.8, IDD2N=92.0, IDD3N=142.0, IDD5B=277.0, IDD6N=102.0,
+               IDD2P=88.0, IDD3P=140.0, IPP2P=6.0, IPP3P=7.0, IPP6N=6.0,
                IPP0=8.0, IPP2N=6.0, IPP3N=7.0, IPP4R=9.0, IPP4W=36.0, IPP5B=28.0,
                IDD5C=135.0, IPP5C=28.0, rho=0.0, io_pJ_per_bit=5.0)
 
@@ -99,7 +109,8 @@ for _bin in ("DDR5_4800AN", "DDR5_4800BN", "DDR5_4800C"):
 
 #: Numeric keys every preset has.
 POWER_KEYS = ("VDD_V", "VPP_V", "IDD0", "IDD2N", "IDD3N", "IDD4R", "IDD4W", "IDD5B", "IDD6N",
-              "IPP0", "IPP2N", "IPP3N", "IPP4R", "IPP4W", "IPP5B", "rho", "io_pJ_per_bit")
+              "IDD2P", "IDD3P", "IPP0", "IPP2N", "IPP3N", "IPP4R", "IPP4W", "IPP5B", "IPP2P",
+              "IPP3P", "IPP6N", "rho", "io_pJ_per_bit")
 
 
 def power_preset(standard: str, org: str) -> dict | None:
