@@ -43,9 +43,11 @@ def _declared(names, ctx):
 def test_full_plan_lists_every_simulation_once():
     p, names = _full_plan()
     sims = p["simulations"]
-    # fig4a: 8 systems x 2 datasets, every query or until +-1 %, shared with energy_per_query
+    # fig4a: its systems x 2 datasets, every query or until +-1 %, shared with energy_per_query
+    from experiments.figures.fig4a_qps import EXTENDED, SYSTEMS
+
     fig4a = [s for s in sims if "fig4a_qps" in s["experiments"]]
-    assert len(fig4a) == 16
+    assert len(fig4a) == 2 * len(SYSTEMS + EXTENDED)
     assert all(s["experiments"][0] == "fig4a_qps" and s["experiments"][-1] == "energy_per_query"
                for s in fig4a)
     # the stop test's minimum: 30 x the queries in flight, at least 2,000 (cosmos.simulate)
@@ -57,16 +59,15 @@ def test_full_plan_lists_every_simulation_once():
                                   "rag_ttft", "energy_per_query"]
     assert not any(s["overrides"].get("device.count") == 4
                    or s["overrides"].get("device.ranks") == 2 for s in sims)
-    # as many as the experiments declare (today 83 asked, 50 distinct: 16 + 16 (energy) +
-    # 10 (fig4b) + 20 (devices) + 12 (ranks) + 6 (load) + 3 (rag); 16 + 10 + 16 (devices but
-    # 4) + 8 (ranks but 2))
+    # as many as the experiments declare (fig4a's are energy_per_query's; the sweeps' points
+    # at the preset's configuration are fig4a's runs)
     asked, distinct, dependent = _declared(names, P.plan_context(_args(scale="full")))
     assert p["asked"] == asked and len(sims) == distinct < asked
     dep = {d["experiment"]: d["runs_at_most"] for d in p["dependent"]}
     assert dep == dependent and dep["latency_load"] == 6 * 5     # systems x load fractions
     # estimates: requests from the per-query figures, times within the stated bounds
     assert math.isclose(sum(s["est_requests_min"] for s in fig4a),
-                        8 * 2_000 * (27_000 + 77_000))
+                        len(SYSTEMS + EXTENDED) * 2_000 * (27_000 + 77_000))
     e = p["estimate"]
     assert 0 < e["total_min_s"] < e["total_max_s"]
 

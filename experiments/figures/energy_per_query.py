@@ -39,14 +39,15 @@ import pandas as pd
 
 from cosmos.config import EnergyConfig
 from cosmos.energy import COMPONENTS, CONSTANT_RANGES, extremes
-from experiments.figures.fig4a_qps import system_tasks
+from experiments.figures.fig4a_qps import EXTENDED, system_tasks
+from experiments.figures.fig4a_qps import SYSTEMS as PAPER_SYSTEMS  # the paper's six
 from experiments.harness.common import pyplot, save_figure, write_csv
 from experiments.harness.sim import simulate_task, split_per_device
 
 NAME = "energy_per_query"
 TITLE = "Energy per query and QPS per watt of every system"
-SYSTEMS = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "cosmos",
-           "cxl-anns-rankpu", "cosmos-accel")
+#: fig4a's systems: the paper's six, then those showing where else compute can sit
+SYSTEMS = PAPER_SYSTEMS + EXTENDED
 #: Chameleon's energy efficiency of near-memory vector search over its CPU baseline (Jiang et
 #: al., "Chameleon: a Heterogeneous and Disaggregated Accelerator System for Retrieval-Augmented
 #: Language Models", PVLDB 18(1), 2024), by dataset and batch size: its SIFT and Deep rows (as
@@ -92,8 +93,6 @@ def run(ctx) -> dict:
     return out
 
 
-#: the paper's six systems (the "most efficient of the six" conclusion)
-PAPER_SIX = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "cosmos")
 
 
 def _energy_at(df, constants: dict):
@@ -126,7 +125,7 @@ def constant_tornado(df):
                          "low": lo, "high": hi, "cosmos_vs_base_qps_per_W_default": at_default,
                          "cosmos_vs_base_qps_per_W_at_low": ratio(_energy_at(sub, {name: lo})),
                          "cosmos_vs_base_qps_per_W_at_high": ratio(_energy_at(sub, {name: hi}))})
-        six = [idx[s] for s in PAPER_SIX if s in idx]
+        six = [idx[s] for s in PAPER_SYSTEMS if s in idx]
         ratios, best = [], []
         for v in extremes():
             e = _energy_at(sub, v)

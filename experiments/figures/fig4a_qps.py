@@ -9,11 +9,15 @@ Base; right panel: Cosmos over CXL-ANNS). ``per_device.csv`` has one row per dat
 device (memory instance): DRAM requests and bandwidth, DRAM bus, rank, link and GPC busy
 fractions, and the cluster searches placed on each device (systems searching on the GPCs).
 
-Two more systems run beside the paper's six, to complete the 2 x 2 of Cosmos's contributions
-(where the traversal runs x what computes the distances; cosmos.presets.TWO_BY_TWO):
-``cxl-anns-rankpu`` (host traversal, rank-PU distances) and ``cosmos-accel`` (GPC traversal,
-accelerator distances). They are rows of ``qps.csv`` and a table of the summary; the plot
-shows the paper's six.
+Five more systems run beside the paper's six (:data:`EXTENDED`), to show where compute can
+sit: ``cxl-anns-rankpu`` (host traversal, rank-PU distances) and ``cosmos-accel`` (GPC
+traversal, accelerator distances) complete the 2 x 2 of Cosmos's contributions
+(cosmos.presets.TWO_BY_TWO); ``cxl-anns-switch`` (distances on an accelerator in the CXL
+switch), ``cxl-anns-dimm`` (on the DIMM buffers, AxDIMM) and ``cosmos-switch`` (the whole
+search on cores in the switch) put compute in the other places a near-memory design can.
+They are rows of ``qps.csv`` and, in the summary, one table "where compute sits": rows where
+the traversal runs, columns the unit that computes the distances, both read from each system's
+declaration (:func:`where_compute_sits`); the plot shows the paper's six.
 
 With ``--replications R`` (R > 1, experiments.harness.replications) every simulation runs on R
 workload instances: ``qps.csv`` holds the means over them with their Student-t intervals
@@ -31,6 +35,9 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
+from cosmos.presets import get_preset
+from cosmos.systems import Read, model_for
+from cosmos.units import UNITS, unit
 from experiments.harness.capacity import fit_for
 from experiments.harness.common import add_ratio_ci, error_bars, pyplot, save_figure, write_csv
 from experiments.harness.sim import simulate_task, split_per_device
@@ -38,8 +45,18 @@ from experiments.harness.sim import simulate_task, split_per_device
 NAME = "fig4a_qps"
 TITLE = "Relative QPS of the six systems (Cosmos paper, Fig. 4a)"
 SYSTEMS = ("base", "dram-only", "cxl-anns", "cosmos-norank", "cosmos-noalgo", "cosmos")
-#: the two systems that complete the 2 x 2 (cosmos.presets.TWO_BY_TWO) with cxl-anns and cosmos
-TWO_BY_TWO_EXTRA = ("cxl-anns-rankpu", "cosmos-accel")
+#: the systems run beside the paper's six (module docstring): the two that complete the 2 x 2
+#: (cosmos.presets.TWO_BY_TWO) with cxl-anns and cosmos, then compute in the switch and on the
+#: DIMM buffers
+EXTENDED = ("cxl-anns-rankpu", "cosmos-accel", "cxl-anns-switch", "cxl-anns-dimm",
+            "cosmos-switch")
+#: the systems of the "where compute sits" table: all on CXL memory with the default placement
+#: (DRAM-only and Cosmos w/o placement algorithm differ in what else they change)
+WHERE_SYSTEMS = ("base", "cxl-anns", "cosmos-norank", "cosmos") + EXTENDED
+#: where a search's traversal runs (cosmos.systems search_location) -> its row label
+TRAVERSAL_PLACES = {"host": "host cores", "switch": "switch cores", "device": "device GPCs"}
+#: the distance column of systems whose traversing cores compute the distances themselves
+OWN_CORES = "the traversal's cores"
 #: the paper's reported ratios over Base (Cosmos, IEEE CAL 2025, abstract and Sec. V)
 PAPER_VS_BASE = {("sift", "cosmos"): 6.72, ("deep", "cosmos"): 5.35}
 #: the paper's reported Cosmos / CXL-ANNS throughput ratio (one figure for both datasets)
@@ -97,7 +114,7 @@ def sweep_task(ctx, family: str, system: str, overrides: dict | None, tags: dict
 def simulation_tasks(ctx) -> list:
     """Every simulation of this experiment (``cosmos reproduce`` runs the simulations of all
     its experiments in one pool first: experiments.harness.plan)."""
-    return system_tasks(ctx, SYSTEMS + TWO_BY_TWO_EXTRA)
+    return system_tasks(ctx, SYSTEMS + EXTENDED)
 
 
 #: the columns of ``qps.csv`` (of one replication) that lead, in order; the rest follow
@@ -209,7 +226,7 @@ def run_replications(ctx) -> dict:
     per_dev = pd.concat(devices, ignore_index=True)
     per_dev = per_dev[lead + [c for c in per_dev.columns if c not in lead]]
     agg = aggregate(per_rep)
-    orders = pd.DataFrame(ordering_rows(per_rep, ["dataset"], SYSTEMS + TWO_BY_TWO_EXTRA))
+    orders = pd.DataFrame(ordering_rows(per_rep, ["dataset"], SYSTEMS + EXTENDED))
     write_csv(ctx.out / "qps.csv", agg)
     write_csv(ctx.out / "qps_replications.csv", per_rep)
     write_csv(ctx.out / "orderings.csv", orders)
@@ -337,7 +354,7 @@ def summary_md(folder) -> str:
                      f"{fmt(r.paper_qps_vs_base) or 'not reported'}); Cosmos / CXL-ANNS = "
                      f"{r.qps_vs_cxl_anns:.2f} "
                      f"(paper: {fmt(r.paper_qps_vs_cxl_anns) or 'not reported'})")
-    lines += two_by_two_md(df)
+    lines += where_compute_md(df)
     return "\n".join(lines) + "\n"
 
 
@@ -424,33 +441,60 @@ def replications_md(folder, df: pd.DataFrame) -> str:
         if not_always:
             lines += ["", "Does not hold in every replication:", ""] + \
                 [f"- {t}" for t in not_always]
-    lines += two_by_two_md(df)
+    lines += where_compute_md(df)
     return "\n".join(lines) + "\n"
 
 
-def two_by_two_md(df: pd.DataFrame) -> list:
-    """The 2 x 2 of Cosmos's contributions per dataset: QPS over CXL-ANNS of each cell (rows:
-    where the traversal runs; columns: what computes the distances). Empty if a cell's system
-    was not run."""
-    from cosmos.presets import TWO_BY_TWO
+def where_compute_sits(system: str) -> tuple[str, str]:
+    """(where the traversal runs, what computes the distances) of a graph system, read from
+    its declaration: the search's location, and the unit of its hop-vector reads (the
+    rank-level PUs when they reduce the segments)."""
+    model = model_for(get_preset(system))
+    reads = {s.objects: s for _, _, s in model.steps() if isinstance(s, Read)}
+    read = reads["hop-vectors"]
+    if read.rank_pus:
+        dist = unit("rank-pu").label
+    elif read.unit == reads["adjacency"].unit:     # the cores that walk the graph
+        dist = OWN_CORES
+    else:
+        dist = unit(read.unit).label
+    return TRAVERSAL_PLACES[model.search_location], dist
 
-    rows = list(dict.fromkeys(w for w, _ in TWO_BY_TWO))
-    cols = list(dict.fromkeys(d for _, d in TWO_BY_TWO))
+
+#: places from the host toward the DRAM cells (cosmos.units locations)
+_PATH = ("host", "switch", "device", "dimm-buffer", "rank")
+
+
+def _nearer_memory(label: str) -> int:
+    """Order of a distance column: the traversal's own cores first, then by how near the
+    memory its unit sits."""
+    if label == OWN_CORES:
+        return -1
+    (loc,) = {u.location for u in UNITS.values() if u.label == label}
+    return _PATH.index(loc)
+
+
+def where_compute_md(df: pd.DataFrame) -> list:
+    """Per dataset, the "where compute sits" table: QPS over CXL-ANNS of every system of
+    :data:`WHERE_SYSTEMS` that ran, in the cell of its traversal (row) and distance unit
+    (column); the 2 x 2 of Cosmos's contributions is four of its cells."""
+    systems = [s for s in WHERE_SYSTEMS if s in set(df.system)]
+    if not systems:
+        return []
+    place = {s: where_compute_sits(s) for s in systems}
+    rows = [r for r in TRAVERSAL_PLACES.values() if any(p[0] == r for p in place.values())]
+    cols = sorted(dict.fromkeys(p[1] for p in place.values()), key=_nearer_memory)
     out = []
     for fam in dict.fromkeys(df.dataset):
         sub = df[df.dataset == fam].set_index("system")
-        if not all(name in sub.index for name in TWO_BY_TWO.values()):
-            continue
-        out += ["", f"### {fam}: where the traversal runs x what computes the distances "
-                    "(QPS over CXL-ANNS)", "",
+        out += ["", f"### {fam}: where compute sits (QPS over CXL-ANNS; rows: where the "
+                    "traversal runs, columns: what computes the distances)", "",
                 "| traversal \\ distances | " + " | ".join(cols) + " |",
                 "|---|" + "---|" * len(cols)]
-        for w in rows:
-            cells = []
-            for d in cols:
-                name = TWO_BY_TWO[(w, d)]
-                cells.append(f"{name}: {sub.loc[name, 'qps_vs_cxl_anns']:.2f}")
-            out.append(f"| {w} | " + " | ".join(cells) + " |")
+        for r in rows:
+            cells = [", ".join(f"{s}: {sub.loc[s, 'qps_vs_cxl_anns']:.2f}" for s in systems
+                               if place[s] == (r, c) and s in sub.index) for c in cols]
+            out.append(f"| {r} | " + " | ".join(cells) + " |")
     return out
 
 
