@@ -60,4 +60,6 @@ REGISTRY = (
     # studies of the model itself, too long to be part of every reproduction
     Experiment("sensitivity", on_request=True),
     Experiment("scale_n", on_request=True),
+    Experiment("lever_maps", on_request=True),
+    Experiment("calibration", on_request=True),
 )
