@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cosmos_common.terminal import progress_wanted
+from cosmos_common.vocabulary import add_renamed
 
 # when this module was imported (the CLI's start, near enough) for --verbose's total
 _PROCESS_T0 = time.perf_counter()
@@ -123,10 +124,10 @@ def register(subparsers) -> None:
     o.add_argument("--no-progress", action="store_true", help="no progress bar")
     o.add_argument("--json", action="store_true",
                    help="print the statistics as JSON instead of the table")
-    rp.add_argument("--threads", type=int, metavar="N", default=None,
-                    help="threads simulating the channels, one channel at a time each "
-                         "(default: the CPUs this process may use, at most one per channel); "
-                         "the results do not depend on it")
+    add_renamed(rp, "--threads", rp.add_argument(
+        "--workers", dest="threads", type=int, metavar="N", default=None,
+        help="threads simulating the channels, one channel at a time each (default: the CPUs "
+             "this process may use, at most one per channel); the results do not depend on it"))
     rp.set_defaults(func=_cmd_replay)
 
     pp = sub.add_parser(
@@ -352,7 +353,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     start_numba_lean()      # this process runs only the DRAM kernels
 
     if args.threads is not None and args.threads < 1:
-        raise ValueError(f"--threads must be at least 1, got {args.threads}")
+        raise ValueError(f"--workers must be at least 1, got {args.threads}")
     config = build_config(args)
     if args.memspec is not None:       # checked before anything is read or written
         from dram import memspec as _ms

@@ -271,8 +271,8 @@ def test_system_errors_and_absurd_values_are_one_line(capsys, tmp_path):
     assert code == 2 and "f: exists and is not a folder; pass a new folder" in err
     code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--queue-depth", "100000000")
     assert code == 2 and "read_queue_depth=100000000: at most 65536" in err
-    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--threads", "0")
-    assert code == 2 and "--threads must be at least 1, got 0" in err
+    code, _, err = run(capsys, "dram", "replay", str(SAMPLE), "--workers", "0")
+    assert code == 2 and "--workers must be at least 1, got 0" in err
     huge = tmp_path / "huge.trace"
     huge.write_text("0x40 READ 0\n0x80 READ 9223372036854775807\n")
     code, _, err = run(capsys, "dram", "replay", str(huge))

@@ -10,7 +10,7 @@ interleaved (run 1 of each, then run 2 of each, ...) so that a change of load on
 machine hits them alike; the figures printed are medians over the runs, with the load average
 before and after. Per variant: ``npz`` (the default per-request output), ``csv``
 (``--requests-format csv``), ``none`` (``--no-requests``), ``gz`` (the same trace gzip-compressed,
-npz output), ``1thread`` (npz output, the channels simulated on one thread: ``--threads 1``).
+npz output), ``1thread`` (npz output, the channels simulated on one thread: ``--workers 1``).
 The split comes from each run's stats.json: ``trace_read_s`` (read and parse),
 ``sim_wall_s`` (the simulation loop), ``replay_wall_s - sim_wall_s`` (model set-up: config
 resolution, address mapping, state allocation, kernel load), ``requests_write_s``; the rest of
@@ -54,7 +54,7 @@ VARIANTS = {
     "csv": ["--requests-format", "csv"],
     "none": ["--no-requests"],
     "gz": [],
-    "1thread": ["--threads", "1"],
+    "1thread": ["--workers", "1"],
 }
 
 

@@ -160,7 +160,7 @@ def table_rows(figs: dict) -> list:
                "csv": "per-request records in requests.csv (`--requests-format csv`)",
                "gz": "the trace gzip-compressed, requests.npz",
                "none": "no per-request records (`--no-requests`)",
-               "1thread": "requests.npz, the channels simulated on one thread (`--threads 1`)"}
+               "1thread": "requests.npz, the channels simulated on one thread (`--workers 1`)"}
         load = " ".join(f"{x:.1f}" for x in r["load_before"])
         first = True
         for v in [lead] + [v for v in m if v not in (lead, "baseline")]:
