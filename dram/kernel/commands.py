@@ -41,6 +41,26 @@ PDX = CMD_ID[_ddr5.FOLLOWS["power_down_exit"]]
 SRE = CMD_ID[_ddr5.FOLLOWS["self_refresh"]]
 SRX = CMD_ID[_ddr5.FOLLOWS["self_refresh_exit"]]
 
+#: Commands the kernel keeps ready cycles for, per feature set (``dram.config.FEATURE_*``
+#: bits: same-bank refresh 1, power states 2): the ids up to the last command the set can
+#: issue (the commands of no feature and those of its features, ``ddr5.FEATURE_COMMANDS``).
+#: A command beyond it is never issued in such a configuration and its ready cycles are never
+#: read, so the dense timing update (``timing._dense_max``) skips its column: with DDR5's
+#: order (feature commands last) the default configuration updates the 12 commands it uses,
+#: not 18.
+def _live_counts():
+    feats = (_ddr5.FEATURE_COMMANDS["same_bank_refresh"], _ddr5.FEATURE_COMMANDS["power_states"])
+    featured = {c for f in feats for c in f}
+    base = [i for i, c in enumerate(COMMAND_NAMES) if c not in featured]
+    out = []
+    for mask in range(1 << len(feats)):
+        used = [CMD_ID[c] for k, f in enumerate(feats) if mask >> k & 1 for c in f]
+        out.append(max(base + used) + 1)
+    return tuple(out)
+
+
+LIVE_CMDS = _live_counts()
+
 #: The plain final commands (accessing, not an auto-precharge variant): each has a counter of
 #: the active requests that end with it or its auto-precharge variant (channel scalars
 #: ``C_NA + k``), which bounds when any of them can issue.

@@ -17,7 +17,7 @@ from numba import njit
 from dram.config import FEATURE_POWER, FEATURE_SAME_BANK, M_AUTOPRE, M_OPEN
 from dram.jitcache import drop_stale
 import dram.config as _config
-from .commands import FINAL_SLOT
+from .commands import FINAL_SLOT, LIVE_CMDS
 from .compiletime import features
 from .layout import (C_EPOCH, C_NA, C_NREF, C_OFFSTAMP, C_PDH, C_PDL, C_PQH, C_PQL, C_WAKE,
                      C_WMODE, D_REFRESHED, G_CHANGES, H_DIRECT, H_G, H_O_GLOB, H_O_PEND, H_O_PRIO,
@@ -154,7 +154,7 @@ def _after_issue(params, H, g, clk):
     after a two-cycle command), a lower bound, so skipping to it is exact."""
     rb = _rdy(H, g)
     w = INF
-    for cmd in range(params.n_cmds):
+    for cmd in range(LIVE_CMDS[features(params)]):     # the commands it may issue
         v = H[_u(rb + cmd)]
         if v < w:
             w = v

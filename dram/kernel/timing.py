@@ -16,7 +16,7 @@ from numba import njit
 from dram.config import FEATURE_SAME_BANK, M_SCOPE, SCOPE_RANK, SCOPE_SAME_BANK
 from dram.jitcache import drop_stale
 import dram.config as _config
-from .commands import N_CMDS
+from .commands import LIVE_CMDS, N_CMDS
 from .compiletime import features
 from .layout import H_HM, H_NN, H_O_HIST, SL_BGO, SL_BKO, SL_RKO, _fb_bg, _meta, _rdy, _u
 
@@ -110,12 +110,13 @@ def _max4(H, t, rb, d, clk):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _dense_max(H, t, rb, d, clk):
-    """ready[rb + f] = max(ready[rb + f], clk + dlat[d + f]) for every follow command f
-    (entries without a constraint hold NO_CONSTRAINT).
+def _dense_max(H, t, rb, d, clk, n):
+    """ready[rb + f] = max(ready[rb + f], clk + dlat[d + f]) for every follow command f < n
+    (entries without a constraint hold NO_CONSTRAINT; ``n``: ``commands.LIVE_CMDS`` of the
+    build's features, the commands it can issue).
 
     In groups of four commands, each with every load before any store, then the rest one by
-    one (``N_CMDS`` is a compile-time constant: LLVM unrolls both loops). The compiler cannot
+    one (``n`` is a compile-time constant: LLVM unrolls both loops). The compiler cannot
     tell the table and the state apart, so a plain loop (load, max, store, next) must run in
     order, while each group is straight-line code that LLVM's SLP vectorizer (enabled for
     our entry points by :func:`dram.jitcache.vectorizing`) turns into one vector load, maximum
@@ -123,9 +124,9 @@ def _dense_max(H, t, rb, d, clk):
     requests/s on five loaded set A traces (interleaved, best of 6); the loop form gains
     nothing from the vectorizer.
     """
-    for k in range(0, N_CMDS - N_CMDS % 4, 4):
+    for k in range(0, n - n % 4, 4):
         _max4(H, t, rb + k, d + k, clk)
-    for k in range(N_CMDS - N_CMDS % 4, N_CMDS):
+    for k in range(n - n % 4, n):
         v = clk + t[_u(d + k)]
         if v > H[_u(rb + k)]:
             H[_u(rb + k)] = v
@@ -140,7 +141,7 @@ def _level_update(params, H, t, rb0, oh0, HM, lc, cmd, first, cnt, tlo, thi, clk
     for x in range(tlo, thi):
         node = first + x
         rb = rb0 + node * NC
-        _dense_max(H, t, rb, d, clk)
+        _dense_max(H, t, rb, d, clk, LIVE_CMDS[features(params)])
         if hl > 0:                                    # windowed records [k0, kw)
             oh = oh0 + (node * NC + cmd) * HM
             for k in range(hl - 1, 0, -1):
@@ -156,7 +157,8 @@ def _level_update(params, H, t, rb0, oh0, HM, lc, cmd, first, cnt, tlo, thi, clk
     if t[_u(params.o_has_sib + lc)] == 1:
         for x in range(cnt):
             if x < tlo or x >= thi:
-                _dense_max(H, t, rb0 + (first + x) * NC, d + NC, clk)
+                _dense_max(H, t, rb0 + (first + x) * NC, d + NC, clk,
+                           LIVE_CMDS[features(params)])
 
 
 @njit(cache=True, _nrt=False)

@@ -42,6 +42,13 @@ COMMANDS = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab",
             "RD_L", "WR_L", "RDA_L", "WRA_L", "PREsb", "REFsb", "PDE", "PDX", "SRE", "SRX")
 CMD = {name: i for i, name in enumerate(COMMANDS)}
 
+#: Commands that exist only with a controller feature (``DRAMConfig.same_bank_refresh``; the
+#: power-state policy), each feature's commands after every command without one, in
+#: ``COMMANDS`` order: a configuration without the feature never issues them, so the kernel
+#: keeps no ready cycles for them (``dram.kernel.commands.LIVE_CMDS``).
+FEATURE_COMMANDS = {"same_bank_refresh": ("PREsb", "REFsb"),
+                    "power_states": ("PDE", "PDX", "SRE", "SRX")}
+
 #: Rank-local variant of each column command.
 LOCAL_VARIANT = {"RD": "RD_L", "WR": "WR_L", "RDA": "RDA_L", "WRA": "WRA_L"}
 
