@@ -162,7 +162,7 @@ def test_an_object_array_in_a_trace_names_the_file_and_key(tmp_path, capsys):
         with pytest.raises(ValueError, match=rf"{path}: key 'search_cluster' holds Python "
                                              rf"objects \(dtype object\)"):
             read(path)
-    assert main(["simulate", str(path), "--system", "base", "--out", str(tmp_path / "o"),
+    assert main(["simulate", str(path), "--systems", "base", "--out", str(tmp_path / "o"),
                  "--no-progress"]) == 2
     _one_line(capsys, path, "key 'search_cluster' holds Python objects")
 
@@ -171,7 +171,7 @@ def test_an_object_array_in_a_trace_names_the_file_and_key(tmp_path, capsys):
 def test_npz_files_on_the_command_line(corpus, name, tmp_path, capsys):
     path = corpus / name
     out = tmp_path / "o"
-    assert main(["simulate", str(path), "--system", "base", "--out", str(out),
+    assert main(["simulate", str(path), "--systems", "base", "--out", str(out),
                  "--no-progress"]) == 2
     _one_line(capsys, path)
     assert main(["replay", str(path), "--out", str(out), "--no-progress"]) == 2
@@ -272,6 +272,6 @@ def test_a_single_cluster_is_a_legitimate_configuration(tmp_path, capsys):
     np.savez(trace, **make_trace(num_queries=5, num_clusters=1, probes=1, hops=2,
                                  reads_per_hop=3))
     for system in ("base", "cosmos"):
-        assert main(["simulate", str(trace), "--system", system, "--out",
+        assert main(["simulate", str(trace), "--systems", system, "--out",
                      str(tmp_path / system), "--no-progress"]) == 0, capsys.readouterr().err
         assert (tmp_path / system / "summary.json").exists()

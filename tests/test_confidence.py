@@ -326,7 +326,7 @@ def test_cli_reports_the_interval_and_the_stop(tmp_path, capsys):
     trace = tmp_path / "t.npz"
     np.savez(trace, **make_trace(num_queries=1500, hops=3, reads_per_hop=4, seed=1))
     out = tmp_path / "res"
-    assert main(["simulate", "--system", "base", "--trace", str(trace), "--out", str(out),
+    assert main(["simulate", "--systems", "base", "--trace", str(trace), "--out", str(out),
                  "--no-progress", "--ci-target", "0.03", "--ci-min-queries", "300"]) == 0
     text = capsys.readouterr().out
     s = json.loads((out / "summary.json").read_text())
@@ -350,7 +350,7 @@ def test_cli_reports_the_control_variate(tmp_path, capsys):
     # 3,000 queries: a window of 37 turnovers of the 64 queries in flight, one per batch
     np.savez(trace, **make_trace(num_queries=3000, hops=3, reads_per_hop=4, seed=1))
     out = tmp_path / "res"
-    assert main(["simulate", "--system", "cosmos", "--trace", str(trace), "--out", str(out),
+    assert main(["simulate", "--systems", "cosmos", "--trace", str(trace), "--out", str(out),
                  "--no-progress"]) == 0
     text = capsys.readouterr().out
     s = json.loads((out / "summary.json").read_text())

@@ -21,7 +21,7 @@ def test_simulate_writes_summary_and_csvs_and_never_overwrites(tmp_path, capsys)
     trace = tmp_path / "t.npz"
     np.savez(trace, **make_trace(num_queries=30, hops=3, reads_per_hop=5))
     out = tmp_path / "res"
-    argv = ["simulate", "--system", "cosmos", "--trace", str(trace), "--out", str(out),
+    argv = ["simulate", "--systems", "cosmos", "--trace", str(trace), "--out", str(out),
             "--no-progress", "--set", "gpc.cores=4"]
     assert main(argv) == 0
     summ = json.loads((out / "summary.json").read_text())
@@ -41,10 +41,10 @@ def test_simulate_writes_summary_and_csvs_and_never_overwrites(tmp_path, capsys)
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["simulate", "--system", "gpu", "--trace", "x.npz", "--out", "o"], "unknown system 'gpu'"),
-    (["simulate", "--system", "base", "--trace", "missing.npz", "--out", "o"],
+    (["simulate", "--systems", "gpu", "--trace", "x.npz", "--out", "o"], "unknown system 'gpu'"),
+    (["simulate", "--systems", "base", "--trace", "missing.npz", "--out", "o"],
      "trace file not found"),
-    (["simulate", "--system", "base", "--trace", "x.npz", "--out", "o", "--set", "gpc.x=1"],
+    (["simulate", "--systems", "base", "--trace", "x.npz", "--out", "o", "--set", "gpc.x=1"],
      "unknown field 'x'"),
 ])
 def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, argv, message):
@@ -90,7 +90,7 @@ def test_out_that_is_a_file_is_refused_before_any_work(tmp_path, monkeypatch, ca
     _forbid_simulation(monkeypatch)
     (tmp_path / "afile").write_text("mine")
     for out in ("afile", "afile/sub"):
-        assert main(["simulate", "--system", "base", "--trace", str(trace), "--out",
+        assert main(["simulate", "--systems", "base", "--trace", str(trace), "--out",
                      str(tmp_path / out), "--no-progress"]) == 2
         err = capsys.readouterr().err
         assert "is not a folder" in err and "Traceback" not in err, err
@@ -111,7 +111,7 @@ def test_a_result_file_that_appears_during_the_run_is_kept(tmp_path, monkeypatch
         return res
 
     monkeypatch.setattr(cosmos.simulate, "simulate", user_writes_meanwhile)
-    assert main(["simulate", "--system", "base", "--trace", str(trace), "--out", str(out),
+    assert main(["simulate", "--systems", "base", "--trace", str(trace), "--out", str(out),
                  "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert f"{out / 'summary.json'} exists" in err and "Traceback" not in err, err
@@ -144,7 +144,7 @@ def test_a_result_file_that_appears_during_the_run_is_kept(tmp_path, monkeypatch
 def test_bad_options_are_refused_before_any_work(tmp_path, monkeypatch, capsys, extra, message):
     trace = _small_trace(tmp_path)
     _forbid_simulation(monkeypatch)
-    assert main(["simulate", "--system", "cosmos", "--trace", str(trace), "--out",
+    assert main(["simulate", "--systems", "cosmos", "--trace", str(trace), "--out",
                  str(tmp_path / "res"), "--no-progress"] + extra) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err, err
@@ -159,7 +159,7 @@ def test_bad_options_are_refused_before_any_work(tmp_path, monkeypatch, capsys, 
 def test_a_damaged_trace_file_is_one_line_naming_it(tmp_path, capsys, damage, message):
     trace = _small_trace(tmp_path)
     damage(trace)
-    assert main(["simulate", "--system", "base", "--trace", str(trace), "--out",
+    assert main(["simulate", "--systems", "base", "--trace", str(trace), "--out",
                  str(tmp_path / "res"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert f"error: {trace}: " in err and message in err and "Traceback" not in err, err
@@ -171,7 +171,7 @@ def test_corrupted_hop_degree_is_refused_not_a_deadlock(tmp_path, capsys):
     d["hop_degree"][5] = 10**9
     trace = tmp_path / "t.npz"
     np.savez(trace, **d)
-    assert main(["simulate", "--system", "base", "--trace", str(trace), "--out",
+    assert main(["simulate", "--systems", "base", "--trace", str(trace), "--out",
                  str(tmp_path / "res"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "hop_degree[5] = 1000000000 out of range [0, 32]" in err, err
@@ -183,7 +183,7 @@ def test_an_open_loop_rate_whose_arrivals_overflow_is_refused(tmp_path, capsys):
     trace = _small_trace(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy's "invalid value encountered in cast" fails
-        assert main(["simulate", "--system", "base", "--trace", str(trace), "--out",
+        assert main(["simulate", "--systems", "base", "--trace", str(trace), "--out",
                      str(tmp_path / "res"), "--no-progress", "--mode", "open",
                      "--rate", "1e-9"]) == 2
     err = capsys.readouterr().err
@@ -230,7 +230,7 @@ def test_a_simulation_larger_than_the_memory_is_refused_before_allocating(tmp_pa
 
     monkeypatch.setattr(cosmos.engine, "new_engine_state", no_alloc)
     # 2000 devices x 8 channels x ~77 kB of controller state = ~1.2 GB > 1 GB
-    assert main(["simulate", "--system", "cosmos", "--trace", str(trace), "--out",
+    assert main(["simulate", "--systems", "cosmos", "--trace", str(trace), "--out",
                  str(tmp_path / "res"), "--no-progress", "--set", "device.count=2000"]) == 2
     err = capsys.readouterr().err
     assert "more than this machine's 1.0 GB" in err and "device.count" in err, err
@@ -241,7 +241,7 @@ def test_without_a_steady_state_qps_is_the_whole_run_average(tmp_path, capsys):
     trace = _small_trace(tmp_path)
     out = tmp_path / "few"
     # 12 queries against 64 GPC contexts: one burst, no steady state
-    assert main(["simulate", "--system", "cosmos", "--trace", str(trace), "--out", str(out),
+    assert main(["simulate", "--systems", "cosmos", "--trace", str(trace), "--out", str(out),
                  "--no-progress"]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["steady_state"] is False and s["qps"] == s["qps_overall"]
@@ -253,7 +253,7 @@ def test_without_a_steady_state_qps_is_the_whole_run_average(tmp_path, capsys):
 def test_with_a_steady_state_qps_is_the_windows_rate(tmp_path, capsys):
     trace = _small_trace(tmp_path, num_queries=60)
     out = tmp_path / "many"
-    assert main(["simulate", "--system", "base", "--trace", str(trace), "--out", str(out),
+    assert main(["simulate", "--systems", "base", "--trace", str(trace), "--out", str(out),
                  "--no-progress", "--max-inflight", "8"]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["steady_state"] is True and s["window_queries"] >= 8

@@ -237,7 +237,7 @@ def test_cli_bad_input_one_line(tmp_path, capsys, args, msg, cache):
 
 def test_cosmos_refuses_a_scan_trace_in_one_line(tmp_path, capsys, pq_trace):
     p = save_trace(tmp_path / "s.npz", pq_trace)
-    rc = main(["simulate", "--system", "cosmos", str(p), "--no-progress", "--out", str(tmp_path / "o")])
+    rc = main(["simulate", "--systems", "cosmos", str(p), "--no-progress", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and "an 'ivfpq' trace" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()

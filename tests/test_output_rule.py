@@ -39,13 +39,13 @@ def test_simulate_trace_positional_or_option_and_the_note_on_num_queries(tmp_pat
     np.savez(trace, **make_trace(num_queries=6, hops=2, reads_per_hop=3))
     out = tmp_path / "empty"
     out.mkdir()  # an empty folder is used
-    assert main(["simulate", str(trace), "--system", "base", "--out", str(out),
+    assert main(["simulate", str(trace), "--systems", "base", "--out", str(out),
                  "--num-queries", "100000", "--no-progress"]) == 0
     err = capsys.readouterr().err
     assert f"note: --num-queries 100000 but {trace} holds 6 queries; simulating all 6" in err
     assert (out / "summary.json").exists() and not (out / INCOMPLETE).exists()
     # both spellings at once must agree
-    assert main(["simulate", str(trace), "--trace", str(tmp_path / "other.npz"), "--system",
+    assert main(["simulate", str(trace), "--trace", str(tmp_path / "other.npz"), "--systems",
                  "base", "--out", str(tmp_path / "o2"), "--no-progress"]) == 2
     assert "differ; give the trace once" in _one_error_line(capsys.readouterr().err)
 
@@ -57,15 +57,15 @@ def test_simulate_interrupted_leaves_the_marker(tmp_path, monkeypatch, capsys):
     np.savez(trace, **make_trace(num_queries=6, hops=2, reads_per_hop=3))
     monkeypatch.setattr(cosmos.simulate, "simulate", _interrupt)
     out = tmp_path / "res"
-    assert main(["simulate", "--trace", str(trace), "--system", "base", "--out", str(out),
+    assert main(["simulate", "--trace", str(trace), "--systems", "base", "--out", str(out),
                  "--no-progress"]) == 130
     text = (out / INCOMPLETE).read_text()
     assert "cosmos simulate" in text
     assert text.splitlines()[-1] == ("interrupted (Ctrl-C); missing: per_query.csv, "
-                                     "per_device.csv, config.json, summary.json")
+                                     "per_device.csv, systems.csv, config.json, summary.json")
     capsys.readouterr()
     # the folder is not empty any more: a second run is refused before any work
-    assert main(["simulate", "--trace", str(trace), "--system", "base", "--out", str(out),
+    assert main(["simulate", "--trace", str(trace), "--systems", "base", "--out", str(out),
                  "--no-progress"]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert f"--out {out}: folder is not empty (INCOMPLETE); pass a new folder" in line

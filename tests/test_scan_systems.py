@@ -236,7 +236,7 @@ def test_a_trace_of_the_wrong_family_is_refused_in_one_line(tmp_path):
                                         r"systems for 'graph' traces: base, dram-only, "
                                         r"cxl-anns, "):
         simulate(get_preset("ivfpq-pnm"), graph, progress=False)
-    # the preset names --system accepts, and the name the user gave (issue 55)
+    # the preset names --systems accepts, and the name the user gave (issue 55)
     from cosmos.systems import model_for
     from cosmos.trace_input import as_trace, check_trace_for
     with pytest.raises(UserError, match=r"cannot be replayed by system 'base', which replays "
@@ -330,19 +330,19 @@ def test_cli_simulates_a_scan_trace_into_its_results_folder(tmp_path, capsys):
     listed = capsys.readouterr().out
     assert all(name in listed for name in SCAN_SYSTEMS)
     out = tmp_path / "res"
-    assert main(["simulate", "--system", "ivfpq-pnm", "--trace", str(trace), "--out", str(out),
+    assert main(["simulate", "--systems", "ivfpq-pnm", "--trace", str(trace), "--out", str(out),
                  "--no-progress"]) == 0
     summ = json.loads((out / "summary.json").read_text())
     assert summ["system"] == "ivfpq-pnm" and summ["qps"] > 0 and summ["num_queries"] == 10
     e = summ["energy_breakdown_mJ_per_query"]          # the scan units' lines are charged
     assert e["pu_accel"] > 0 and e["gpc"] > 0 and e["host"] == 0
     assert {p.name for p in out.iterdir()} == {"summary.json", "per_query.csv",
-                                               "per_device.csv", "config.json"}
+                                               "per_device.csv", "systems.csv", "config.json"}
     conf = json.loads((out / "config.json").read_text())
     assert conf["trace_meta"]["index_kind"] == "ivfpq"
     capsys.readouterr()
     # a scan trace given to a graph system: one line, exit 2, no results folder
-    assert main(["simulate", "--system", "cosmos", "--trace", str(trace), "--out",
+    assert main(["simulate", "--systems", "cosmos", "--trace", str(trace), "--out",
                  str(tmp_path / "no"), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot be replayed by system 'cosmos'" in err[0]
