@@ -255,12 +255,33 @@ def _controller_parts(r: _Reader, ctrl: dict, base: str, keys: dict) -> dict:
     return out
 
 
-def _ramulator21(r: _Reader, doc: dict) -> DRAMConfig:
-    _frontend_note(r, doc, "frontend")
-    ms = r.get(doc, "memory_system", "")
-    impl = r.impl(ms, "memory_system")
+def _memory_system(r: _Reader, doc: dict, frontend: str, key: str) -> dict:
+    """The memory-system section ``key`` of a Ramulator file (a GenericDRAM), noting that
+    the ``frontend`` section is not read."""
+    _frontend_note(r, doc, frontend)
+    ms = r.get(doc, key, "")
+    impl = r.impl(ms, key)
     if impl != "GenericDRAM":
-        r.fail("memory_system.impl", f"{impl!r}: expected GenericDRAM")
+        r.fail(f"{key}.impl", f"{impl!r}: expected GenericDRAM")
+    return ms
+
+
+def _ddr5(r: _Reader, dram, field: str) -> None:
+    std = r.impl(dram, field)
+    if std != "DDR5":
+        r.fail(f"{field}.impl", f"{std!r}: this DRAM model is DDR5 (JESD79-5) only")
+
+
+def _check_mapper(r: _Reader, name: str, field: str) -> None:
+    try:
+        parse_mapping(name)
+    except ValueError:
+        r.fail(field, f"address mapper {name!r} is not modeled; modeled: any order of Ro, Ba, "
+                      f"Ra, Co, Ch (e.g. RoBaRaCoCh)")
+
+
+def _ramulator21(r: _Reader, doc: dict) -> DRAMConfig:
+    ms = _memory_system(r, doc, "frontend", "memory_system")
     ctrls = r.get(ms, "controllers", "memory_system")
     if not isinstance(ctrls, list) or not ctrls:
         r.fail("memory_system.controllers", "expected a list of one controller per channel")
@@ -302,9 +323,7 @@ def _ramulator21(r: _Reader, doc: dict) -> DRAMConfig:
     am = r.impl(r.get(first, "addr_mapper", base), f"{base}.addr_mapper")
     fields["mapping"] = _mapping_with_channel_last(r, am, f"{base}.addr_mapper.impl")
     dram = r.get(first, "dram", base)
-    std = r.impl(dram, f"{base}.dram")
-    if std != "DDR5":
-        r.fail(f"{base}.dram.impl", f"{std!r}: this DRAM model is DDR5 (JESD79-5) only")
+    _ddr5(r, dram, f"{base}.dram")
     org = r.get(dram, "org", f"{base}.dram")
     dq = r.integer(r.get(org, "dq", f"{base}.dram.org"), f"{base}.dram.org.dq", 1)
     count = r.get(org, "count", f"{base}.dram.org")
@@ -336,26 +355,15 @@ def _ramulator21(r: _Reader, doc: dict) -> DRAMConfig:
 def _mapping_with_channel_last(r: _Reader, name: str, field: str) -> str:
     """A Ramulator 2.1 controller's mapper below a CacheLineInterleave(0) channel mapper: its
     own fields (the channel field is empty in a one-channel controller), then the channel."""
-    try:
-        fields = parse_mapping(name)
-    except ValueError:
-        r.fail(field, f"address mapper {name!r} is not modeled; modeled: any order of Ro, Ba, "
-                      f"Ra, Co, Ch (e.g. RoBaRaCoCh)")
-    del fields
+    _check_mapper(r, name, field)
     tokens = [name[i:i + 2] for i in range(0, len(name), 2)]
     return "".join(t for t in tokens if t != "Ch") + "Ch"
 
 
 def _ramulator20(r: _Reader, doc: dict) -> DRAMConfig:
-    _frontend_note(r, doc, "Frontend")
-    ms = r.get(doc, "MemorySystem", "")
-    impl = r.impl(ms, "MemorySystem")
-    if impl != "GenericDRAM":
-        r.fail("MemorySystem.impl", f"{impl!r}: expected GenericDRAM")
+    ms = _memory_system(r, doc, "Frontend", "MemorySystem")
     dram = r.get(ms, "DRAM", "MemorySystem")
-    std = r.impl(dram, "MemorySystem.DRAM")
-    if std != "DDR5":
-        r.fail("MemorySystem.DRAM.impl", f"{std!r}: this DRAM model is DDR5 (JESD79-5) only")
+    _ddr5(r, dram, "MemorySystem.DRAM")
     org = dict(r.get(dram, "org", "MemorySystem.DRAM"))
     preset = r.get(org, "preset", "MemorySystem.DRAM.org")
     ours = str(preset).removeprefix("DDR5_")
@@ -399,11 +407,7 @@ def _ramulator20(r: _Reader, doc: dict) -> DRAMConfig:
         "scheduler": "Scheduler", "row_policy": "RowPolicy", "refresh": "RefreshManager",
         "plugins": "plugins"}))
     am = r.impl(r.get(ms, "AddrMapper", "MemorySystem"), "MemorySystem.AddrMapper")
-    try:
-        parse_mapping(am)
-    except ValueError:
-        r.fail("MemorySystem.AddrMapper.impl", f"address mapper {am!r} is not modeled; "
-               f"modeled: any order of Ro, Ba, Ra, Co, Ch (e.g. RoBaRaCoCh)")
+    _check_mapper(r, am, "MemorySystem.AddrMapper.impl")
     fields["mapping"] = am
     return _config(r, fields)
 
