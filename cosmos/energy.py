@@ -5,7 +5,8 @@ Every resource the engine models is charged from what the run counted:
 * DRAM (every memory instance: the devices' DRAM, or host DRAM, and a host graph cache):
   :func:`dram.energy.energy_stats` of each controller state over the simulated time, split into
   ``dram_array`` (activation, precharge, array reads and writes -- rank-local PU bursts
-  included -- and refresh), ``dram_background`` (active / precharged standby) and ``dram_io``
+  included -- and refresh), ``dram_background`` (active / precharged standby, and power-down
+  and self refresh with the DRAM's power-state policy) and ``dram_io``
   (bursts over the channels' data buses).
 * ``link_switch``: wire bytes on every CXL link (``EngineState.link_bytes``, payload plus flit
   overhead, both directions, device links and the switch's upstream port) x 8 x
@@ -44,7 +45,11 @@ from cosmos.config import TCK_PS, EnergyConfig  # noqa: F401  (EnergyConfig: re-
 from cosmos.program import switch_pool
 from cosmos.systems import Read, model_for
 from cosmos.units import unit
+from dram.energy import COMPONENTS as DRAM_COMPONENTS
 from dram.energy import energy_stats
+
+#: dram.energy's components charged to ``dram_array``: the commands' own energy
+DRAM_ARRAY = ("act", "pre", "read", "write", "refresh")
 
 #: Reported components, in order.
 COMPONENTS = ("dram_array", "dram_background", "dram_io", "link_switch", "host", "gpc",
@@ -63,10 +68,11 @@ def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
         d = energy_stats(dcfg, state, cycles)
         if not d:
             return {}
-        out["dram_array"] += sum(d[f"energy_{c}_nJ"] for c in
-                                 ("act", "pre", "read", "write", "refresh")) * 1e-9
-        out["dram_background"] += (d["energy_background_active_nJ"]
-                                   + d["energy_background_precharged_nJ"]) * 1e-9
+        out["dram_array"] += sum(d[f"energy_{c}_nJ"] for c in DRAM_ARRAY) * 1e-9
+        # standby, power-down and self refresh (the last two 0 unless the DRAM's power-state
+        # policy is on): every dram.energy component but the commands' and the bus's
+        out["dram_background"] += sum(d[f"energy_{c}_nJ"] for c in DRAM_COMPONENTS
+                                      if c not in DRAM_ARRAY + ("io",)) * 1e-9
         out["dram_io"] += d["energy_io_nJ"] * 1e-9
     for const, per_unit in activity(res).items():     # every other component: constant x activity
         component = CONSTANT_COMPONENT[const]
