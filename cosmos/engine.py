@@ -31,7 +31,7 @@ words for ``_step_end``, measured in the machine code), so the per-step handler 
 The per-request functions index through ``dram.kernel._u`` (every index is >= 0): with ~80
 arrays in the tuples most shapes live on the stack, and numba's negative-index wrap-around
 cost a stack load and two instructions per subscript (4,199 -> 3,958 instructions per
-request, ``experiments/profile_jit.py``, specialized engine).
+request, ``experiments/tools/profile_jit.py``, specialized engine).
 A bare integer constant passed to a jitted callee is typed ``Literal[int]``, and numba compiles
 the callee (and everything it calls) once per argument type and lowers a literal argument as a
 constant. The channel ``0`` passed to ``dram.kernel._channel_tick`` is kept literal on purpose

@@ -63,7 +63,7 @@ STOP_ALL, STOP_CI = "all queries", "ci-target"
 #: was the window's plain rate; over whole turnovers, cosmos.metrics.whole_turnovers, the same
 #: runs stopped after 1,000-1,400 read within their own intervals. But the `--full` preset's
 #: headline ratios then fell outside the intervals of 10,000-query runs,
-#: experiments/check_full_ci.py: a ratio of two runs each stopped at +-1 % carries about
+#: experiments/tools/check_full_ci.py: a ratio of two runs each stopped at +-1 % carries about
 #: +-1.4 %. The longer runs of this minimum keep them inside.) Both are estimates; the lag-1
 #: check of the batch means still rejects a window too short for the process, and the
 #: coverage checks (docs/experiments.md) were run at this minimum.
@@ -78,7 +78,7 @@ CI_MIN_TURNOVERS = 3
 #: batches of ``max_inflight`` completions. An estimate; measured at 1M vectors, every
 #: latency_load point of the `--full` preset at 20-60 % load (six systems) stopped by it read
 #: within the interval of the run of 2,000 queries; at 80 % load two did not, so the sweep
-#: stops only up to 60 % (experiments.latency_load.STOP_UP_TO_LOAD, docs/experiments.md).
+#: stops only up to 60 % (experiments.figures.latency_load.STOP_UP_TO_LOAD, docs/experiments.md).
 CI_MIN_QUERIES_OPEN = 1_000
 
 
@@ -163,7 +163,7 @@ def specialized_build(cfg: SystemConfig) -> tuple[str, bool] | None:
     simulations of ``cfg`` run: the builds of two configs are the same exactly when their
     tags are, and ``compiled`` says whether loading it compiles nothing. None if no build can
     be made here (then simulations run the generic engine). A pool of simulations compiles
-    each build once before the runs that need it (experiments.plan)."""
+    each build once before the runs that need it (experiments.harness.plan)."""
     return build_status(*_channel_state(cfg.validate(), dram_config_for(cfg)))
 
 

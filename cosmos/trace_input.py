@@ -97,7 +97,7 @@ class TraceArrays:
         are). numba compiles a function once per argument type, and an array's type includes
         whether it is writable: :func:`cosmos.simulate.simulate` passes every trace in this
         one form, so a run on a trace read from a file and one on a trace shared read-only
-        (experiments.sim) run the same compiled engine, not two (a recompilation of about a
+        (experiments.harness.sim) run the same compiled engine, not two (a recompilation of about a
         minute)."""
         def ro(a):
             if not isinstance(a, np.ndarray) or not a.flags.writeable:

@@ -208,7 +208,7 @@ def _trace_outputs_and_queries(args):
 
 
 #: neighbours kept per query when ``trace`` computes the ground truth of the user's files (as
-#: ``cosmos reproduce --dataset`` does: experiments.workloads)
+#: ``cosmos reproduce --dataset`` does: experiments.harness.workloads)
 GROUNDTRUTH_K = 100
 
 

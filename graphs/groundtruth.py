@@ -13,7 +13,7 @@ survivors are exact).
 Peak memory is about ``query_block * base_block * 4`` bytes (the product buffer; 128 MB with the
 defaults 1024 x 32768) plus ``12 * (k + margin)`` bytes per query and the input. 10,000 queries
 over 1M 128-dimensional vectors take about 27 s on 2 cores (AMD EPYC Zen 4, measured by
-experiments/bench_graphs.py; the matrix products, in numpy's BLAS, are most of it).
+experiments/tools/bench_graphs.py; the matrix products, in numpy's BLAS, are most of it).
 """
 
 from __future__ import annotations

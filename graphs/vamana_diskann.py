@@ -79,7 +79,7 @@ ALPHA_STEP = 1.2
 #: thread count): enough searches to keep 2-32 threads busy, few enough that the batch's points
 #: miss little of each other's edges. With BATCH = 64 and GROWTH = 16 the mean out-degree is
 #: 0.1-0.2 % below the single-threaded library's on siftsmall and bigann10k (256: 0.8-1.0 %;
-#: experiments/check_diskann.py and docs/graphs.md).
+#: experiments/tools/check_diskann.py and docs/graphs.md).
 BATCH = 64
 
 #: a batch holds at most 1/GROWTH of the points already inserted (and at least one): the first
