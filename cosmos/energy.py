@@ -56,10 +56,11 @@ COMPONENTS = ("dram_array", "dram_background", "dram_io", "link_switch", "host",
               "switch_core", "pu_accel", "static")
 
 
-def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
+def energy_J(res, ecfg: EnergyConfig | None = None, act: dict | None = None) -> dict:
     """Energy of the whole run in joules by component (:data:`COMPONENTS`), from a
     :class:`cosmos.simulate.SimResult` (its ``dram_config``: the DRAM configuration of one
-    memory instance). Empty if the DRAM has no power preset."""
+    memory instance). Empty if the DRAM has no power preset. ``act``: the run's
+    :func:`activity`, if the caller has it already."""
     ecfg = ecfg or res.config.energy
     cycles = max(int(res.cycles), 1)
     dcfg = res.dram_config
@@ -74,7 +75,8 @@ def energy_J(res, ecfg: EnergyConfig | None = None) -> dict:
         out["dram_background"] += sum(d[f"energy_{c}_nJ"] for c in DRAM_COMPONENTS
                                       if c not in DRAM_ARRAY + ("io",)) * 1e-9
         out["dram_io"] += d["energy_io_nJ"] * 1e-9
-    for const, per_unit in activity(res).items():     # every other component: constant x activity
+    act = activity(res) if act is None else act
+    for const, per_unit in act.items():     # every other component: constant x activity
         component = CONSTANT_COMPONENT[const]
         out[component] += getattr(ecfg, const) * per_unit
     return out
@@ -167,7 +169,8 @@ def summary_fields(res, ecfg: EnergyConfig | None = None) -> dict:
     """``energy_per_query_mJ``, ``power_avg_W``, ``energy_breakdown_mJ_per_query`` (by
     component) and ``qps_per_W`` (queries over the simulated time / power_avg_W) of a run; empty
     if the DRAM has no power preset."""
-    e = energy_J(res, ecfg)
+    act = activity(res)
+    e = energy_J(res, ecfg, act)
     if not e:
         return {}
     Q = res.queries     # the queries simulated (a run stopped by ci_target: its first Q)
@@ -181,5 +184,5 @@ def summary_fields(res, ecfg: EnergyConfig | None = None) -> dict:
         "qps_per_W": (Q / seconds) / power if power > 0 else float("nan"),
         # mJ per query per unit of each constant: energy_per_query_mJ at other constants is
         # this run's plus sum((new - old) x slope) (energy is linear in them; activity())
-        "energy_slope_mJ_per_query": {c: a / Q * 1e3 for c, a in activity(res).items()},
+        "energy_slope_mJ_per_query": {c: a / Q * 1e3 for c, a in act.items()},
     }
