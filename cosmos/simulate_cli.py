@@ -26,6 +26,7 @@ import os
 import sys
 from pathlib import Path
 
+from cosmos_common.outdir import add_results_options
 from cosmos_common.terminal import progress_wanted
 from cosmos_common.vocabulary import add_renamed
 
@@ -47,11 +48,7 @@ def register(subparsers) -> None:
              "with graphs.make_workload (cached)"))
     p.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="cache of --dataset's index and trace (default: graphs' cache folder)")
-    p.add_argument("--out", metavar="DIR",
-                   help="results folder: created, or an empty folder (never written over); "
-                        "default: a new folder simulate-<system>-<time> under --out-root")
-    p.add_argument("--out-root", default="results", metavar="DIR",
-                   help="where the default results folder goes (default: ./results)")
+    add_results_options(p, "simulate-<system>")
     p.add_argument("--num-queries", type=int, default=None,
                    help="simulate only the first N queries of the trace (all of them, with a "
                         "note on stderr, if it holds fewer)")

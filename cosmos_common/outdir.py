@@ -115,6 +115,18 @@ def prepare_out_dir(path: str | os.PathLike, command: str, option: str = "--out"
     return out
 
 
+def add_results_options(parser, folder: str) -> None:
+    """``--out-root DIR`` and ``--out DIR`` on a command's ``parser``: results go to a new
+    folder ``folder-<time>`` under ``--out-root`` (:func:`new_run_dir`), or to ``--out``
+    (:func:`prepare_out_dir`)."""
+    parser.add_argument("--out-root", default="results", metavar="DIR",
+                        help=f"results go to a new folder {folder}-<time> under DIR (default: "
+                             f"./results)")
+    parser.add_argument("--out", metavar="DIR", default=None,
+                        help="results go to DIR instead: created, or an empty folder (a folder "
+                             "holding anything is refused; nothing is written over)")
+
+
 def new_run_dir(root: str | os.PathLike, name: str, *, option: str = "--out-root",
                 stamp: str | None = None) -> Path:
     """Create and return a new, empty folder ``root/<name>-<stamp>`` (``-2``, ``-3``, ... on a

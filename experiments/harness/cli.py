@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from cosmos_common.outdir import add_results_options
 from cosmos_common.terminal import progress_wanted
 from cosmos_common.vocabulary import add_renamed
 
@@ -58,12 +59,7 @@ def register(subparsers) -> None:
     q.add_argument("--num-queries", type=int, default=None,
                    help="only the first N queries (all of them, with a note on stderr, if the "
                         "trace holds fewer)")
-    q.add_argument("--out-root", default="results", metavar="DIR",
-                   help="results go to a new folder replay-<trace>-<time> under DIR (default: "
-                        "./results)")
-    q.add_argument("--out", metavar="DIR", default=None,
-                   help="results go to DIR instead: created, or an empty folder (a folder "
-                        "holding anything is refused; nothing is written over)")
+    add_results_options(q, "replay-<trace>")
     q.add_argument("--seed", type=int, default=0,
                    help="seed of the simulations (open-loop arrivals, placement), as on simulate")
     q.add_argument("--workers", type=int, default=None, help="local worker processes")

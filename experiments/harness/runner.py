@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cosmos_common.outdir import add_results_options
 from cosmos_common.terminal import progress_wanted
 from cosmos_common.vocabulary import add_renamed
 from experiments.figures import REGISTRY
@@ -418,12 +419,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --dataset: distance of your vectors, l2 (squared Euclidean, the "
                         "default), ip (inner product) or cosine (angular: the vectors scaled to "
                         "unit length, searched by inner product)")
-    p.add_argument("--out-root", default="results", metavar="DIR",
-                   help="results go to a new folder <name>-<time> under DIR (default: "
-                        "./results)")
-    p.add_argument("--out", metavar="DIR", default=None,
-                   help="results go to DIR instead: created, or an empty folder (a folder "
-                        "holding anything is refused; nothing is written over)")
+    add_results_options(p, "<name>")
     p.add_argument("--cache-dir", metavar="DIR",
                    help="index and trace cache (default: $COSMOS_CACHE or ~/.cache/cosmos)")
     p.add_argument("--workers", type=int, default=None,
