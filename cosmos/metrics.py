@@ -66,7 +66,9 @@ Definitions
 - Link utilization = busy (serialization) cycles / simulated cycles, per link and direction.
 - DRAM bandwidth per memory instance = 64 B x requests served / simulated time.
 - Energy (``energy_per_query_mJ``, ``power_avg_W``, ``energy_breakdown_mJ_per_query``,
-  ``qps_per_W``): all queries of the run over the whole simulated time; see cosmos.energy.
+  ``qps_per_W``): over the steady-state window of ``qps_window`` (its duration and the
+  queries completed in it; the whole run without a steady state, as ``qps``), the whole
+  run's beside them (``energy_per_query_run_mJ``, ...); see cosmos.energy.
 """
 
 from __future__ import annotations
@@ -765,7 +767,8 @@ def summary(res, warmup: float = 0.1) -> dict:
             out["device_tasks"] = [int(x) for x in loads]
             out["device_lir_tasks"] = float(loads.max() / loads.mean())
 
-    out.update(summary_fields(res))
+    # energy over the same window as qps_window (issue 51)
+    out.update(summary_fields(res, window=(lo, hi, mask), steady=steady))
     return out
 
 

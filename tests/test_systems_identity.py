@@ -66,4 +66,8 @@ ADDED_LATER = {"trace_queries", "stopped", "ci_target", "qps_ci_low", "qps_ci_hi
                "qps_ci_conservative", "qps_ci_control", "ci_control_corr", "qps_queries",
                "latency_ci_rel_halfwidth", "latency_ci_control", "search_unit",
                "search_unit_busy_fraction", "search_unit_busy_fraction_by_place",
-               "energy_slope_mJ_per_query"}
+               "energy_slope_mJ_per_query",
+               # energy over the QPS window, the whole run's beside it (issue 51)
+               "energy_over", "energy_window_ns", "energy_window_queries",
+               "energy_per_query_run_mJ", "power_avg_run_W", "energy_breakdown_run_mJ_per_query",
+               "qps_per_W_run", "energy_slope_run_mJ_per_query", "equal_capacity"}

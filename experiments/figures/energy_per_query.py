@@ -5,9 +5,22 @@ user's own) in the closed loop, exactly the simulations of Fig. 4a (so ``cosmos 
 reads them from the result cache). Each run's energy comes from cosmos.energy: the DRAM
 model's energy of every controller (array commands, background, channel I/O), CXL link and
 switch per wire bit, host and GPC cores per busy cycle, rank PUs and accelerators per burst,
-and the static power of the host and devices over the simulated time. ``energy.csv`` has one
+and the static power of the host and devices over the time. ``energy.csv`` has one
 row per dataset x system: energy per query (mJ) by component, average power (W), QPS and QPS
 per watt, and QPS/W over Base. The plot: stacked bars of energy per query, QPS/W beside.
+
+Energy per query is taken over the same steady-state window as QPS (issue 51; cosmos.energy:
+the warm-up and drain left out, time-proportional energy over the window's duration, the
+queries' activity over the queries completed in it; ``energy_over`` says "whole run" where a
+run has no steady state). The whole run's figures stay beside them: ``energy_per_query_run_mJ``,
+``power_avg_run_W``, ``qps_per_W_run`` and ``energy_breakdown_run_mJ_per_query_<component>``.
+
+Equal capacity: DRAM-only holds the data in host DRAM with a quarter of the CXL systems'
+ranks (16 against 64). The row ``dram-only-equal-capacity`` is the same DRAM-only run with
+its DRAM background (standby and refresh) at the CXL systems' rank count
+(cosmos.energy.equal_capacity: the per-rank floor x 4, the accesses' part unchanged; its
+timing is DRAM-only's, the extra ranks are not simulated), so the energy comparison can also
+be made at equal capacity.
 
 Most of every system's energy is estimated constants times time (host, static, GPC power).
 ``energy_tornado.csv`` moves each constant (cosmos.energy.CONSTANT_RANGES) to the low and the
@@ -68,9 +81,41 @@ def simulation_tasks(ctx) -> list:
     return system_tasks(ctx, SYSTEMS)
 
 
+#: the DRAM-only run with its background at the CXL systems' capacity (cosmos.energy)
+EQUAL_CAPACITY = "dram-only-equal-capacity"
+
+
+def with_equal_capacity(df):
+    """``df`` with, after each host-DRAM row (a summary with ``equal_capacity_*``), its
+    :data:`EQUAL_CAPACITY` row: DRAM background x ``equal_capacity_dram_background_factor``,
+    window and whole run, totals, power and QPS per watt to match (same run: same time and
+    queries, so power scales as the energy, QPS per watt inversely)."""
+    col = "equal_capacity_dram_background_factor"
+    if col not in df:
+        return df
+    out = []
+    for _, r in df.iterrows():
+        out.append(r)
+        if pd.isna(r[col]):
+            continue
+        e = r.copy()
+        e["system"] = EQUAL_CAPACITY
+        for tag in ("", "_run"):
+            bg = f"energy_breakdown{tag}_mJ_per_query_dram_background"
+            old = r[f"energy_per_query{tag}_mJ"]
+            e[bg] = r[bg] * r[col]
+            new = old + e[bg] - r[bg]
+            e[f"energy_per_query{tag}_mJ"] = new
+            e[f"power_avg{tag}_W"] = r[f"power_avg{tag}_W"] * new / old
+            e[f"qps_per_W{tag}"] = r[f"qps_per_W{tag}"] * old / new
+        out.append(e)
+    return pd.DataFrame(out).reset_index(drop=True)
+
+
 def run(ctx) -> dict:
     rows = ctx.sweep(simulate_task, simulation_tasks(ctx), desc="energy per query")
     df, _ = split_per_device(rows, ["dataset", "system"])
+    df = with_equal_capacity(df)
     base = df[df.system == "base"].set_index("dataset")["qps_per_W"]
     df["qps_per_W_vs_base"] = df["qps_per_W"] / df["dataset"].map(base)
     df["chameleon_efficiency_vs_cpu"] = [
@@ -78,7 +123,16 @@ def run(ctx) -> dict:
         if s == "cosmos" else float("nan") for d, s in zip(df.dataset, df.system)]
     cols = (["dataset", "system", "qps", "energy_per_query_mJ", "power_avg_W", "qps_per_W",
              "qps_per_W_vs_base", "chameleon_efficiency_vs_cpu"]
-            + [f"energy_breakdown_mJ_per_query_{c}" for c in COMPONENTS] + ["num_queries"])
+            + [f"energy_breakdown_mJ_per_query_{c}" for c in COMPONENTS] + ["num_queries"]
+            # over which stretch (issue 51), the whole run's figures, the equal-capacity factor
+            + ["energy_over", "window_queries", "energy_window_ns", "energy_per_query_run_mJ",
+               "power_avg_run_W", "qps_per_W_run"]
+            + [f"energy_breakdown_run_mJ_per_query_{c}" for c in COMPONENTS]
+            + ["equal_capacity_ranks", "equal_capacity_ranks_simulated",
+               "equal_capacity_dram_background_factor"])
+    for c in cols:                  # no host-DRAM system among them: no equal-capacity row
+        if c not in df:
+            df[c] = float("nan")
     write_csv(ctx.out / "energy.csv", df[cols])
     tornado, holds = constant_tornado(df)
     write_csv(ctx.out / "energy_tornado.csv", tornado)
@@ -87,7 +141,11 @@ def run(ctx) -> dict:
     for fam in ctx.families:
         sub = df[df.dataset == fam].set_index("system")
         out[f"{fam}_energy_per_query_mJ"] = {s: float(f"{sub.loc[s, 'energy_per_query_mJ']:.4g}")
-                                            for s in SYSTEMS}
+                                            for s in SYSTEMS + (EQUAL_CAPACITY,)
+                                            if s in sub.index}
+        out[f"{fam}_energy_per_query_run_mJ"] = {
+            s: float(f"{sub.loc[s, 'energy_per_query_run_mJ']:.4g}") for s in SYSTEMS
+            if s in sub.index}
         out[f"{fam}_cosmos_qps_per_W_vs_base"] = round(float(sub.loc["cosmos",
                                                                      "qps_per_W_vs_base"]), 2)
     return out
@@ -172,17 +230,28 @@ def plot(folder) -> None:
 
 def summary_md(folder) -> str:
     df = pd.read_csv(Path(folder) / "energy.csv")
+    run_col = "energy_per_query_run_mJ" in df
     head = ("| dataset | system | mJ/query | W | QPS/W | QPS/W vs Base | Chameleon (vs CPU) | "
-            + " | ".join(COMPONENTS) + " |")
-    lines = ["## Energy per query (mJ) by component, average power and QPS per watt", "", head,
-             "|" + "---|" * (7 + len(COMPONENTS))]
+            + ("mJ/query, whole run | " if run_col else "") + " | ".join(COMPONENTS) + " |")
+    lines = ["## Energy per query (mJ) by component, average power and QPS per watt", "",
+             "Over the steady-state window QPS is taken over (warm-up and drain left out; "
+             "cosmos.energy), where a run has one; the whole run's energy per query (warm-up "
+             "and drain included) beside it. `dram-only-equal-capacity`: the DRAM-only run "
+             "with its DRAM background at the CXL systems' rank count (64, DRAM-only has 16), "
+             "its timing DRAM-only's.", "", head,
+             "|" + "---|" * (7 + run_col + len(COMPONENTS))]
     for _, r in df.iterrows():
         parts = " | ".join(f"{r[f'energy_breakdown_mJ_per_query_{c}']:.3g}" for c in COMPONENTS)
         cham = (f"{r.chameleon_efficiency_vs_cpu:.1f}x"
                 if pd.notna(r.chameleon_efficiency_vs_cpu) else "")
+        whole = ""
+        if run_col:
+            whole = f"{r.energy_per_query_run_mJ:.4g}" + (
+                " (no steady state: the same)" if r.get("energy_over") == "whole run" else "")
+            whole += " | "
         lines.append(f"| {r.dataset} | {r.system} | {r.energy_per_query_mJ:.4g} | "
                      f"{r.power_avg_W:.1f} | {r.qps_per_W:.4g} | {r.qps_per_W_vs_base:.2f}x | "
-                     f"{cham} | {parts} |")
+                     f"{cham} | {whole}{parts} |")
     rows = ", ".join(f"{d} {r:.1f}x at batch {b}"
                      for (d, b), r in sorted(CHAMELEON_ENERGY_VS_CPU.items(), key=lambda x: x[0][1]))
     lines += ["", f"Chameleon (near-memory vector search over its CPU baseline): {rows}; its "
