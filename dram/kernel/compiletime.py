@@ -21,6 +21,8 @@ and so folds in every build.
 
 from __future__ import annotations
 
+import inspect
+
 from numba.extending import overload
 
 import dram.config as _config
@@ -72,3 +74,33 @@ def features(params) -> int:
 def _features_jit(params):
     bits = _config.record_features(params.fields.keys())
     return lambda params: bits
+
+
+def only_with(feature: int, otherwise):
+    """Decorator for a jitted kernel function ``fn(params, ...)`` that only a configuration
+    with ``feature`` (a bit ``dram.config.FEATURE_*``) uses: calls from jitted code compile to
+    ``fn`` where ``params``' type has the feature, and to the constant ``otherwise`` where it
+    has not, so that there ``fn``'s body is never typed or compiled. (A call in a branch that
+    ``features(params)`` folds away would still be typed, and ``fn`` compiled with everything
+    it inlines; a feature's code would cost every build compile time.) The call sites test the
+    feature themselves, so ``otherwise`` only gives such a call its type. Calls from Python go
+    to ``fn``."""
+    def wrap(fn):
+        py = getattr(fn, "py_func", fn)               # (a plain function under NUMBA_DISABLE_JIT)
+        names = list(inspect.signature(py).parameters)
+        if not names or names[0] != "params":
+            raise TypeError(f"only_with: {py.__name__} must take params first")
+        args = ", ".join(names)
+        scope = {"fn": fn, "otherwise": otherwise}
+        # the three share fn's parameter names, as numba's overload requires
+        exec(f"def gate({args}):\n    return fn({args})\n"
+             f"def off({args}):\n    return otherwise\n"
+             f"def select({args}):\n    return pick(params)\n", scope)
+        scope["pick"] = lambda params: (
+            py if _config.record_features(params.fields.keys()) & feature else scope["off"])
+        gate = scope["gate"]
+        gate.__name__ = gate.__qualname__ = py.__name__
+        gate.__doc__ = py.__doc__
+        overload(gate)(scope["select"])
+        return gate
+    return wrap

@@ -19,7 +19,7 @@ from dram.config import (FEATURE_POWER, FEATURE_SAME_BANK, M_ACCESS, M_CLOSE, M_
 from dram.jitcache import drop_stale
 import dram.config as _config
 from .commands import ACT, PDE, PDX, PREab, PREpb, PREsb, SRE, SRX
-from .compiletime import features
+from .compiletime import features, only_with
 from .layout import (G_LOGLEN, H_LOGCAP, H_O_GLOB, H_O_LOG, H_O_RACT, H_O_RBUSY, H_O_STATS, H_R,
                      LOG_BANK, LOG_BG, LOG_CH, LOG_CLK, LOG_CMD, LOG_RANK, LOG_ROW, NRA, N_STATS,
                      PS_PD, PS_SR, PS_UP, Q_ACT, RA_BANKCYC, RA_CYCLES, RA_LAST, RA_OPEN,
@@ -50,13 +50,12 @@ def _ract(H, g, rank):
     return H[_u(H_O_RACT)] + (g * H[_u(H_R)] + rank) * NRA
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@only_with(FEATURE_POWER, -1)
+@njit(cache=True, _nrt=False)
 def power_preq(params, H, g, rank):
     """The command a rank in a low-power state needs before any other (PDX out of
     power-down, SRX out of self refresh), or -1 if it is awake (always, without the
-    power-state policy: ``FEATURE_POWER`` off compiles this to -1)."""
-    if (features(params) & FEATURE_POWER) == 0:
-        return -1
+    power-state policy: callers test ``FEATURE_POWER`` first)."""
     ps = H[_u(_ract(H, g, rank) + RA_PS)]
     if ps == PS_PD:
         return PDX
@@ -71,9 +70,10 @@ def preq_command(params, H, g, final, rank, fb, row):
     a rank-scope final command (REFab) needs every bank of its rank closed (PREab), a
     same-bank one (REFsb) bank index fb % n_banks of every bank group closed (PREsb); a rank
     in power-down or self refresh needs its exit first (:func:`power_preq`)."""
-    pw = power_preq(params, H, g, rank)
-    if pw >= 0:
-        return pw
+    if (features(params) & FEATURE_POWER) != 0:
+        pw = power_preq(params, H, g, rank)
+        if pw >= 0:
+            return pw
     scope = _meta(params, M_SCOPE, final)
     if scope == SCOPE_RANK:                           # REFab: every bank of the rank closed
         nbr = params.n_bg * params.n_banks
@@ -81,13 +81,8 @@ def preq_command(params, H, g, final, rank, fb, row):
             if H[_u(_bank(H, g, rank * nbr + k))] >= 0:
                 return PREab
         return final
-    if (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:  # REFsb: its bank in every group closed
-        nb = params.n_banks
-        b = fb - _fb_bg(params, fb) * nb
-        for k in range(params.n_bg):
-            if H[_u(_bank(H, g, (rank * params.n_bg + k) * nb + b))] >= 0:
-                return PREsb
-        return final
+    if (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:
+        return _preq_same_bank(params, H, g, final, rank, fb)
     o = H[_u(_bank(H, g, fb))]
     if o < 0:
         return ACT
@@ -109,13 +104,52 @@ def _closes_active(params, H, g, cmd, rank, fb):
                 return True
         return False
     if (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:
-        nb = params.n_banks
-        b = fb - _fb_bg(params, fb) * nb
-        for k in range(params.n_bg):
-            if H[_u(_bank(H, g, (rank * params.n_bg + k) * nb + b) + 1)] > 0:
-                return True
-        return False
+        return _closes_same_bank(params, H, g, rank, fb)
     return H[_u(_bank(H, g, fb) + 1)] > 0
+
+
+# ---- same-bank commands (FEATURE_SAME_BANK): bank index fb % n_banks of every bank group
+
+@only_with(FEATURE_SAME_BANK, -1)
+@njit(cache=True, _nrt=False)
+def _preq_same_bank(params, H, g, final, rank, fb):
+    """:func:`preq_command` of a same-bank final command (REFsb): PREsb while its bank is
+    open in any bank group of the rank."""
+    nb = params.n_banks
+    b = fb - _fb_bg(params, fb) * nb
+    for k in range(params.n_bg):
+        if H[_u(_bank(H, g, (rank * params.n_bg + k) * nb + b))] >= 0:
+            return PREsb
+    return final
+
+
+@only_with(FEATURE_SAME_BANK, False)
+@njit(cache=True, _nrt=False)
+def _closes_same_bank(params, H, g, rank, fb):
+    """:func:`_closes_active` of a same-bank command: its bank has an activated request in
+    some bank group of the rank."""
+    nb = params.n_banks
+    b = fb - _fb_bg(params, fb) * nb
+    for k in range(params.n_bg):
+        if H[_u(_bank(H, g, (rank * params.n_bg + k) * nb + b) + 1)] > 0:
+            return True
+    return False
+
+
+@only_with(FEATURE_SAME_BANK, None)
+@njit(cache=True, _nrt=False)
+def _close_same_bank(params, H, g, rank, fb, clk):
+    """PREsb issued at ``clk``: its bank closes in every bank group of the rank."""
+    nb = params.n_banks
+    b = fb - _fb_bg(params, fb) * nb
+    n_open = 0
+    for k in range(params.n_bg):
+        ob = _bank(H, g, (rank * params.n_bg + k) * nb + b)
+        if H[_u(ob)] >= 0:
+            n_open += 1
+        H[_u(ob)] = -1
+    if n_open > 0:
+        _rank_closes(H, g, rank, n_open, clk)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -141,7 +175,8 @@ def _rank_closes(H, g, rank, n, clk):
         H[_u(o + RA_CYCLES)] += clk - H[_u(o + RA_SINCE)]
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@only_with(FEATURE_POWER, None)
+@njit(cache=True, _nrt=False)
 def _power_change(params, H, g, cmd, rank, clk):
     """A power-state command issued to ``rank`` at ``clk``: its state and residency. Self
     refresh counts from SRE + nRFC, after the entry's refresh of every bank (DRAMPower)."""
@@ -177,17 +212,9 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
         if H[_u(ob)] >= 0:
             _rank_closes(H, g, rank, 1, clk)
         H[_u(ob)] = -1
-    elif (features(params) & FEATURE_SAME_BANK) != 0 and _meta(params, M_SCOPE, cmd) == SCOPE_SAME_BANK:    # PREsb
-        nb = params.n_banks
-        b = fb - _fb_bg(params, fb) * nb
-        n_open = 0
-        for k in range(params.n_bg):
-            ob = _bank(H, g, (rank * params.n_bg + k) * nb + b)
-            if H[_u(ob)] >= 0:
-                n_open += 1
-            H[_u(ob)] = -1
-        if n_open > 0:
-            _rank_closes(H, g, rank, n_open, clk)
+    elif (features(params) & FEATURE_SAME_BANK) != 0 and \
+            _meta(params, M_SCOPE, cmd) == SCOPE_SAME_BANK:     # PREsb
+        _close_same_bank(params, H, g, rank, fb, clk)
     else:                                               # PREab
         nbr = params.n_bg * params.n_banks
         n_open = 0
@@ -219,7 +246,8 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
             H[_u(ol + LOG_BG)] = -1
             H[_u(ol + LOG_BANK)] = -1
             H[_u(ol + LOG_ROW)] = -1
-        elif (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:   # every bank group, one bank index
+        elif (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:
+            # every bank group, one bank index
             H[_u(ol + LOG_BG)] = -1
             H[_u(ol + LOG_BANK)] = fb - _fb_bg(params, fb) * params.n_banks
             H[_u(ol + LOG_ROW)] = -1

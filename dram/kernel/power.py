@@ -37,7 +37,7 @@ from .issue import _ract, preq_command
 drop_stale(__file__, str(Path(__file__).with_name("__init__.py")), _config.__file__)
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _power_next(params, H, g, clk):
     """The power-state command to issue at ``clk`` on channel g: (rank, command, -) if one
     is ready (PREab, PDE, PDX or SRE toward the state the rank's idle time asks for), else

@@ -19,7 +19,7 @@ from dram.config import FEATURE_POWER, FEATURE_SAME_BANK, M_CLOSE, M_SCOPE, SCOP
 from dram.jitcache import drop_stale
 import dram.config as _config
 from .commands import FINALS, N_CMDS, N_FINALS, PREpb, REFab, REFsb
-from .compiletime import features
+from .compiletime import features, only_with
 from .layout import (C_EPOCH, C_MCLK, C_MCMD, C_MEPOCH, C_MPOS, C_MQ, C_NA, C_PQH, C_PQL, C_WAKE,
                      C_WMODE, D_NONE, D_REFRESHED, G_CHANGES, H_NB, H_O_BANK, H_O_GLOB, H_O_PRIO,
                      H_O_STATS, H_PQ, INF, N_STATS, RA_LASTCMD, Q_ACT, Q_RD, Q_WR, SL_ARR, SL_BGO, SL_BKO,
@@ -38,9 +38,10 @@ drop_stale(__file__, str(Path(__file__).with_name("__init__.py")), _config.__fil
 def _request_command(params, H, g, ob, o):
     """Next command of the (bank-scope) request in slot offset ``o`` of channel g: its rank's
     power-state exit if it sleeps, else from its bank (``_slot_preq``)."""
-    pw = power_preq(params, H, g, H[_u(o + SL_RANK)])
-    if pw >= 0:
-        return pw
+    if (features(params) & FEATURE_POWER) != 0:
+        pw = power_preq(params, H, g, H[_u(o + SL_RANK)])
+        if pw >= 0:
+            return pw
     return _slot_preq(H, ob, o)
 
 
@@ -77,17 +78,12 @@ def _recache(params, H, g, cmd, rank, fb):
     rb = _rdy(H, g)
     ob = H[_u(H_O_BANK)] + g * H[_u(H_NB)] * 3
     scope = _meta(params, M_SCOPE, cmd)
-    sb = (features(params) & FEATURE_SAME_BANK) != 0
-    if scope == SCOPE_RANK or (sb and scope == SCOPE_SAME_BANK and
-                               params.tab[_u(params.o_has_sib + 3 * N_CMDS + cmd)] == 1):
+    if (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:
+        _recache_same_bank(params, H, g, cmd, rank, fb, rb, ob)
+    elif scope == SCOPE_RANK:
         nbr = params.n_bg * params.n_banks
         for k in range(nbr):
             _recache_bank(params, H, g, rb, ob, _bkl(H, g, rank * nbr + k))
-    elif sb and scope == SCOPE_SAME_BANK:
-        nb = params.n_banks
-        b = fb - _fb_bg(params, fb) * nb
-        for k in range(params.n_bg):
-            _recache_bank(params, H, g, rb, ob, _bkl(H, g, (rank * params.n_bg + k) * nb + b))
     elif params.tab[_u(params.o_has_sib + 3 * N_CMDS + cmd)] == 1:
         nb = params.n_banks
         f0 = _fb_bg(params, fb) * nb
@@ -95,6 +91,23 @@ def _recache(params, H, g, cmd, rank, fb):
             _recache_bank(params, H, g, rb, ob, _bkl(H, g, f0 + k))
     else:
         _recache_bank(params, H, g, rb, ob, _bkl(H, g, fb))
+
+
+@only_with(FEATURE_SAME_BANK, None)
+@njit(cache=True, _nrt=False)
+def _recache_same_bank(params, H, g, cmd, rank, fb, rb, ob):
+    """:func:`_recache` after a same-bank command (``FEATURE_SAME_BANK``): the requests of
+    bank index fb % n_banks in every bank group of the rank, or of every bank of the rank if
+    the command has bank-level siblings."""
+    if params.tab[_u(params.o_has_sib + 3 * N_CMDS + cmd)] == 1:
+        nbr = params.n_bg * params.n_banks
+        for k in range(nbr):
+            _recache_bank(params, H, g, rb, ob, _bkl(H, g, rank * nbr + k))
+    else:
+        nb = params.n_banks
+        b = fb - _fb_bg(params, fb) * nb
+        for k in range(params.n_bg):
+            _recache_bank(params, H, g, rb, ob, _bkl(H, g, (rank * params.n_bg + k) * nb + b))
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -213,6 +226,23 @@ def _pick_buffer(params, H, g, qi, clk):
     return found, found_cmd, wake, -2, -1
 
 
+@only_with(FEATURE_POWER, INF)
+@njit(cache=True, _nrt=False)
+def _power_step(params, H, g, clk):
+    """Step 3d, the power-state policy (``FEATURE_POWER``): issue the command it asks for
+    now, if one is ready, and return -1; else the earliest cycle at which that can change
+    (:func:`.power._power_next`)."""
+    pr, pcmd, pw = _power_next(params, H, g, clk)
+    if pr < 0:
+        return pw
+    f0 = pr * params.n_bg * params.n_banks
+    issue_command(params, H, g, pcmd, pr, f0, -1, clk)
+    _recache(params, H, g, pcmd, pr, f0)
+    H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
+    H[_u(_chs(H, g) + C_EPOCH)] += 1
+    return -1
+
+
 @njit(cache=True, inline="always", _nrt=False)
 def _decide(params, H, g, clk):
     """The command to issue at ``clk``: (queue, position, command) of the request to serve;
@@ -272,13 +302,8 @@ def _decide(params, H, g, clk):
     # 3d. the power-state policy (power-down, self refresh of idle ranks)
     pw = INF
     if (features(params) & FEATURE_POWER) != 0:
-        pr, pcmd, pw = _power_next(params, H, g, clk)
-        if pr >= 0:
-            f0 = pr * params.n_bg * params.n_banks
-            issue_command(params, H, g, pcmd, pr, f0, -1, clk)
-            _recache(params, H, g, pcmd, pr, f0)
-            H[_u(H[_u(H_O_GLOB)] + G_CHANGES)] += 1
-            H[_u(c + C_EPOCH)] += 1
+        pw = _power_step(params, H, g, clk)
+        if pw < 0:
             return D_REFRESHED, -1, -1
     # nothing ready: the decision at the wake-up cycle, if known (the active buffer first)
     if wake <= w2:

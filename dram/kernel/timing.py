@@ -17,7 +17,7 @@ from dram.config import FEATURE_SAME_BANK, M_SCOPE, SCOPE_RANK, SCOPE_SAME_BANK
 from dram.jitcache import drop_stale
 import dram.config as _config
 from .commands import LIVE_CMDS, N_CMDS
-from .compiletime import features
+from .compiletime import features, only_with
 from .layout import H_HM, H_NN, H_O_HIST, SL_BGO, SL_BKO, SL_RKO, _fb_bg, _meta, _rdy, _u
 
 # the jitted code here inlines the package's other modules and compiles in constants of
@@ -52,21 +52,35 @@ def ready_time(params, H, g, cmd, rank, fb):
                 t = v
         return t
     if (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:
-        b = fb - _fb_bg(params, fb) * nb              # bank index within its bank group
-        for k in range(nbg):
-            v = H[_u(base + (o_bg + rank * nbg + k) * NC)]
-            if v > t:
-                t = v
-            v = H[_u(base + (o_bk + (rank * nbg + k) * nb + b) * NC)]
-            if v > t:
-                t = v
-        return t
+        return _ready_same_bank(params, H, base, rank, fb, t)
     v = H[_u(base + (o_bg + _fb_bg(params, fb)) * NC)]
     if v > t:
         t = v
     v = H[_u(base + (o_bk + fb) * NC)]
     if v > t:
         t = v
+    return t
+
+
+@only_with(FEATURE_SAME_BANK, 0)
+@njit(cache=True, _nrt=False)
+def _ready_same_bank(params, H, base, rank, fb, t):
+    """:func:`ready_time` of a same-bank command (``FEATURE_SAME_BANK``; ``base``: its
+    channel-node ready slot, ``t``: the channel and rank part): the largest also over every
+    bank group of the rank and bank index fb % n_banks in each."""
+    NC = params.n_cmds
+    nbg = params.n_bg
+    nb = params.n_banks
+    o_bg = 1 + params.n_ranks
+    o_bk = o_bg + params.n_ranks * nbg
+    b = fb - _fb_bg(params, fb) * nb                  # bank index within its bank group
+    for k in range(nbg):
+        v = H[_u(base + (o_bg + rank * nbg + k) * NC)]
+        if v > t:
+            t = v
+        v = H[_u(base + (o_bk + (rank * nbg + k) * nb + b) * NC)]
+        if v > t:
+            t = v
     return t
 
 
@@ -191,12 +205,7 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
         _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd, o_bk + rank * nbg * nb,
                       nbg * nb, 0, nbg * nb, clk)
     elif (features(params) & FEATURE_SAME_BANK) != 0 and scope == SCOPE_SAME_BANK:
-        _level_update(params, H, t, rb0, oh0, HM, 2 * NC + cmd, cmd, o_bg + rank * nbg, nbg,
-                      0, nbg, clk)
-        b = fb - _fb_bg(params, fb) * nb
-        for k in range(nbg):
-            _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd,
-                          o_bk + (rank * nbg + k) * nb, nb, b, b + 1, clk)
+        _update_same_bank(params, H, t, rb0, oh0, HM, cmd, rank, fb, clk)
     else:
         bgi = _fb_bg(params, fb)                      # flat bank group within the channel
         x = bgi - rank * nbg
@@ -205,3 +214,21 @@ def update_timing(params, H, g, cmd, rank, fb, clk):
         x = fb - bgi * nb
         _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd, o_bk + bgi * nb, nb,
                       x, x + 1, clk)
+
+
+@only_with(FEATURE_SAME_BANK, None)
+@njit(cache=True, _nrt=False)
+def _update_same_bank(params, H, t, rb0, oh0, HM, cmd, rank, fb, clk):
+    """The bank-group and bank levels of :func:`update_timing` for a same-bank command
+    (``FEATURE_SAME_BANK``): every bank group of the rank, and bank index fb % n_banks in
+    each (the other banks of each group are its siblings)."""
+    NC = N_CMDS
+    nbg, nb, nr = params.n_bg, params.n_banks, params.n_ranks
+    o_bg = 1 + nr
+    o_bk = o_bg + nr * nbg
+    _level_update(params, H, t, rb0, oh0, HM, 2 * NC + cmd, cmd, o_bg + rank * nbg, nbg,
+                  0, nbg, clk)
+    b = fb - _fb_bg(params, fb) * nb
+    for k in range(nbg):
+        _level_update(params, H, t, rb0, oh0, HM, 3 * NC + cmd, cmd,
+                      o_bk + (rank * nbg + k) * nb, nb, b, b + 1, clk)
