@@ -88,6 +88,13 @@ What is skipped (exactly: the results equal those of doing every step in every c
   The others go to the heap, and each cycle takes the due ones of both in request id order,
   the heap's order (``RESPONSE_RING = False`` sends all to the heap: same results).
 
+The timeline (:mod:`cosmos.timeline`, ``cosmos simulate --timeline``): when a step ends
+(``_step_end``), a step of the tasks of the first N queries (tasks below ``scal[SC_TL_TASKS]``:
+a query's tasks are contiguous) is logged in ``tl_log`` (query, task, context, step, start and
+end cycle), which holds exactly their steps (:func:`timeline_records`). Without a timeline
+the log is empty and ``SC_TL_TASKS`` is 0: one comparison per step, never true, and nothing
+else (no work per DRAM request); the results are the same with or without it.
+
 :mod:`cosmos.specialize` compiles a copy of this module whose DRAM kernel has one
 configuration's controller parameters as constants (same results, less time).
 """
@@ -126,7 +133,11 @@ SC_DMIN = 8      # min(ch_next, next FIFO arrival + 1): no channel changes befor
 SC_DHEAD, SC_DLEN = 9, 10    # the ring of served reads waiting for their completion cycle
 SC_RHEAD, SC_RLEN, SC_RLAST = 11, 12, 13   # the ring of responses (rsp_*) and its last cycle
 SC_CLOCK = 14    # 0, or the latest cycle beyond MAX_CYCLES an event was asked for
-N_SC = 15
+# the timeline (cosmos.timeline): the steps of tasks < scal[SC_TL_TASKS] (the tasks of the
+# first N queries) are logged in EngineState.tl_log; records written, and records that did
+# not fit (counted, never written)
+SC_TL_TASKS, SC_TL_N, SC_TL_OVER = 15, 16, 17
+N_SC = 18
 INF = dk.INF
 
 # float config slots
@@ -164,6 +175,13 @@ RW = 8
 CX_TODO, CX_OUT, CX_MLP, CX_OBJ, CX_LRANK, CX_LCOL, CX_ADDR, CX_OLINES = range(8)
 CX_R, CX_RSTEP, CX_CSTEP, CX_LAT, CX_ROUTE, CX_CPU, CX_LINE, CX_STEP = range(8, 16)
 CW = 16
+# fields of a step's record in EngineState.tl_log (the timeline): query, task, context, step
+# (its index in the program: its class gives the kind), start and end cycle
+TL_QUERY, TL_TASK, TL_CTX, TL_STEP, TL_START, TL_END = range(6)
+TLW = 6
+#: most records a timeline keeps (48 MB); the steps of the first N queries beyond that are
+#: counted (scal[SC_TL_OVER]), not logged
+TL_MAX_RECORDS = 1 << 20
 RESPONSE_RING = True   # CI_RING (either gives the same results; the ring is faster)
 
 
@@ -216,6 +234,8 @@ class EngineState(NamedTuple):
     rsp_req: np.ndarray         # (NR,) int64 ring (SC_RHEAD, SC_RLEN): data on its way back
     rsp_cyc: np.ndarray         # (NR,) int64 to the requester, and its arrival cycle
     rsp_due: np.ndarray         # (NR,) int64 scratch: the responses due in one cycle
+    tl_log: np.ndarray          # (TLW * records,) int64 the timeline's step records (TL_*);
+    #                             0 records unless a timeline was asked for
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
@@ -607,10 +627,31 @@ def _finish_task(pg, st, cf, ci, params, ctx, t):
         st.pool_nfree[_u(p)] += 1
 
 
+@nb.njit(cache=True, _nrt=False)
+def _tl_record(pg, st, ctx, task, s, t):
+    """Log step ``s`` of ``task`` on context ``ctx``, which ends at ``t``, in the timeline
+    (``tl_log``; counted in ``scal[SC_TL_OVER]`` if full). Called for the tasks of the
+    timeline's queries only: a run without a timeline never gets here."""
+    n = st.scal[SC_TL_N]
+    if (n + 1) * TLW > st.tl_log.shape[0]:
+        st.scal[SC_TL_OVER] += 1
+        return
+    k = n * TLW
+    st.tl_log[_u(k + TL_QUERY)] = pg.task_query[_u(task)]
+    st.tl_log[_u(k + TL_TASK)] = task
+    st.tl_log[_u(k + TL_CTX)] = ctx
+    st.tl_log[_u(k + TL_STEP)] = s
+    st.tl_log[_u(k + TL_START)] = st.ctx_step_start[_u(ctx)]
+    st.tl_log[_u(k + TL_END)] = t
+    st.scal[SC_TL_N] = n + 1
+
+
 @nb.njit(cache=True, inline="always", _nrt=False)
 def _step_end(pg, st, cf, ci, params, ctx, t):
     s = st.ctx_rec[_cx(ctx, CX_STEP)]
     task = st.ctx_task[_u(ctx)]
+    if task < st.scal[SC_TL_TASKS]:     # a timeline's query (never without a timeline)
+        _tl_record(pg, st, ctx, task, s, t)
     st.task_bd[_u(task), _u(pg.cls_cat[_u(pg.step_class[_u(s)])])] += \
         t - st.ctx_step_start[_u(ctx)]
     s += 1
@@ -997,11 +1038,21 @@ def _max_mlp_per_pool(task_pool, task_step_ptr, step_class, cls_kind, cls_mlp, n
     return out
 
 
+def timeline_records(pg: Program, timeline_queries: int) -> int:
+    """Records of the timeline's log for the first ``timeline_queries`` queries of ``pg``:
+    their steps (one record each), at most :data:`TL_MAX_RECORDS`; 0 for none."""
+    n = min(max(int(timeline_queries), 0), pg.num_queries)
+    if n == 0:
+        return 0
+    return int(min(pg.task_step_ptr[pg.query_task_ptr[n]], TL_MAX_RECORDS))
+
+
 def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_channels: int,
-                  num_devices: int, NR: int) -> dict:
+                  num_devices: int, NR: int, timeline_queries: int = 0) -> dict:
     """Shape and dtype of every array of :class:`EngineState` for these arguments (sizes
-    derived from the program; ``NR`` = :func:`request_slots`): what :func:`new_engine_state`
-    allocates and :func:`engine_state_bytes` counts."""
+    derived from the program; ``NR`` = :func:`request_slots`; ``timeline_queries``: the log
+    of :func:`timeline_records`): what :func:`new_engine_state` allocates and
+    :func:`engine_state_bytes` counts."""
     T = int(pg.task_query.shape[0])
     Q = int(pg.num_queries)
     P = int(pool_sizes.shape[0])
@@ -1021,7 +1072,8 @@ def _state_shapes(pg: Program, pool_sizes: np.ndarray, num_instances: int, n_cha
         q_arrival=Q, q_done=Q, q_left=Q, link_free=(D + 1, 2), link_busy=(D + 1, 2),
         link_bytes=(D + 1, 2), inst_reqs=I, inst_local=I, wb_req=NR, wb_cyc=NR,
         wb_cnt=WIN_MAX + 2,
-        done_req=NR, done_cyc=NR, rsp_req=NR, rsp_cyc=NR, rsp_due=NR)
+        done_req=NR, done_cyc=NR, rsp_req=NR, rsp_cyc=NR, rsp_due=NR,
+        tl_log=TLW * timeline_records(pg, timeline_queries))
     floats = ("ctx_cpu", "link_free", "link_busy", "link_bytes")
     if set(sizes) != set(EngineState._fields):
         raise AssertionError("cosmos.engine._state_shapes does not match EngineState's fields")
@@ -1042,8 +1094,11 @@ def _aligned_zeros(n: int) -> np.ndarray:
 
 
 def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
-                     n_channels: int, num_devices: int) -> EngineState:
-    """Allocate the engine state for program ``pg`` (shapes: :func:`_state_shapes`)."""
+                     n_channels: int, num_devices: int, timeline_queries: int = 0
+                     ) -> EngineState:
+    """Allocate the engine state for program ``pg`` (shapes: :func:`_state_shapes`); with
+    ``timeline_queries`` N > 0, the engine logs the steps of the first N queries
+    (``tl_log``, cosmos.timeline)."""
     T = pg.task_query.shape[0]
     if T and np.any(np.diff(pg.task_step_ptr) < 1):
         raise ValueError("program has a task without steps (the engine needs >= 1 per task)")
@@ -1052,7 +1107,8 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
     if NR >= MAX_IDS or NC >= MAX_IDS:
         raise ValueError(f"too many request slots ({NR}) or contexts ({NC}) for the engine "
                          f"(limit {MAX_IDS})")
-    shapes = _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices, NR)
+    shapes = _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices, NR,
+                           timeline_queries)
     a = {k: (_aligned_zeros(shape[0]) if k in _ALIGNED else np.zeros(shape, dtype))
          for k, (shape, dtype) in shapes.items() if k not in _VIEWS}
     for k, base in _VIEWS.items():
@@ -1069,6 +1125,8 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
     a["pool_nfree"][:] = pool_sizes
     a["task_left"][:] = pg.task_npred
     a["q_left"][:] = np.diff(pg.query_task_ptr)
+    if a["tl_log"].shape[0] > 0:        # the tasks of the first N queries are logged
+        a["scal"][SC_TL_TASKS] = pg.query_task_ptr[min(int(timeline_queries), pg.num_queries)]
     for k in ("ctx_task", "task_ready", "task_start", "task_end", "task_crit", "q_arrival",
               "q_done"):
         a[k][:] = -1
@@ -1076,11 +1134,13 @@ def new_engine_state(pg: Program, pool_sizes: np.ndarray, num_instances: int,
 
 
 def engine_state_bytes(pg: Program, pool_sizes: np.ndarray, num_instances: int,
-                       n_channels: int, num_devices: int) -> tuple[int, int]:
+                       n_channels: int, num_devices: int, timeline_queries: int = 0
+                       ) -> tuple[int, int]:
     """(bytes, request slots) of the state :func:`new_engine_state` would allocate for these
     arguments, without allocating it."""
     NR = request_slots(pg, pool_sizes)
-    shapes = _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices, NR)
+    shapes = _state_shapes(pg, pool_sizes, num_instances, n_channels, num_devices, NR,
+                           timeline_queries)
     nbytes = sum((int(np.prod(shape)) + (8 if k in _ALIGNED else 0)) * np.dtype(dt).itemsize
                  for k, (shape, dt) in shapes.items() if k not in _VIEWS)
     return nbytes, NR

@@ -328,6 +328,8 @@ class EngineRun:
     ci_until_cycle: int | None
     wall_s: float
     specialized: bool
+    #: the queries whose steps the engine logged (``state.tl_log``; cosmos.timeline)
+    timeline_queries: int = 0
 
 
 def _check_run_options(mode: str, ci_target: float | None, ci_min_queries: int | None):
@@ -494,11 +496,12 @@ def _engine_code(prep: Prepared, specialize: bool | None):
 
 def run(prep: Prepared, *, progress: bool = True, chunk_cycles: int = 2_000_000,
         specialize: bool | None = None, ci_target: float | None = None,
-        ci_min_queries: int | None = None, warmup: float = 0.1) -> EngineRun:
+        ci_min_queries: int | None = None, warmup: float = 0.1,
+        timeline_queries: int = 0) -> EngineRun:
     """The second part of :func:`simulate` (same options): allocate the engine's and the
     channels' state (after :func:`check_memory`), then run the engine in chunks of
     ``chunk_cycles`` until every admitted query completed, with the stop rule of
-    ``ci_target``."""
+    ``ci_target``; the engine logs the steps of the first ``timeline_queries`` queries."""
     cfg, pg, params, params1 = prep.cfg, prep.program, prep.params, prep.params1
     Q, D, n_inst = prep.trace.num_queries, cfg.device.count, prep.num_instances
     max_inflight, mode = prep.max_inflight, prep.mode
@@ -508,10 +511,12 @@ def run(prep: Prepared, *, progress: bool = True, chunk_cycles: int = 2_000_000,
     # one-channel memory system of the same timing and geometry (params1; ``params`` places
     # requests on channels), and the engine ticks a channel only when it can act. A tick adds
     # at most 2 completions per channel and the engine drains them after each tick.
+    timeline_queries = min(max(int(timeline_queries), 0), Q)
     eng_bytes, n_req = _engine.engine_state_bytes(pg, prep.pool_sizes, n_inst,
-                                                  params.n_channels, D)
+                                                  params.n_channels, D, timeline_queries)
     check_memory(cfg, G, prep.heap0.nbytes, eng_bytes, n_req)   # before the big allocations
-    st = _engine.new_engine_state(pg, prep.pool_sizes, n_inst, params.n_channels, D)
+    st = _engine.new_engine_state(pg, prep.pool_sizes, n_inst, params.n_channels, D,
+                                  timeline_queries)
     run_chunk, admit_initial, eng, specialized = _engine_code(prep, specialize)
     HH = np.repeat(prep.heap0[None, :], G, axis=0)   # every channel: the same fresh state
     dstate = tuple(dk.State(HH[g]) for g in range(G))
@@ -596,7 +601,8 @@ def run(prep: Prepared, *, progress: bool = True, chunk_cycles: int = 2_000_000,
     if eng is not None:
         mark_compiled(eng)          # later short runs of this configuration load it too
     return EngineRun(state=st, dram_state=dstate, queries=total, stopped=stopped,
-                     ci_until_cycle=until, wall_s=wall, specialized=specialized)
+                     ci_until_cycle=until, wall_s=wall, specialized=specialized,
+                     timeline_queries=timeline_queries)
 
 
 def collect(prep: Prepared, ran: EngineRun, ci_target: float | None = None) -> SimResult:
@@ -608,6 +614,14 @@ def collect(prep: Prepared, ran: EngineRun, ci_target: float | None = None) -> S
     # then jumped to the next DRAM event, usually a refresh, which would inflate whole-run
     # averages -- bandwidth, utilization -- by a fraction of a percent.)
     end_cycle = int(st.q_done[:ran.queries].max())   # Q >= 1 (checked by prepare)
+    extra = {"requests": int(st.scal[SC_REQS_DONE]), "specialized": ran.specialized}
+    if ran.timeline_queries > 0:
+        # what cosmos.timeline names each step with: the clusters each query probes
+        n = min(ran.timeline_queries, ran.queries)
+        tr = prep.trace
+        extra["timeline"] = {"queries": n, "clusters": [
+            [int(c) for c in tr.search_cluster[tr.query_ptr[q]:tr.query_ptr[q + 1]]]
+            for q in range(n)]}
     return SimResult(config=prep.cfg, trace_meta=dict(prep.trace.meta), program=prep.program,
                      layout=prep.layout, cluster_device=prep.cluster_device, state=st,
                      dram_state=ran.dram_state, dram_params=prep.params,
@@ -615,8 +629,7 @@ def collect(prep: Prepared, ran: EngineRun, ci_target: float | None = None) -> S
                      cycles=end_cycle, wall_s=ran.wall_s, mode=prep.mode,
                      rate_qps=prep.rate_qps, max_inflight=prep.max_inflight,
                      pool_sizes=prep.pool_sizes,
-                     extra={"requests": int(st.scal[SC_REQS_DONE]),
-                            "specialized": ran.specialized},
+                     extra=extra,
                      queries=ran.queries, stopped=ran.stopped, ci_target=ci_target,
                      ci_until_cycle=ran.ci_until_cycle)
 
@@ -626,7 +639,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
              seed: int = 0, progress: bool = True, cluster_device: np.ndarray | None = None,
              chunk_cycles: int = 2_000_000, specialize: bool | None = None,
              ci_target: float | None = None, ci_min_queries: int | None = None,
-             warmup: float = 0.1, trace_name: str | None = None) -> SimResult:
+             warmup: float = 0.1, trace_name: str | None = None,
+             timeline_queries: int = 0) -> SimResult:
     """Simulate ``cfg`` on the logical ``trace``: :func:`prepare` (trace -> placement ->
     layout -> program), :func:`run` (the engine loop and its stop rule), :func:`collect`.
 
@@ -667,6 +681,10 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
         interval is computed again on that run and may be slightly wider than the target.
         Deterministic: the tests happen at completion counts, and where a test happens the
         engine is at a point fixed by the inputs (trace, config, seed, ``chunk_cycles``).
+    timeline_queries : int, optional
+        Log the steps of the first N queries (``SimResult.state.tl_log``;
+        :func:`cosmos.timeline.timeline_events` turns it into a Chrome trace). The results
+        are the same with or without it; 0 (the default) logs nothing and costs nothing.
 
     Raises
     ------
@@ -681,7 +699,8 @@ def simulate(cfg: SystemConfig, trace, *, num_queries: int | None = None,
                    max_inflight=max_inflight, seed=seed, cluster_device=cluster_device,
                    trace_name=trace_name)
     ran = run(prep, progress=progress, chunk_cycles=chunk_cycles, specialize=specialize,
-              ci_target=ci_target, ci_min_queries=ci_min_queries, warmup=warmup)
+              ci_target=ci_target, ci_min_queries=ci_min_queries, warmup=warmup,
+              timeline_queries=timeline_queries)
     return collect(prep, ran, ci_target)
 
 

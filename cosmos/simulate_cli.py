@@ -7,6 +7,9 @@
     cosmos simulate --systems base --dataset sift --num-queries 2000 --out results/base-sift
     cosmos simulate --systems cosmos --trace t.npz --mode open --rate 200000 --out r/open
     cosmos simulate --systems cosmos --trace t.npz --set gpc.cores=4 --set link.latency_ns=60
+    cosmos simulate --systems cosmos --dataset sift --num-queries 200 --timeline tl.json
+                                                        (the steps of the first 4 queries as a
+                                                         Chrome trace: docs/timeline.md)
 
 Writes into ``--out DIR`` (the output rule of cosmos_common.outdir: created, or used if it is
 an empty folder; refused before any work if it is a file or holds anything; ``INCOMPLETE`` in
@@ -16,7 +19,9 @@ latency mean/p50/p99 in ns, the breakdown, link and DRAM figures), ``systems.csv
 summary as one row, the columns of ``cosmos replay``'s ``systems.csv``), ``per_query.csv``,
 ``per_device.csv`` and ``config.json`` (system config, trace metadata and the options). Each file is written to a temporary name and linked into place without
 replacing: a result file that appears in DIR during the run is kept, and the run then writes
-none of its results (the error names the file).
+none of its results (the error names the file). ``--timeline FILE.json`` also writes the
+steps of the first ``--timeline-queries`` queries as a Chrome trace (cosmos.timeline; the
+results are the same with or without it).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pathlib import Path
 from cosmos_common.outdir import add_results_options
 from cosmos_common.terminal import progress_wanted
 from cosmos_common.vocabulary import add_renamed
+from cosmos.timeline import add_timeline_options, check_timeline_options
 
 
 def register(subparsers) -> None:
@@ -72,6 +78,7 @@ def register(subparsers) -> None:
     p.add_argument("--ci-min-queries", type=int, default=None, metavar="N",
                    help="with --ci-target: completions before the first stop test (default "
                         "max(2000, 30 x queries in flight); open loop: half)")
+    add_timeline_options(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -165,6 +172,7 @@ def check_options(args) -> None:
                             f"{args.rate}")
     elif args.rate is not None:
         raise UserError("--rate applies only to --mode open (closed loop: --max-inflight)")
+    args.timeline_n = check_timeline_options(args)
 
 
 def _trace_queries(trace) -> int | None:
@@ -250,11 +258,12 @@ def run(args) -> int:
         res = simulate(cfg, trace, num_queries=args.num_queries, mode=args.mode,
                        rate_qps=args.rate, max_inflight=args.max_inflight, seed=args.seed,
                        progress=progress_wanted(args.no_progress), ci_target=args.ci_target,
-                       ci_min_queries=args.ci_min_queries, warmup=args.warmup)
+                       ci_min_queries=args.ci_min_queries, warmup=args.warmup,
+                       timeline_queries=args.timeline_n)
         summ = summary(res, warmup=args.warmup)
         conf = {"system": cfg.to_dict(), "trace_meta": res.trace_meta,
                 "options": {k: v for k, v in vars(args).items()
-                            if k not in ("func", "trace_arg")}}
+                            if k not in ("func", "trace_arg", "timeline_n")}}
         write_results(out, {
             "per_query.csv": per_query(res).to_csv(index=False),
             "per_device.csv": per_device(res).to_csv(index=False),
@@ -263,6 +272,14 @@ def run(args) -> int:
             "config.json": json.dumps(conf, indent=2, default=str),
             "summary.json": json.dumps(summ, indent=2),
         }, run_folder=rf)
+    if args.timeline_n > 0:
+        from cosmos.timeline import timeline_events, write_timeline
+
+        path = write_timeline(args.timeline, timeline_events(res),
+                              {"systems": [args.system], "queries": args.timeline_n})
+        print(f"cosmos simulate: timeline of the first "
+              f"{res.extra['timeline']['queries']} queries in {path} (open it in "
+              f"https://ui.perfetto.dev)", file=sys.stderr)
     if not summ["steady_state"]:
         print(f"cosmos simulate: warning: no steady state: {summ['window_queries']} completions "
               f"in the window, fewer than the {min(res.max_inflight, summ['num_queries'])} "

@@ -6,6 +6,8 @@
     cosmos run fig4a_qps --scale tiny      # one figure
     cosmos run rag_ttft --set rag.model=llama-3.1-70b --set rag.batch=64
     cosmos replay my_trace.npz --systems base,cosmos
+    cosmos replay my_trace.npz --systems base,cosmos --timeline tl.json   # + the first queries'
+                                                     steps of both systems (docs/timeline.md)
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ def register(subparsers) -> None:
     add_renamed(q, "--scheduler", q.add_argument(
         "--dask-scheduler", dest="scheduler", metavar="ADDRESS",
         help="Dask scheduler address, or 'local'"))
+    from cosmos.timeline import add_timeline_options
+
+    add_timeline_options(q)     # (one file: each system's processes named "<system>: ...")
     q.add_argument("--no-progress", action="store_true", help="no progress bars")
     q.set_defaults(func=replay)
 
@@ -281,6 +286,9 @@ def replay(args) -> int:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     if args.seed < 0:     # as simulate, run and graphs refuse it (numpy seeds are >= 0)
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    from cosmos.timeline import check_timeline_options
+
+    timeline_n = check_timeline_options(args)
     import placement
     from cosmos.config import parse_overrides
     from cosmos.systems import model_for
@@ -319,8 +327,12 @@ def replay(args) -> int:
         tasks = [dict(system=s, trace_path=str(trace), overrides=overrides,
                       num_queries=args.num_queries, seed=args.seed, tags={"system": s})
                  for s in systems]
+        if timeline_n > 0:          # each task's events, its processes numbered apart
+            for i, t in enumerate(tasks):
+                t.update(timeline_queries=timeline_n, timeline_pid_base=1 + 100 * i)
         rows = run_sweep(simulate_task, tasks, workers=args.workers, scheduler=args.scheduler,
                          progress=progress_wanted(args.no_progress), desc="replay")
+        timeline = [e for r in rows for e in r.pop("timeline", [])]
         df = pd.DataFrame(rows)
         if "base" in systems:
             df["qps_vs_base"] = df["qps"] / float(df.loc[df.system == "base", "qps"].iloc[0])
@@ -329,6 +341,15 @@ def replay(args) -> int:
             df = df.drop(columns="_one")
         write_csv(out / "systems.csv", df)
         rf.done("systems.csv")
+    if timeline_n > 0:
+        import sys
+
+        from cosmos.timeline import write_timeline
+
+        path = write_timeline(args.timeline, timeline,
+                              {"systems": systems, "queries": timeline_n, "trace": str(trace)})
+        print(f"cosmos replay: timeline of the first {timeline_n} queries of each system in "
+              f"{path} (open it in https://ui.perfetto.dev)", file=sys.stderr)
     print(f"replay of {trace} ({meta.get('num_queries')} queries, dataset {meta.get('dataset')}):")
     if "steady_state" in df and not df["steady_state"].all():
         import sys

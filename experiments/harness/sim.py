@@ -211,7 +211,8 @@ def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None
                   rate_qps: float | None = None, max_inflight: int | None = None,
                   placement: str | None = None, seed: int = 0, warmup: float = 0.1,
                   tags: dict | None = None, per_device: bool = False,
-                  ci_target: float | None = None) -> dict:
+                  ci_target: float | None = None, timeline_queries: int = 0,
+                  timeline_pid_base: int = 1) -> dict:
     """Simulate preset ``system`` (with dotted-field ``overrides``) on the trace at ``trace_path``.
 
     Returns the flattened summary (qps, latency percentiles in ns, breakdown in ns, link and
@@ -219,19 +220,27 @@ def simulate_task(system: str, trace_path: str, *, overrides: dict | None = None
     ``per_device``, also ``"per_device"``: a list of per-device records (:func:`per_device_rows`).
     With ``ci_target``, the simulation stops once its QPS interval (closed loop) or mean
     latency interval (open loop) is that tight (cosmos.simulate); ``num_queries`` and
-    ``stopped`` of the row say how it ended.
+    ``stopped`` of the row say how it ended. With ``timeline_queries`` N > 0, also
+    ``"timeline"``: the Chrome trace events of the first N queries' steps
+    (:func:`cosmos.timeline.timeline_events`, processes named ``"<system>: ..."`` and numbered
+    from ``timeline_pid_base``; the figures are the same as without).
     """
     from cosmos.simulate import simulate
 
     cfg = _system_config(system, overrides, placement)
     res = simulate(cfg, read_trace(trace_path), num_queries=num_queries, mode=mode,
                    rate_qps=rate_qps, max_inflight=max_inflight, seed=seed, progress=False,
-                   ci_target=ci_target, warmup=warmup, trace_name=str(trace_path))
+                   ci_target=ci_target, warmup=warmup, trace_name=str(trace_path),
+                   timeline_queries=timeline_queries)
     summary = res.summary(warmup=warmup)
     row = dict(tags or {})
     row.update(flatten_summary(summary))
     if per_device:
         row["per_device"] = per_device_rows(res, summary)
+    if timeline_queries > 0:
+        from cosmos.timeline import timeline_events
+
+        row["timeline"] = timeline_events(res, label=system, pid_base=timeline_pid_base)
     return row
 
 
