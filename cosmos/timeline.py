@@ -325,12 +325,15 @@ def render_png(trace_json, out_png, *, query: int | None = 0, width: float = 11.
         keys = sorted({r for r, _ in es})
         y = {r: i for i, r in enumerate(keys)}
         t0 = min(e["ts"] for _, e in es)
+        span = max(e["ts"] + e["dur"] for _, e in es) - t0
+        scale, unit = (1.0, "us") if span > 20 else (1e3, "ns")     # (ts, dur: in us)
         for r, e in es:
-            ax.barh(y[r], e["dur"] * 1e3, left=(e["ts"] - t0) * 1e3, height=0.75,
+            ax.barh(y[r], e["dur"] * scale, left=(e["ts"] - t0) * scale, height=0.75,
                     color=COLORS.get(e["name"], "#888888"), linewidth=0)
         ax.set_yticks(range(len(keys)), [r[3] for r in keys], fontsize=6)
         ax.set_ylim(len(keys) - 0.5, -0.5)
-        ax.set_xlabel("ns since the query's admission", fontsize=7)
+        ax.set_xlabel(f"{unit} since the first event shown (the query's admission)",
+                      fontsize=7)
         ax.tick_params(axis="x", labelsize=6)
         ax.set_title(system + ("" if query is None else f", query {query}"), fontsize=8)
         ax.grid(axis="x", linewidth=0.3)
