@@ -185,6 +185,26 @@ SOURCE: dict[str, str] = {
     "host.scan_item_overhead_cycles": "per scanned code or vector: the compare with the "
     "bounded queue's worst entry (almost always rejected) and the loop: about 2 cycles (stated "
     "estimate)",
+    "host.lut_add_entries_per_cycle": "faiss IndexIVFPQ with use_precomputed_table: per "
+    "probed list, fvec_madd adds the list's precomputed term table (pq_m x 256 float32, "
+    "nlist x 16 KiB at pq_m = 16, an array faiss keeps in the host process's memory: host "
+    "DRAM, never the CXL devices) to the query's table; an AVX-512 madd does 16 entries, but "
+    "the term table streams in from the memory hierarchy: at about 16 bytes per core cycle "
+    "(about 34 GB/s at 2.1 GHz, a last-level-cache-resident stream on one core; a DRAM-"
+    "resident one is slower) that is 4 float32 entries per cycle (stated estimate)",
+    "host.stream_prefetch_lines": "Intel 64 and IA-32 Architectures Optimization Reference "
+    "Manual, L2 streamer: it detects and keeps up to 32 streams (one forward and one backward "
+    "per 4 KiB page), may issue two prefetches per L2 lookup and runs up to 20 lines ahead of "
+    "the load request; a sequential read stream therefore keeps up to 20 lines in flight "
+    "(the core's own demand misses hit those lines in flight), never fewer than "
+    "host.outstanding_misses. Not modeled: a stream stops at a 4 KiB page boundary and is "
+    "re-detected after two misses (an optimistic simplification for lists longer than a page)",
+    "scan_unit.lut_build_macs_per_cycle": "the ChamVS flow builds the lookup tables on the "
+    "device from the broadcast query: each entry is dim / pq_m multiply-adds against a sub-"
+    "quantizer centroid held in the unit's SRAM; a datapath as wide as the unit's 64-byte "
+    "stream does 16 float32 multiply-adds per cycle (stated estimate: the same width as "
+    "scan_unit.dot_bytes_per_cycle; Chameleon gives no table-construction throughput we "
+    "use)",
     "scan_unit.clock_GHz": "ChamVS's decoding pipelines run at 117-140 MHz on a Xilinx U250 "
     "(Chameleon's accelerator READMEs: 134 MHz ADC test, 117 MHz final build); the same "
     "pipeline as an ASIC block in a CXL device controller runs about 3.5x faster (Kuon and Rose, "
@@ -326,6 +346,11 @@ class HostConfig(_CandidateList):
                                              "per cycle")
     scan_item_overhead_cycles: float = _f(2.0, "scan: cycles per code or vector beyond its "
                                                "distance (queue compare, loop)")
+    lut_add_entries_per_cycle: float = _f(4.0, "IVF-PQ with precomputed tables: entries of "
+                                              "a probed list's precomputed term table added "
+                                              "to the query's table per cycle")
+    stream_prefetch_lines: int = _f(20, "lines the L2 streamer runs ahead of a sequential "
+                                        "read stream (a scan's list reads with prefetch)")
     dram_channels: int = _f(16, "host DRAM subchannels (DRAM-only system)")
     dram_ranks: int = _f(1, "ranks per host DRAM subchannel (DRAM-only system)")
 
@@ -400,6 +425,8 @@ class ScanUnitConfig:
     pipeline_cycles: float = _f(131.0, "pipeline depth: last code in to last distance out")
     outstanding_requests: int = _f(64, "64-byte requests in flight per unit")
     dot_bytes_per_cycle: float = _f(64.0, "bytes of full vectors per cycle in exact distances")
+    lut_build_macs_per_cycle: float = _f(16.0, "multiply-adds per cycle building lookup-table "
+                                               "entries on the device (ChamVS flow)")
 
 
 @dataclass(frozen=True)
@@ -490,6 +517,8 @@ RANGES: dict[str, tuple] = {
     "device.count": _COUNT, "device.channels": _COUNT, "device.ranks": _COUNT,
     "device.onchip_latency_ns": _TIME, "device.capacity_bytes": (64, True, 2**62),
     "host.adc_lookups_per_cycle": _RATE, "host.scan_item_overhead_cycles": _CYCLES,
+    "host.lut_add_entries_per_cycle": _RATE, "host.stream_prefetch_lines": _COUNT,
+    "scan_unit.lut_build_macs_per_cycle": _RATE,
     "scan_unit.clock_GHz": _RATE, "scan_unit.codes_per_cycle": _RATE,
     "scan_unit.lut_load_cycles": _CYCLES, "scan_unit.pipeline_cycles": _CYCLES,
     "scan_unit.outstanding_requests": _COUNT, "scan_unit.dot_bytes_per_cycle": _RATE,

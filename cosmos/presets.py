@@ -34,7 +34,9 @@ x what computes the distances) and CXL-ANNS's graph cache:
   placement as Cosmos, so it differs from ``cosmos-norank`` in where the cores sit.
 
 The scan systems (``SCAN_PRESETS``, replaying the IVF-PQ and exact-scan traces of
-graphs.ivfpq): ``ivfpq-host``, ``ivfpq-pnm``, ``exact-host``, ``exact-pnm``.
+graphs.ivfpq): ``ivfpq-host``, ``ivfpq-pnm``, ``exact-host``, ``exact-pnm``, and (issue 54)
+``ivfpq-host-precomputed``, ``ivfpq-host-precomputed-prefetch``, ``ivfpq-pnm-chamvs``,
+``ivfpq-pnm-chamvs-perlist``, ``exact-host-prefetch``.
 
 To add a system: declare its execution model in cosmos.systems (``register_system``), or
 reuse one, and add a ``SystemConfig`` naming it here (docs/adding_a_system.md).
@@ -87,6 +89,12 @@ SCAN_PRESETS: dict[str, SystemConfig] = {
                                rank_pu=_NO_RANK),
     "exact-pnm": SystemConfig(name="exact-pnm", kind="exact-pnm", placement="adjacency",
                               rank_pu=_NO_RANK),
+    # issue 54: the same lookup-table strategy on both sides, ChamVS's flow, host prefetch
+    **{n: SystemConfig(name=n, kind=n, placement="round_robin", rank_pu=_NO_RANK)
+       for n in ("ivfpq-host-precomputed", "ivfpq-host-precomputed-prefetch",
+                 "exact-host-prefetch")},
+    **{n: SystemConfig(name=n, kind=n, placement="adjacency", rank_pu=_NO_RANK)
+       for n in ("ivfpq-pnm-chamvs", "ivfpq-pnm-chamvs-perlist")},
 }
 
 #: The paper's six systems (Fig. 4), in the paper's order.
@@ -115,13 +123,25 @@ DESCRIPTIONS: dict[str, str] = {
                      "buffers (whole vectors read rank-locally, off the channel bus)",
     "cosmos-switch": "full search on cores in the CXL switch, reading every device over its "
                      "link (whole vectors, no rank PUs)",
-    "ivfpq-host": "IVF-PQ scan on the host, codes and re-rank vectors over the CXL link "
-                  "(scan traces)",
-    "ivfpq-pnm": "IVF-PQ near memory (ChamVS-style decoding units per device), host merges "
+    "ivfpq-host": "IVF-PQ scan on the host, a lookup table per probed list, codes and "
+                  "re-rank vectors over the CXL link (scan traces)",
+    "ivfpq-pnm": "IVF-PQ near memory (ChamVS-style decoding units per device), precomputed "
+                 "tables: the query's table built on the host and sent down; host merges "
                  "(scan traces)",
     "exact-host": "exact scan on the host, full vectors over the CXL link (scan traces)",
     "exact-pnm": "exact scan near memory (dot-product units per device), host merges "
                  "(scan traces)",
+    "ivfpq-host-precomputed": "IVF-PQ scan on the host with precomputed tables (one query "
+                              "table, per list its term table added), over the CXL link "
+                              "(scan traces)",
+    "ivfpq-host-precomputed-prefetch": "ivfpq-host-precomputed with the L2 stream "
+                                       "prefetcher on the list reads (scan traces)",
+    "ivfpq-pnm-chamvs": "IVF-PQ near memory, ChamVS's flow: query broadcast, the query's "
+                        "table built on each device (precomputed tables) (scan traces)",
+    "ivfpq-pnm-chamvs-perlist": "IVF-PQ near memory, ChamVS's flow with a table per probed "
+                                "list built on the device (scan traces)",
+    "exact-host-prefetch": "exact-host with the L2 stream prefetcher on the list reads "
+                           "(scan traces)",
 }
 
 

@@ -208,6 +208,9 @@ def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int, pq_m: int = 0,
         scan_dot=sc(vector_bytes / su.dot_bytes_per_cycle),
         scan_lut_load=sc(su.lut_load_cycles), scan_pipeline=sc(su.pipeline_cycles),
         scan_mlp=su.outstanding_requests,
+        host_lut_add=hc(1.0 / h.lut_add_entries_per_cycle) if pq_m else 0.0,
+        scan_lut_build=sc(dim / pq_m / su.lut_build_macs_per_cycle) if pq_m else 0.0,
+        host_stream_mlp=max(h.outstanding_misses, h.stream_prefetch_lines),
         sw_dist=wc(dim / sw.distance_dims_per_cycle + sw.distance_overhead_cycles),
         sw_visit=wc(sw.visit_check_cycles), sw_insert=wc(sw.insert_cycles(cand_list_len)),
         sw_select=wc(sw.select_cycles), sw_merge=wc(sw.merge_cycles_per_result),
@@ -716,7 +719,7 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
             r[R_LINK] = int(len(segments) > 0)
             r[R_ROUTE] = route_mask(segments)
             r[R_RANK_LOCAL] = int(st.rank_pus or u.rank_local)
-            r[R_MLP], r[R_LAT] = cv[u.inflight], cv[u.latency]
+            r[R_MLP], r[R_LAT] = cv[st.mlp or u.inflight], cv[u.latency]
             if st.per_vector is not None:
                 if r[R_SRC] == OBJ_RANGE:
                     f[F_CLINE] = cv[st.per_vector] * LINE_BYTES / code_bytes

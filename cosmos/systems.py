@@ -34,7 +34,10 @@ A step is one of three records:
   on the host reading a device crosses the host's port, the switch and the device link both
   ways, a unit in the switch the switch and the device link; a device unit reads its own
   DRAM; ``rank_pus=True``
-  reads each vector's 64-byte segments rank-locally (rank-level PUs). ``per_vector`` is a
+  reads each vector's 64-byte segments rank-locally (rank-level PUs). ``mlp`` names the
+  :class:`Costs` field that limits the read's lines in flight instead of its unit's (a
+  sequential stream a prefetcher runs ahead on: ``host_stream_mlp``; list reads only).
+  ``per_vector`` is a
   :class:`cosmos.systems.Costs` field charged per vector (per code for list-codes) on the
   context's core, a share per returned line (overlapped with the lines still in flight);
   ``after`` are :class:`Cost` terms (``Costs`` field x a count) added when the last line is
@@ -109,6 +112,9 @@ SCAN_PLACES = ("scan", "rerank")
 PLACE_OBJECTS = {"entry": ("entry-vector",), "adjacency": ("adjacency",),
                  "vectors": ("hop-vectors",), "scan": ("list-codes", "list-vectors"),
                  "rerank": ("rerank-vectors",)}
+#: objects read as one sequential run of lines (a scan element's contiguous range): the
+#: reads a stream prefetcher runs ahead on (``Read.mlp``)
+SEQUENTIAL_OBJECTS = ("list-codes", "list-vectors")
 #: the object a scan reads, by index family
 SCAN_OBJECT = {"ivfpq": "list-codes", "exact": "list-vectors"}
 #: A step's breakdown category (the paper's Fig. 4b); cosmos.program numbers them (CAT_*).
@@ -150,6 +156,9 @@ class Costs(NamedTuple):
     scan_lut_load: float    # a probed list's lookup table loaded into the scan unit
     scan_pipeline: float    # the scan unit's pipeline depth
     scan_mlp: int
+    host_lut_add: float     # one precomputed term-table entry added on the host (per list)
+    scan_lut_build: float   # one lookup-table entry built on the device (dim / pq_m MACs)
+    host_stream_mlp: int    # lines in flight on a host sequential stream with prefetch
     # cores in the CXL switch (switch_core.*; 0 cycles of latency and 1 request where unused)
     sw_dist: float          # one distance on a switch core
     sw_visit: float
@@ -166,8 +175,8 @@ PLACE_COUNTS = {"entry": ("one", "rank-parts", "k"), "adjacency": _HOP, "vectors
                 "candidates": _HOP,
                 "dispatch": ("one", "k", "lists", "lut-entries", "lists-x-lut-entries",
                              "rerank-reads"),
-                "device_done": ("one", "k", "lists", "rerank-reads"),
-                "merge": ("one", "probes-x-k", "k", "lists", "devices-x-k"),
+                "device_done": ("one", "k", "lists", "lut-entries", "rerank-reads"),
+                "merge": ("one", "probes-x-k", "k", "lists", "lut-entries", "devices-x-k"),
                 "scan": ("one", "codes", "lut-entries", "k"),
                 "rerank": ("one", "rerank-reads", "k")}
 
@@ -187,7 +196,9 @@ class Read:
     :data:`MEMORIES`; ``category`` a breakdown category; ``rank_pus``: rank-local segment
     reads by the rank-level PUs; ``per_vector``: a Costs field charged per vector on the context's core (a share per
     returned line); ``after``: :class:`Cost` terms once the last line is back; ``cached``:
-    the read to use for an object held in the host graph cache."""
+    the read to use for an object held in the host graph cache; ``mlp``: a Costs field
+    (an in-flight limit, ``*_mlp``) for the read's lines instead of the unit's, for a
+    sequential list read (:data:`SEQUENTIAL_OBJECTS`)."""
 
     objects: str
     unit: str
@@ -197,6 +208,7 @@ class Read:
     per_vector: str | None = None
     after: tuple = ()
     cached: "Read | None" = None
+    mlp: str | None = None
 
 
 @dataclass(frozen=True)
@@ -463,6 +475,15 @@ class SystemModel:
                                                    f"field of cosmos.systems.Costs")
                     if st.objects == "adjacency":
                         bad(f"{where}.per_vector", "a per-vector cost needs vector objects")
+                if st.mlp is not None:
+                    if st.mlp not in costs or not st.mlp.endswith("_mlp"):
+                        mlps = sorted(c for c in costs if c.endswith("_mlp"))
+                        bad(f"{where}.mlp", f"unknown {st.mlp!r}; expected an in-flight "
+                                            f"limit of cosmos.systems.Costs: {mlps}")
+                    if st.objects not in SEQUENTIAL_OBJECTS:
+                        bad(f"{where}.mlp", f"a read's own in-flight limit is for a "
+                                            f"sequential stream {SEQUENTIAL_OBJECTS}, not "
+                                            f"{st.objects!r}")
                 if st.cached is not None:
                     if place not in ("entry", "adjacency"):
                         bad(f"{where}.cached", "the graph cache holds single objects (entry "
@@ -744,34 +765,73 @@ LUT_ENTRY_BYTES = 4
 LIST_ID_BYTES = 4
 
 
-def _scan_host(name, description, index):
-    """The host core scans: for IVF-PQ it builds each probed list's lookup table (pq_m x 256
-    entries of dim / pq_m dimensions each) and reads the list's codes from the CXL memory
-    (every line crosses the link; per code pq_m lookups + the queue compare); re-ranks the R
-    best candidates with their full vectors, read over the link as well; sorts the top-k."""
+#: IVF-PQ lookup-table strategies (faiss IndexIVFPQ, by_residual): ``"per-list"`` builds a
+#: whole table per probed list from the query's residual to the list's centroid
+#: (use_precomputed_table = 0: pq_m x 256 entries of dim / pq_m multiply-adds each);
+#: ``"precomputed"`` builds one table of the query's distances to the sub-centroids per query
+#: and adds, per probed list, the list's precomputed term table (use_precomputed_table = 1:
+#: pq_m x 256 adds per list). Both give the same distances, so the same recall: the systems
+#: of either strategy replay the same graphs.ivfpq traces.
+LUT_STRATEGIES = ("per-list", "precomputed")
+
+
+def _scan_host(name, description, index, lut="per-list", prefetch=False):
+    """The host core scans: for IVF-PQ it builds the lookup tables (``lut``: per probed list,
+    pq_m x 256 entries of dim / pq_m dimensions each; or ``"precomputed"``: one query table
+    per query and, per probed list, the list's precomputed term table added to it, pq_m x 256
+    adds: host.lut_add_entries_per_cycle, the term tables in host DRAM as faiss keeps them)
+    and reads the list's codes from the CXL memory (every line crosses the link; per code
+    pq_m lookups + the queue compare); re-ranks the R best candidates with their full
+    vectors, read over the link as well; sorts the top-k. ``prefetch``: the list reads are a
+    sequential stream the L2 streamer runs ahead on (host_stream_mlp lines in flight,
+    host.stream_prefetch_lines) instead of the core's demand misses (host_mlp); re-rank
+    reads are random and keep host_mlp.
+
+    The query table of the precomputed strategy is declared at ``merge`` (the host's one
+    per-query place): the host's task runs its steps one after the other on one core, so
+    where in the task the table is built does not change the query's time."""
+    mlp = "host_stream_mlp" if prefetch else None
+    merge = (Compute("candidate", (Cost("host_merge", "k"),)),)
     if index == "ivfpq":
-        scan = (Compute("distance", (Cost("host_lut", "lut-entries"),)),
-                Read("list-codes", "host", "distance", per_vector="host_code"))
+        if lut == "per-list":
+            build = Compute("distance", (Cost("host_lut", "lut-entries"),))
+        else:
+            build = Compute("distance", (Cost("host_lut_add", "lut-entries"),))
+            merge = (Compute("distance", (Cost("host_lut", "lut-entries"),)),) + merge
+        scan = (build, Read("list-codes", "host", "distance", per_vector="host_code", mlp=mlp))
     else:
-        scan = (Read("list-vectors", "host", "distance", per_vector="host_dist"),)
+        scan = (Read("list-vectors", "host", "distance", per_vector="host_dist", mlp=mlp),)
     return SystemModel(
         name=name, description=description, traversal="host", index=index, scan=scan,
         rerank=(Read("rerank-vectors", "host", "distance", per_vector="host_dist"),),
-        merge=(Compute("candidate", (Cost("host_merge", "k"),)),))
+        merge=merge)
 
 
-def _scan_pnm(name, description, index):
+def _scan_pnm(name, description, index, flow="table-down", lut="precomputed"):
     """Chameleon-style near-memory scan (Jiang et al., VLDB 2024, ChamVS memory nodes): per
-    device holding probed lists, the host sends the lists' ids and, for IVF-PQ, the query's
-    lookup table (built on the host: pq_m x 256 float32 entries, the query's part of the
-    residual tables; the lists' part is precomputed with the index, as faiss's precomputed
-    tables) down the link; a device search context drives a scan unit that loads each list's
-    table (ChamVS: 256 cycles),
+    device holding probed lists, the host sends the lists' ids down the link with what the
+    device needs to build its lookup tables; a device search context drives a scan unit that
+    loads each list's table (ChamVS: 256 cycles),
     streams the list's codes from the device DRAM through its decoding pipeline
     (scan_unit.codes_per_cycle), keeps a local top queue (ChamVS's hierarchical priority
     queue, at line rate) and drains its pipeline (ChamVS: 131 cycles); it re-ranks the
     candidates it holds with their full vectors read from its DRAM through the dot-product
     pipeline and returns its local top-k (8 bytes each); the host merges the devices' lists.
+
+    IVF-PQ data flows (``flow``):
+
+    - ``"table-down"`` (``lut="precomputed"`` only): the host's I/O agent builds the query's
+      table (pq_m x 256 float32 entries, the query's part of the residual tables) and sends
+      it down (16 KiB at pq_m = 16); the lists' part is precomputed with the index, as
+      faiss's precomputed tables, and added by the unit's table load.
+    - ``"chamvs"``: ChamVS's flow: the query vector is broadcast to the devices (one vector
+      down, not a table) and the tables are built on the device, next to memory, at
+      scan_unit.lut_build_macs_per_cycle (dim / pq_m multiply-adds per entry): with
+      ``lut="precomputed"`` one query table per device task (declared at ``device_done``:
+      the device task runs its steps one after the other on one context, so where the
+      table is built in the task does not change its time), the lists' terms added by the
+      table load as above; with ``lut="per-list"`` a whole table per probed list (the host's
+      ``ivfpq-host`` strategy), then loaded into the PEs.
 
     Exact scan: the same unit with a dot-product pipeline instead of the decoders
     (scan_unit.dot_bytes_per_cycle of full vectors per cycle: the GEMM units of the VCK5000
@@ -779,19 +839,30 @@ def _scan_pnm(name, description, index):
     compute per-rank partial sums of vectors partitioned across ranks, which the scan
     layout does not do (a list is one sequential run through the channels' rows) and a scan
     would need one partial-sum add per 64-byte segment on the GPC."""
-    if index == "ivfpq":
+    lists_down = Send("down", per_item_bytes=LIST_ID_BYTES, count="lists")
+    done = (Send("up", per_item_bytes=RESULT_ENTRY_BYTES, count="k"),)
+    codes = Read("list-codes", "scan-unit", "distance", per_vector="scan_code",
+                 after=(Cost("scan_pipeline"),))
+    if index == "ivfpq" and flow == "table-down":
         # one table per query: the query's distances to the sub-centroids (pq_m x 256); the
         # per-list term of the residual tables is precomputed with the index and stored with
         # the lists (faiss IndexIVFPQ's precomputed tables), added by the unit's table load
+        if lut != "precomputed":
+            raise ValueError("the table-down flow sends the query's table: lut='precomputed'")
         dispatch = (Compute("distance", (Cost("host_lut", "lut-entries"),)),
                     Send("down", per_item_bytes=LUT_ENTRY_BYTES, count="lut-entries"),
-                    Send("down", per_item_bytes=LIST_ID_BYTES, count="lists"))
-        scan = (Compute("distance", (Cost("scan_lut_load"),)),
-                Read("list-codes", "scan-unit", "distance", per_vector="scan_code",
-                     after=(Cost("scan_pipeline"),)))
+                    lists_down)
+        scan = (Compute("distance", (Cost("scan_lut_load"),)), codes)
+    elif index == "ivfpq":
+        dispatch = (Send("down", vectors=1), lists_down)       # ChamVS: the query broadcast
+        if lut == "precomputed":
+            scan = (Compute("distance", (Cost("scan_lut_load"),)), codes)
+            done = (Compute("distance", (Cost("scan_lut_build", "lut-entries"),)),) + done
+        else:
+            scan = (Compute("distance", (Cost("scan_lut_build", "lut-entries"),
+                                         Cost("scan_lut_load"))), codes)
     else:
-        dispatch = (Send("down", vectors=1),
-                    Send("down", per_item_bytes=LIST_ID_BYTES, count="lists"))
+        dispatch = (Send("down", vectors=1), lists_down)
         scan = (Read("list-vectors", "scan-unit", "distance", per_vector="scan_dot",
                      after=(Cost("scan_pipeline"),)),)
     return SystemModel(
@@ -799,15 +870,16 @@ def _scan_pnm(name, description, index):
         dispatch=dispatch, scan=scan,
         rerank=(Read("rerank-vectors", "scan-unit", "distance", per_vector="scan_dot",
                      after=(Cost("scan_pipeline"),)),),
-        device_done=(Send("up", per_item_bytes=RESULT_ENTRY_BYTES, count="k"),),
+        device_done=done,
         merge=(Compute("candidate", (Cost("host_merge", "devices-x-k"),)),))
 
 
 register_system(_scan_host(
-    "ivfpq-host", "IVF-PQ on the host: lookup tables, code scan and re-rank reads over the "
-    "CXL link", "ivfpq"))
+    "ivfpq-host", "IVF-PQ on the host: lookup tables per probed list (faiss IndexIVFPQ "
+    "without precomputed tables), code scan and re-rank reads over the CXL link", "ivfpq"))
 register_system(_scan_pnm(
-    "ivfpq-pnm", "IVF-PQ near memory (Chameleon's ChamVS): lookup table down, per-device "
+    "ivfpq-pnm", "IVF-PQ near memory (Chameleon's ChamVS units): precomputed tables (one "
+    "query table built on the host and sent down; the lists' terms precomputed), per-device "
     "PQ decoding units stream the codes, re-rank on the device, local top-k up", "ivfpq"))
 register_system(_scan_host(
     "exact-host", "exact scan on the host: the probed lists' full vectors over the CXL link",
@@ -815,6 +887,29 @@ register_system(_scan_host(
 register_system(_scan_pnm(
     "exact-pnm", "exact scan near memory: per-device dot-product units stream the probed "
     "lists' full vectors, local top-k up", "exact"))
+# issue 54: the same lookup-table strategy on both sides, ChamVS's data flow, and the host's
+# stream prefetcher on its list reads (the four above keep their declarations and results)
+register_system(_scan_host(
+    "ivfpq-host-precomputed", "IVF-PQ on the host with precomputed tables (faiss "
+    "use_precomputed_table): one query table per query, per probed list the list's term "
+    "table (host DRAM) added to it; codes and re-rank reads over the CXL link", "ivfpq",
+    lut="precomputed"))
+register_system(_scan_host(
+    "ivfpq-host-precomputed-prefetch", "ivfpq-host-precomputed with the L2 stream "
+    "prefetcher on the list reads (host.stream_prefetch_lines in flight)", "ivfpq",
+    lut="precomputed", prefetch=True))
+register_system(_scan_pnm(
+    "ivfpq-pnm-chamvs", "IVF-PQ near memory with ChamVS's flow: the query vector broadcast "
+    "to the devices, one query table built on each device (precomputed tables, the lists' "
+    "terms added by the table load), codes decoded next to memory, local top-k up",
+    "ivfpq", flow="chamvs", lut="precomputed"))
+register_system(_scan_pnm(
+    "ivfpq-pnm-chamvs-perlist", "IVF-PQ near memory with ChamVS's flow and a table per probed "
+    "list built on the device (ivfpq-host's strategy): query down, codes decoded next to "
+    "memory, local top-k up", "ivfpq", flow="chamvs", lut="per-list"))
+register_system(_scan_host(
+    "exact-host-prefetch", "exact-host with the L2 stream prefetcher on the list reads "
+    "(host.stream_prefetch_lines in flight)", "exact", prefetch=True))
 
 
 def systems_for_index(index: str) -> tuple:

@@ -241,7 +241,7 @@ def test_a_trace_of_the_wrong_family_is_refused_in_one_line(tmp_path):
     from cosmos.trace_input import as_trace, check_trace_for
     with pytest.raises(UserError, match=r"cannot be replayed by system 'base', which replays "
                                         r"'graph' traces; systems for 'ivfpq' traces: "
-                                        r"ivfpq-host, ivfpq-pnm$"):
+                                        r"ivfpq-host, ivfpq-pnm, ivfpq-host-precomputed, "):
         check_trace_for(model_for(get_preset("base")), as_trace(scan_trace_dict("ivfpq")),
                         system="base")
     path = tmp_path / "scan.npz"
@@ -249,7 +249,7 @@ def test_a_trace_of_the_wrong_family_is_refused_in_one_line(tmp_path):
     with pytest.raises(UserError, match=rf"^{path}: an 'ivfpq' trace \(IVF-PQ: scan elements "
                                         r"of PQ codes\) cannot be replayed by system 'cosmos', "
                                         r"which replays 'graph' traces; systems for 'ivfpq' "
-                                        r"traces: ivfpq-host, ivfpq-pnm$"):
+                                        r"traces: ivfpq-host, ivfpq-pnm, "):
         simulate(get_preset("cosmos"), path, progress=False)
     with pytest.raises(UserError, match=r"an 'ivfpq' trace .* by system 'exact-pnm'"):
         simulate(get_preset("exact-pnm"), str(path), progress=False)
@@ -313,8 +313,10 @@ def test_scan_declarations_the_hardware_cannot_do_are_refused():
     with pytest.raises(UserError, match=r"index: unknown 'ivf'"):
         SystemModel("x", "", "gpc", index="ivf").validate()
     # the registered scan models and what they replay
-    assert systems_for_index("ivfpq") == ("ivfpq-host", "ivfpq-pnm")
-    assert systems_for_index("exact") == ("exact-host", "exact-pnm")
+    assert systems_for_index("ivfpq") == ("ivfpq-host", "ivfpq-pnm", "ivfpq-host-precomputed",
+                                          "ivfpq-host-precomputed-prefetch",
+                                          "ivfpq-pnm-chamvs", "ivfpq-pnm-chamvs-perlist")
+    assert systems_for_index("exact") == ("exact-host", "exact-pnm", "exact-host-prefetch")
     for name in SCAN_SYSTEMS:
         m = model_for(get_preset(name))
         assert m.index == _kind(name) and m.search_pool == ("gpc" if "pnm" in name else "host")

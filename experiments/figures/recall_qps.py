@@ -6,8 +6,15 @@ effort knob is swept on the same four CXL devices and the same DRAM model:
 - graphs (the clustered hnswlib index of the other figures): ``num_probes`` x
   ``cand_list_len``, on Base, CXL-ANNS and Cosmos;
 - IVF-PQ (graphs.ivfpq on the same k-means lists, ``pq_m`` = the index default):
-  ``num_probes`` x ``rerank`` (0 = no re-ranking), on ``ivfpq-host`` and ``ivfpq-pnm``;
-- exact scan of the probed lists: ``num_probes``, on ``exact-host`` and ``exact-pnm``.
+  ``num_probes`` x ``rerank`` (0 = no re-ranking), on the host with a lookup table per probed
+  list (``ivfpq-host``) or with precomputed tables (``ivfpq-host-precomputed``, and with the
+  L2 stream prefetcher on the list reads: ``ivfpq-host-precomputed-prefetch``), and near
+  memory with precomputed tables, the query's table sent down (``ivfpq-pnm``), ChamVS's flow
+  (query broadcast, tables built on the device: ``ivfpq-pnm-chamvs``) or ChamVS's flow with a
+  table per probed list (``ivfpq-pnm-chamvs-perlist``); every one of them replays the same
+  traces, so they share its recall (the strategies compute the same distances);
+- exact scan of the probed lists: ``num_probes``, on ``exact-host``, ``exact-host-prefetch``
+  and ``exact-pnm``.
 
 Each point's recall@10 comes from the traced search against the exact ground truth, over
 every query of the trace; its QPS (with the 95 % interval of cosmos.metrics), mean latency
@@ -18,7 +25,9 @@ trace is simulated once per system for all of them). ``recall_qps.csv`` holds on
 system's Pareto front as a step line; ``summary.md`` says which family and system gives the
 most QPS at recall 0.9 and 0.95 (the Pareto front interpolated, :func:`qps_at_recall`) and
 puts Chameleon's reported near-memory over CPU figure beside our ``ivfpq-pnm`` over
-``ivfpq-host`` at the same index and knobs.
+``ivfpq-host`` at the same index and knobs, then the host against near memory at the same
+lookup-table strategy (:data:`SAME_STRATEGY`) and the host's stream prefetcher on and off
+(:data:`PREFETCH_PAIRS`), issue 54.
 """
 
 from __future__ import annotations
@@ -43,9 +52,22 @@ TITLE = "Recall@10 against QPS: graph vs IVF-PQ vs exact scan, host vs near memo
 #: retrieval family -> the systems that replay its traces (cosmos.presets)
 SYSTEMS = {
     "graph": ("base", "cxl-anns", "cosmos"),
-    "ivfpq": ("ivfpq-host", "ivfpq-pnm"),
-    "exact": ("exact-host", "exact-pnm"),
+    "ivfpq": ("ivfpq-host", "ivfpq-host-precomputed", "ivfpq-host-precomputed-prefetch",
+              "ivfpq-pnm", "ivfpq-pnm-chamvs", "ivfpq-pnm-chamvs-perlist"),
+    "exact": ("exact-host", "exact-host-prefetch", "exact-pnm"),
 }
+#: (lookup-table strategy and data flow, host system, near-memory system): pairs that use the
+#: same strategy (cosmos.systems.LUT_STRATEGIES) on both sides, compared in summary.md
+SAME_STRATEGY = (
+    ("table per probed list", "ivfpq-host", "ivfpq-pnm-chamvs-perlist"),
+    ("precomputed, query table sent down", "ivfpq-host-precomputed", "ivfpq-pnm"),
+    ("precomputed, ChamVS flow (query broadcast)", "ivfpq-host-precomputed", "ivfpq-pnm-chamvs"),
+    ("precomputed, host prefetch, ChamVS flow", "ivfpq-host-precomputed-prefetch",
+     "ivfpq-pnm-chamvs"),
+)
+#: (without, with) the host's L2 stream prefetcher on the list reads
+PREFETCH_PAIRS = (("exact-host", "exact-host-prefetch"),
+                  ("ivfpq-host-precomputed", "ivfpq-host-precomputed-prefetch"))
 FAMILY_OF = {s: fam for fam, systems in SYSTEMS.items() for s in systems}
 #: recall@10 targets of the summary
 TARGETS = (0.9, 0.95)
@@ -66,7 +88,7 @@ COLUMNS = ["dataset", "family", "system", "num_probes", "cand_list_len", "rerank
            "steady_state", "ci_note"]
 #: systems also simulated with one query in flight (``latency_unloaded_mean_ns``): the
 #: latency of a lone query, the sense of Chameleon's latency figure
-UNLOADED = ("ivfpq-host", "ivfpq-pnm")
+UNLOADED = SYSTEMS["ivfpq"]
 #: the CSV's name of the ``recall`` column
 RECALL_COLUMN = f"recall_at_{K}"
 
@@ -209,6 +231,10 @@ def run(ctx) -> dict:
     for fam, sub in cham.groupby("dataset", sort=False):
         out[f"{fam}_ivfpq_pnm_over_host_latency"] = [round(float(sub.latency_ratio.min()), 2),
                                                      round(float(sub.latency_ratio.max()), 2)]
+    for _, host, pnm in SAME_STRATEGY:
+        for fam, sub in chameleon_ratios(df, host, pnm).groupby("dataset", sort=False):
+            out[f"{fam}_{pnm}_over_{host}_qps"] = [round(float(sub.qps_ratio.min()), 2),
+                                                   round(float(sub.qps_ratio.max()), 2)]
     return out
 
 
@@ -285,14 +311,15 @@ def winners(df: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def chameleon_ratios(df: pd.DataFrame) -> pd.DataFrame:
-    """ivfpq-pnm against ivfpq-host at the same trace (dataset, num_probes, rerank): QPS ratio
-    (pnm / host, closed loop) and the ratio of the mean latency of a lone query (host / pnm,
-    ``latency_unloaded_mean_ns``: Chameleon's sense of "lower latency"), with each point's
-    recall."""
+def chameleon_ratios(df: pd.DataFrame, host: str = "ivfpq-host",
+                     pnm: str = "ivfpq-pnm") -> pd.DataFrame:
+    """``pnm`` against ``host`` (by default ivfpq-pnm against ivfpq-host) at the same trace
+    (dataset, num_probes, rerank): QPS ratio (pnm / host, closed loop) and the ratio of the
+    mean latency of a lone query (host / pnm, ``latency_unloaded_mean_ns``: Chameleon's sense
+    of "lower latency"), with each point's recall."""
     key = ["dataset", "num_probes", "rerank"]
-    h = df[df.system == "ivfpq-host"].set_index(key)
-    p = df[df.system == "ivfpq-pnm"].set_index(key)
+    h = df[df.system == host].set_index(key)
+    p = df[df.system == pnm].set_index(key)
     both = h.index.intersection(p.index)
     out = pd.DataFrame({"recall": h.loc[both, "recall"],
                         "qps_host": h.loc[both, "qps"], "qps_pnm": p.loc[both, "qps"],
@@ -305,7 +332,9 @@ def chameleon_ratios(df: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------ plot, summary
 _MARKERS = {"base": "o", "cxl-anns": "s", "cosmos": "D", "ivfpq-host": "v", "ivfpq-pnm": "^",
-            "exact-host": "<", "exact-pnm": ">"}
+            "exact-host": "<", "exact-pnm": ">", "ivfpq-host-precomputed": "1",
+            "ivfpq-host-precomputed-prefetch": "2", "ivfpq-pnm-chamvs": "P",
+            "ivfpq-pnm-chamvs-perlist": "X", "exact-host-prefetch": "3"}
 
 
 def read_table(folder) -> pd.DataFrame:
@@ -412,7 +441,46 @@ def summary_md(folder) -> str:
               "mean latency of one query at a time (no other query in flight) on sets of the "
               "run's scale, with modeled scan units "
               "(cosmos.config scan_unit, with its sources)."]
+    lines += _same_strategy_md(df)
     return "\n".join(lines) + "\n"
+
+
+def _ratio_range(s) -> str:
+    s = s.dropna()
+    return "-" if s.empty else f"{s.min():.2f}x to {s.max():.2f}x"
+
+
+def _same_strategy_md(df: pd.DataFrame) -> list:
+    """The host against near memory at the same lookup-table strategy, and the host's stream
+    prefetcher on against off (issue 54): ratio ranges over the matched traces."""
+    lines = ["", "### Host against near memory at the same lookup-table strategy", "",
+             "Each pair replays the same traces (same recall); per table strategy: a table per "
+             "probed list (faiss IndexIVFPQ without precomputed tables) or precomputed tables "
+             "(faiss use_precomputed_table: one query table, per list its term table added); "
+             "per data flow: the query's table sent down (16 KiB at pq_m = 16) or ChamVS's "
+             "query broadcast with the tables built on the device.", "",
+             "| dataset | strategy | host | near memory | QPS near / host (closed loop) | "
+             "lone-query latency host / near |", "|---|---|---|---|---|---|"]
+    for label, host, pnm in SAME_STRATEGY:
+        c = chameleon_ratios(df, host, pnm)
+        for fam, sub in c.groupby("dataset", sort=False):
+            lines.append(f"| {fam} | {label} | {host} | {pnm} | {_ratio_range(sub.qps_ratio)} | "
+                         f"{_ratio_range(sub.latency_ratio)} |")
+    lines += ["", "### The host's L2 stream prefetcher on its list reads", "",
+              "The prefetch systems keep host.stream_prefetch_lines (the L2 streamer's 20 lines "
+              "ahead, Intel's optimization manual) in flight on a list read instead of the "
+              "core's host.outstanding_misses; re-rank reads are random and keep the latter.",
+              "", "| dataset | without | with | QPS with / without (closed loop) |",
+              "|---|---|---|---|"]
+    key = ["dataset", "num_probes", "rerank"]
+    for off, on in PREFETCH_PAIRS:
+        a = df[df.system == off].set_index(key)
+        b = df[df.system == on].set_index(key)
+        both = a.index.intersection(b.index)
+        r = (b.loc[both, "qps"] / a.loc[both, "qps"]).reset_index()
+        for fam, sub in r.groupby("dataset", sort=False):
+            lines.append(f"| {fam} | {off} | {on} | {_ratio_range(sub.qps)} |")
+    return lines
 
 
 if __name__ == "__main__":
