@@ -4,7 +4,8 @@
                               --mapping RoBaRaCoCh --refresh on|off --queue-depth 32
                               --same-bank-refresh --powerdown-idle-ns NS
                               --selfrefresh-idle-ns NS --format auto --wrap] [--out DIR [--requests-format npz|csv |
-                              --no-requests]] [--verbose]
+                              --no-requests] [--epoch CYCLES]] [--command-trace FILE]
+                              [--verbose]
     cosmos dram presets
 
 Options left out take the :class:`dram.DRAMConfig` defaults (or those of ``--config FILE``: a
@@ -119,6 +120,14 @@ def register(subparsers) -> None:
                         "is the trace's format)")
     o.add_argument("--no-requests", action="store_true",
                    help="write no per-request records (the summary and statistics only)")
+    o.add_argument("--epoch", type=int, metavar="CYCLES", default=None,
+                   help="also write epochs.csv into --out: each channel's statistics (requests "
+                        "completed, mean read latency, row hits/misses/conflicts, refreshes, "
+                        "command counts, data-bus busy cycles) per epoch of CYCLES DRAM cycles")
+    o.add_argument("--command-trace", type=Path, metavar="FILE", default=None,
+                   help="write every DRAM command issued to FILE, a CSV of cycle, channel, "
+                        "rank, bank_group, bank, row, command (a new file: an existing one is "
+                        "refused)")
     o.add_argument("--verbose", "-v", action="store_true",
                    help="print where the time went (read and parse, simulate, write) to stderr")
     o.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -354,6 +363,14 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--workers must be at least 1, got {args.threads}")
+    if args.epoch is not None:
+        if args.epoch < 1:
+            raise ValueError(f"--epoch must be at least 1 cycle, got {args.epoch}")
+        if args.out is None:
+            raise ValueError("--epoch writes epochs.csv into the results folder: give --out "
+                             "DIR too")
+    if args.command_trace is not None:
+        _check_command_trace(args.command_trace)
     config = build_config(args)
     if args.memspec is not None:       # checked before anything is read or written
         from dram import memspec as _ms
@@ -372,7 +389,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     created = not args.out.exists()
     folder = new_run_dir(args.out)
-    with RunFolder(folder, "dram replay", run_files(requests_format), created=created) as rf:
+    with RunFolder(folder, "dram replay", run_files(requests_format, args.epoch is not None),
+                   created=created) as rf:
         _replay_and_write(args, config, opts, trace_path, folder, rf, requests_format)
     print(f"results written to {folder}", file=sys.stderr)
     return 0
@@ -393,11 +411,25 @@ def _requests_format(args: argparse.Namespace) -> str | None:
 RUN_FILES = ("stats.json", "stats.csv", "config.json", "summary.txt")
 
 
-def run_files(requests_format: str | None = REQUEST_FORMAT_CHOICES[0]) -> list[str]:
+def run_files(requests_format: str | None = REQUEST_FORMAT_CHOICES[0],
+              epochs: bool = False) -> list[str]:
     """The files ``--out`` receives, as named in its INCOMPLETE marker: the per-request
-    records (``requests.npz`` or ``requests.csv``; none for ``None``), then :data:`RUN_FILES`."""
+    records (``requests.npz`` or ``requests.csv``; none for ``None``), then :data:`RUN_FILES`,
+    then ``epochs.csv`` if ``epochs`` (``--epoch``)."""
     head = [] if requests_format is None else [f"requests.{requests_format}"]
-    return head + list(RUN_FILES)
+    return head + list(RUN_FILES) + (["epochs.csv"] if epochs else [])
+
+
+def _check_command_trace(path: Path) -> None:
+    """Before any work: ``--command-trace FILE`` can be created (a new file in a folder that
+    exists or can be made, and can be written; an existing file is never written over)."""
+    from cosmos_common import UserError
+    from cosmos_common.outdir import check_new_file
+
+    if (path.exists() or path.is_symlink()) and not path.is_dir():
+        raise UserError(f"--command-trace {path}: already exists; pass a new file name (a file "
+                        f"is never written over)")
+    check_new_file(path, option="--command-trace")
 
 
 def _replay_and_write(args, config, opts, trace_path: str, folder, rf,
@@ -413,13 +445,31 @@ def _replay_and_write(args, config, opts, trace_path: str, folder, rf,
     read_s = time.perf_counter() - t0
     replay = _replay_function()
     progress, close = _progress_bar(len(trace), disable=args.no_progress)
+    extra = {}                  # the options off: the very call of a plain replay
+    command_trace = getattr(args, "command_trace", None)
+    epoch = getattr(args, "epoch", None)
+    if epoch is not None:
+        extra["epoch_cycles"] = epoch
+    writer = None
+    if command_trace is not None:
+        from dram.output import CommandTraceWriter
+        writer = extra["command_sink"] = CommandTraceWriter(command_trace)
     t0 = time.perf_counter()
     try:
-        result = replay(trace, config, progress=progress, threads=args.threads,
-                        memspec=getattr(args, "memspec", None))
-    finally:
-        close()
-    replay_s = time.perf_counter() - t0
+        try:
+            result = replay(trace, config, progress=progress, threads=args.threads,
+                            memspec=getattr(args, "memspec", None), **extra)
+        finally:
+            close()
+        replay_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        if writer is not None:
+            writer.finish()
+        trace_write_s = time.perf_counter() - t0
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
 
     stats = run_statistics(trace, result, read_s=read_s, replay_s=replay_s)
     table = summary_header(trace, config) + "\n" + summary_table(stats)
@@ -439,6 +489,8 @@ def _replay_and_write(args, config, opts, trace_path: str, folder, rf,
             },
             "replay": opts,
             "requests_format": requests_format,
+            "epoch_cycles": epoch,
+            "command_trace": None if command_trace is None else str(command_trace.resolve()),
             "command": shlex.join(sys.argv),     # as typed, in the folder "cwd"
             "cwd": str(Path.cwd()),
             "memspec": (None if getattr(args, "memspec", None) is None else
@@ -452,13 +504,16 @@ def _replay_and_write(args, config, opts, trace_path: str, folder, rf,
         write_run(folder, trace=trace, result=result, stats=stats, config=run_config,
                   summary=table, requests_format=requests_format)
         write_s = time.perf_counter() - t0
-        for name in run_files(requests_format):
+        for name in run_files(requests_format, epoch is not None):
             rf.done(name)
     else:
         write_s = 0.0
     if args.verbose:
         print(time_split(stats, write_s, requests_format if folder is not None else None),
               file=sys.stderr)
+        if writer is not None:
+            print(f"      write command trace    {trace_write_s:8.3f} s  ({writer.n_commands:,} "
+                  f"commands, {command_trace})", file=sys.stderr)
 
 
 def time_split(stats: dict, write_s: float, requests_format: str | None) -> str:

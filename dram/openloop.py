@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from dram import kernel as K
 from dram.kernel import _u, map_address
@@ -47,6 +48,11 @@ drop_stale(__file__, K.__file__, _config.__file__)  # its jitted driver inlines 
 #: a replay within a fraction of a second; the calls cost nothing measurable at this size.
 WORK_PER_CALL = 1 << 18
 
+#: The same while the commands stream out (``command_sink``): a call logs at most one command
+#: per tick, hence at most 2 * this many (a call's last idle stretch may add this many ticks
+#: to the iterations before it), and the lane's log holds that many, so that it never drops one.
+WORK_PER_CALL_LOGGED = 1 << 15
+
 
 @dataclass
 class ReplayResult:
@@ -62,6 +68,9 @@ class ReplayResult:
     from numba's cache, before the simulation; ``threads``: the threads that simulated the
     channels. ``command_log``: int64 [n, 7]
     (clk, channel, command, rank, bank group, bank, row) if requested, else None.
+    ``epoch_cycles`` and ``epoch_stats``: with ``epoch_cycles`` N > 0, int64 [E, channels,
+    N_STATS] (``dram.kernel.STAT_NAMES``): each channel's statistics counted in epoch e, the
+    cycles [e * N, (e + 1) * N) (the last epoch ends with the run), else None.
     """
     arrival: np.ndarray
     accept: np.ndarray
@@ -75,11 +84,38 @@ class ReplayResult:
     command_log: Optional[np.ndarray] = None
     channel: Optional[np.ndarray] = field(default=None, repr=False)
     threads: int = 1
+    epoch_cycles: int = 0
+    epoch_stats: Optional[np.ndarray] = field(default=None, repr=False)
 
     @property
     def latency(self) -> np.ndarray:
         """completion - arrival, int64 cycles."""
         return self.completion - self.arrival
+
+
+def _before(t, t_stop):
+    """``t < t_stop``; always True for ``t_stop`` None (compiled apart: a replay without
+    epochs does not compare)."""
+    return t_stop is None or t < t_stop
+
+
+def _until(a, t_stop):
+    """``min(a, t_stop)``; ``a`` for ``t_stop`` None (compiled apart, as :func:`_before`)."""
+    return a if t_stop is None or a <= t_stop else t_stop
+
+
+@overload(_before, inline="always")
+def _before_ov(t, t_stop):
+    if isinstance(t_stop, (types.NoneType, types.Omitted)):
+        return lambda t, t_stop: True
+    return lambda t, t_stop: t < t_stop
+
+
+@overload(_until, inline="always")
+def _until_ov(a, t_stop):
+    if isinstance(t_stop, (types.NoneType, types.Omitted)):
+        return lambda a, t_stop: a
+    return lambda a, t_stop: a if a <= t_stop else t_stop
 
 
 @njit(cache=True, _nrt=False)
@@ -93,13 +129,15 @@ def _drain(H, out_ids, out_cyc, completion):
 @njit(cache=True, nogil=True, _nrt=False)
 def _run(params, H, rec, flags, bits, pow2, adm_arrival, adm_fifo, fifo_ptr, chan_ptr, chans,
          fifo_head, fifo_adm, rej_stamp, drv, accept, completion, max_done, out_ids, out_cyc,
-         every_cycle, scratch, jump, max_work):
+         every_cycle, scratch, jump, max_work, t_stop):
     """Run the open-loop driver through the channels ``chans``, one after the other, until
     ``max_done``
     completions, about ``max_work`` driver iterations and ticks (so that Python regains
-    control often: numba code does not see Ctrl-C), or the end of the trace. Called again
-    with the same arrays, it goes on where it stopped; how the run is cut into calls changes
-    nothing.
+    control often: numba code does not see Ctrl-C), the end of the trace, or driver cycle
+    ``t_stop`` (not run: every tick at a clock <= ``t_stop`` is done, none after; the epoch
+    statistics stop there; None never stops, and is a version of its own, compiled without
+    the comparisons). Called again with the same arrays, it goes
+    on where it stopped; how the run is cut into calls changes nothing.
 
     Channels share nothing but the completion ring: a request's acceptance and completion
     depend only on its own channel's requests (offers to other channels neither block it nor
@@ -139,7 +177,7 @@ def _run(params, H, rec, flags, bits, pow2, adm_arrival, adm_fifo, fifo_ptr, cha
     nbg = params.n_bg
     nb = params.n_banks
     nch = chans.shape[0]
-    while drv[5] < nch and done < max_done and work < max_work:
+    while drv[5] < nch and done < max_done and work < max_work and _before(drv[0], t_stop):
         g = chans[_u(drv[5])]
         t = drv[0]
         nxt = drv[1]
@@ -148,7 +186,7 @@ def _run(params, H, rec, flags, bits, pow2, adm_arrival, adm_fifo, fifo_ptr, cha
         ng = chan_ptr[_u(g + 1)] - c0
         oc = H[_u(K.H_O_CH)] + g * K.NCHF
         f0 = 2 * g
-        while dg < ng and done < max_done and work < max_work:
+        while dg < ng and done < max_done and work < max_work and _before(t, t_stop):
             work += 1
             # 1. admission
             while nxt < ng and adm_arrival[_u(c0 + nxt)] <= t:
@@ -244,8 +282,9 @@ def _run(params, H, rec, flags, bits, pow2, adm_arrival, adm_fifo, fifo_ptr, cha
                     # (nothing is offered before), at most max_work of them per call
                     # (``jump`` is True here; passed as the variable, so that numba
                     # compiles advance_channel once, not again for a literal True)
-                    reached, nt = K.advance_channel(params, H, g, t + 2, a, scratch, jump,
-                                                    max_work)
+                    # (through t_stop at most: an epoch ends there)
+                    reached, nt = K.advance_channel(params, H, g, t + 2, _until(a, t_stop),
+                                                    scratch, jump, max_work)
                     work += nt
                     adv += nt
                     tn = reached - 1
@@ -490,6 +529,23 @@ class _Lane:
         v["glob"][K.G_LOGLEN] = 0
         return rows
 
+    def drain_log(self, g: int, sink: Callable[[int, np.ndarray], None]) -> None:
+        """Hand the commands logged since the last call (channel ``g``'s, in issue order) to
+        ``sink(g, rows)``; the log starts empty again. A full log would have dropped
+        commands (the work per call is bounded so that it cannot fill): an error."""
+        heap = self.state.heap
+        og = int(heap[K.H_O_GLOB])
+        n = int(heap[og + K.G_LOGLEN])
+        if n >= int(heap[K.H_LOGCAP]):
+            raise RuntimeError("dram replay: command log overflow (driver bug)")
+        if n:
+            sink(g, K.views(self.state)["log"])
+            heap[og + K.G_LOGLEN] = 0
+
+    def stats_row(self, g: int) -> np.ndarray:
+        """Channel g's cumulative statistics (a copy)."""
+        return K.views(self.state)["stats"][g].copy()
+
 
 def _in_lanes(lanes: list, work: Callable[[int], None], report: Callable[[], None]) -> None:
     """Run ``work(i)`` for every lane, in threads when there are several (the jitted driver
@@ -524,7 +580,9 @@ def _merge_channels(state, sources: list) -> None:
 def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | None = None,
            *, wrap: bool = False, command_log: int = 0, chunk: int = 1 << 16,
            every_cycle: bool = False, jump_idle: bool = True,
-           threads: int | None = None, memspec=None) -> ReplayResult:
+           threads: int | None = None, memspec=None,
+           command_sink: Callable[[int, np.ndarray], None] | None = None,
+           epoch_cycles: int = 0) -> ReplayResult:
     """Replay a trace open loop and return per-request cycles and statistics.
 
     Parameters
@@ -564,6 +622,16 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
         A DRAMPower-style DDR5 memspec whose currents, voltages and rho the energy statistics
         use instead of the power preset (timing stays the config's; its banks, bank groups
         and width must be the organization's). Timing results do not depend on it.
+    command_sink : callable, optional
+        ``command_sink(channel, rows)`` receives every command issued, as it is issued:
+        ``rows`` int64 [k, 7] (the columns of ``command_log``; a view, valid during the call
+        only), one channel's commands in issue order (the channels themselves in any order,
+        from the threads that run them, possibly at once). Nothing is kept in memory, so a
+        replay of any length streams all its commands (:class:`dram.output.CommandTraceWriter`
+        writes them to a file). Not with ``command_log``. Results are the same with it.
+    epoch_cycles : int
+        If > 0, also count each channel's statistics per epoch of this many cycles
+        (ReplayResult.epoch_stats). Results are the same with it.
 
     Raises
     ------
@@ -592,6 +660,13 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     if threads is not None and (isinstance(threads, bool) or
                                 not isinstance(threads, (int, np.integer)) or threads < 1):
         raise UserError(f"threads={threads!r}: expected a positive integer or None")
+    if isinstance(epoch_cycles, bool) or not isinstance(epoch_cycles, (int, np.integer)) \
+            or epoch_cycles < 0:
+        raise UserError(f"epoch_cycles={epoch_cycles!r}: expected a positive integer "
+                        f"(0: no epochs)")
+    epoch_n = int(epoch_cycles)
+    if command_sink is not None and command_log:
+        raise UserError("command_log and command_sink: give one of them")
     n = addr.shape[0]
     C = params.n_channels
     F = 2 * C
@@ -623,19 +698,23 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     jump = bool(jump_idle) and not every_cycle
     ring = 4096 + 4 * C
     log_cap = int(command_log)
+    work_per_call = WORK_PER_CALL
+    if command_sink is not None:
+        work_per_call = WORK_PER_CALL_LOGGED
+        log_cap = 2 * WORK_PER_CALL_LOGGED + 2
 
-    def run(w: "_Lane", g: int, target: int, max_work: int) -> None:
+    def run(w: "_Lane", g: int, target: int, max_work: int, t_stop: int | None = None) -> None:
         _run(params, w.state.heap, rec, flags, bits, pow2, adm_arrival, adm_fifo, fifo_ptr,
              chan_ptr, w.chans[g],
              fifo_head, fifo_adm, rej_stamp, w.drv, accept, completion, target, w.out_ids,
-             w.out_cyc, bool(every_cycle), w.scratch, jump, max_work)
+             w.out_cyc, bool(every_cycle), w.scratch, jump, max_work, t_stop)
 
     # compile (or load from numba's cache) before the clock starts: the same calls with
     # nothing to do, on throwaway state where they would change something
     t0 = time.perf_counter()
     with vectorizing():
         probe = _Lane(params, ring, 0, None, None)
-        run(probe, 0, 0, 0)
+        run(probe, 0, 0, 0, 0 if epoch_n else None)
         _finish(params, probe.state.heap, probe.chans[0], -1, probe.scratch, jump, 0)
     compile_s += time.perf_counter() - t0
 
@@ -645,6 +724,10 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     lanes = [_Lane(params, ring, log_cap, stop, lock) for _ in range(lanes_for(threads, C))]
     owner = np.zeros(C, np.int64)
     logs: list[np.ndarray] = []
+    # epochs: each channel's statistics at each epoch boundary it has reached (the first
+    # cycle of the next epoch, none of whose ticks is done), and that next boundary
+    snaps: list[list[np.ndarray]] = [[] for _ in range(C)]
+    next_b = [epoch_n] * C
     bar = None
     if progress is True:
         from tqdm import tqdm
@@ -668,21 +751,33 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
             owner[g] = i
             w.drv[:] = 0
             while w.drv[5] < 1 and not w.stop.is_set():
-                target = min(n, int(w.drv[2]) + chunk)
+                target = max(1, min(n, int(w.drv[2]) + chunk))   # 1: an empty trace ends
                 # compiled (or loaded) above, under vectorizing(); not entered here: the
                 # lanes' threads would restore numba's setting in any order
-                run(w, g, target, WORK_PER_CALL)
+                if epoch_n:
+                    run(w, g, target, work_per_call, next_b[g] - 1)
+                else:
+                    run(w, g, target, work_per_call)
                 if w.drv[3] == 1:
                     raise RuntimeError(f"dram replay: no further progress possible at cycle "
                                        f"{w.drv[0]} on channel {g} (model bug)")
                 if w.drv[3] == 2:
                     raise RuntimeError("dram replay: completion buffer overflow (model bug)")
                 w.done = w.base + int(w.drv[2])
+                if command_sink is not None:
+                    w.drain_log(g, command_sink)
+                if epoch_n and w.drv[5] < 1:
+                    # stopped at driver cycle t, every tick through t done: each boundary
+                    # through t + 1 (the next tick's clock) is passed
+                    t = int(w.drv[0])
+                    while next_b[g] <= t + 1:
+                        snaps[g].append(w.stats_row(g))
+                        next_b[g] += epoch_n
                 if len(lanes) == 1:
                     report()
             w.base = w.done
             w.iterations += int(w.drv[4])
-            if log_cap:
+            if log_cap and command_sink is None:
                 logs.append(w.take_log())
 
     t0 = time.perf_counter()
@@ -696,12 +791,21 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
             for g in range(C):
                 w = lanes[owner[g]]
                 while True:
+                    # to the next epoch boundary, if one comes first (every tick before it)
+                    upto = t_end if not epoch_n or next_b[g] > t_end else next_b[g] - 1
                     with vectorizing():
-                        finished = _finish(params, w.state.heap, w.chans[g], t_end, w.scratch,
-                                           jump, WORK_PER_CALL)
-                    if finished:
+                        finished = _finish(params, w.state.heap, w.chans[g], upto, w.scratch,
+                                           jump, work_per_call)
+                    if command_sink is not None:
+                        w.drain_log(g, command_sink)
+                    if finished and upto < t_end:
+                        snaps[g].append(w.stats_row(g))
+                        next_b[g] += epoch_n
+                    elif finished:
                         break
-                if log_cap:
+                if epoch_n:
+                    snaps[g].append(w.stats_row(g))
+                if log_cap and command_sink is None:
                     logs.append(w.take_log())
     finally:
         if bar is not None:
@@ -718,7 +822,27 @@ def replay(trace, config: DRAMConfig | None = None, progress: Callable | bool | 
     stats = summarize(config, params, state, arrival, accept, completion, is_write, timed,
                       power=power)
     stats["driver_iterations"] = int(sum(w.iterations for w in lanes))
+    epochs = None
+    if epoch_n:
+        epochs = _epoch_differences(snaps, K.N_STATS)
     return ReplayResult(arrival=arrival, accept=accept, completion=completion,
                         is_write=is_write, stats=stats, config=config,
                         wall_s=wall, cpu_s=cpu, compile_s=compile_s, command_log=log,
-                        channel=ch, threads=len(lanes))
+                        channel=ch, threads=len(lanes), epoch_cycles=epoch_n,
+                        epoch_stats=epochs)
+
+
+def _epoch_differences(snaps: list, n_stats: int) -> np.ndarray:
+    """int64 [E, channels, n_stats]: what each channel counted in each epoch, from its
+    cumulative statistics at each epoch's end (``snaps[g]``, E of them; none for an empty
+    trace)."""
+    E = len(snaps[0]) if snaps else 0
+    for g, s in enumerate(snaps):
+        if len(s) != E:
+            raise RuntimeError(f"dram replay: channel {g} has {len(s)} epochs, channel 0 {E} "
+                               f"(driver bug)")
+    cum = np.zeros((E + 1, len(snaps), n_stats), np.int64)
+    for g, s in enumerate(snaps):
+        if E:
+            cum[1:, g] = np.stack(s)
+    return np.diff(cum, axis=0)

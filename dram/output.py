@@ -22,8 +22,13 @@ ever overwritten) holding:
     path, format, size and sha256, the replay options, the command line and the version.
 ``summary.txt``
     The table printed by ``cosmos dram replay``.
+``epochs.csv`` (with ``--epoch N``)
+    One row per epoch of N cycles and channel, the columns :func:`epoch_columns`
+    (:func:`write_epochs_csv`).
 
-Every file is written under a temporary name and renamed into place.
+Every file is written under a temporary name and renamed into place. The command trace
+(``--command-trace FILE``, :class:`CommandTraceWriter`) is a file of its own, outside the
+folder: one row per command issued, the columns :data:`COMMAND_TRACE_COLUMNS`.
 """
 
 from __future__ import annotations
@@ -59,6 +64,12 @@ __all__ = [
     "write_run",
     "summary_table",
     "file_sha256",
+    "COMMAND_TRACE_COLUMNS",
+    "CommandTraceWriter",
+    "EPOCH_LEAD_COLUMNS",
+    "epoch_columns",
+    "epoch_table",
+    "write_epochs_csv",
 ]
 
 REQUEST_COLUMNS = (
@@ -402,6 +413,8 @@ def write_run(
     _write_text(folder / "config.json", _json_text(config))
     if summary is not None:
         _write_text(folder / "summary.txt", summary.rstrip("\n") + "\n")
+    if getattr(result, "epoch_stats", None) is not None:
+        write_epochs_csv(folder / "epochs.csv", result)
     return folder
 
 
@@ -490,3 +503,209 @@ def _energy_lines(stats: Mapping[str, Any]) -> list:
         lines.append(f"{'access energy':<26}{_num(g('access_energy_pJ_per_bit'), 2)} pJ/bit "
                      "(ACT, PRE, array and I/O, no background)")
     return lines
+
+
+# ----------------------------------------------------------------------------------------------
+# Command trace (--command-trace) and epoch statistics (--epoch)
+# ----------------------------------------------------------------------------------------------
+
+#: Columns of the command trace: the command's cycle (DRAM clock), where it went (-1 in a
+#: field the command has no value for: bank group, bank and row of a rank-wide command such as
+#: REFab or PREab; bank group and row of a same-bank REFsb/PREsb) and its name
+#: (``dram.kernel.COMMAND_NAMES``).
+COMMAND_TRACE_COLUMNS = ("cycle", "channel", "rank", "bank_group", "bank", "row", "command")
+
+_TRACE_ROWS_PER_STEP = 1 << 16   # rows per channel read back per merge step
+
+
+class CommandTraceWriter:
+    """Writes every command of a replay to one CSV file, streaming: pass it as
+    ``dram.replay(..., command_sink=writer)``, then call :meth:`finish`.
+
+    While the replay runs, each channel's commands (issue order) are appended as raw int64
+    rows to a file of their own in a hidden temporary folder next to ``path``; nothing is
+    held in memory. :meth:`finish` merges the channels in chunks into CSV (header
+    :data:`COMMAND_TRACE_COLUMNS`; rows ordered by cycle, then channel, then issue order),
+    written under a temporary name and linked to ``path`` only when complete (never over an
+    existing file), and removes the temporary folder. :meth:`abort` (also on leaving a
+    ``with`` block by an exception) removes everything, so an interrupted run leaves no file
+    under ``path``.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        import tempfile
+        import threading
+
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._dir = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".tmp",
+                                          dir=self.path.parent))
+        self._files: dict[int, Any] = {}
+        self._lock = threading.Lock()
+        self.n_commands = 0
+
+    def _part(self, g: int) -> Path:
+        return self._dir / f"channel{g}.bin"
+
+    def __call__(self, g: int, rows: np.ndarray) -> None:
+        """Append channel ``g``'s commands ``rows`` (int64 [k, 7], the kernel's log columns)."""
+        with self._lock:
+            f = self._files.get(g)
+            if f is None:
+                f = self._files[g] = open(self._part(g), "ab")
+            self.n_commands += int(rows.shape[0])
+        f.write(np.ascontiguousarray(rows, np.int64).tobytes())
+
+    def _close_parts(self) -> None:
+        for f in self._files.values():
+            f.close()
+
+    def _merged(self):
+        """The commands of every channel in chunks, each sorted by (cycle, channel), the
+        chunks in order: a k-way merge of the channels' files (each in cycle order)."""
+        from dram import kernel as K
+
+        parts = []
+        for g in sorted(self._files):
+            size = self._part(g).stat().st_size // (7 * 8)
+            if size:
+                parts.append(np.memmap(self._part(g), np.int64, "r", shape=(size, 7)))
+        pos = [0] * len(parts)
+        R = _TRACE_ROWS_PER_STEP
+        while any(p < a.shape[0] for p, a in zip(pos, parts)):
+            # every row before the earliest last cycle of the channels' next blocks is known
+            # (a channel whose block is its file's end bounds nothing)
+            cut = None
+            for p, a in zip(pos, parts):
+                if p + R < a.shape[0]:
+                    last = int(a[p + R - 1, K.LOG_CLK])
+                    cut = last if cut is None else min(cut, last)
+            taken = []
+            for k, (p, a) in enumerate(zip(pos, parts)):
+                block = a[p:p + R]
+                m = block.shape[0] if cut is None else \
+                    int(np.searchsorted(block[:, K.LOG_CLK], cut, side="left"))
+                if m:
+                    taken.append(np.array(block[:m]))
+                    pos[k] = p + m
+            rows = np.concatenate(taken)
+            yield rows[np.lexsort((rows[:, K.LOG_CH], rows[:, K.LOG_CLK]))]
+
+    def finish(self) -> Path:
+        """Write the CSV file (see the class) and remove the temporary folder."""
+        from dram import kernel as K
+        from dram.tracescan import csv_rows
+
+        self._close_parts()
+        names = [("," + c + "\n").encode() for c in K.COMMAND_NAMES]
+        cols = [K.LOG_CLK, K.LOG_CH, K.LOG_RANK, K.LOG_BG, K.LOG_BANK, K.LOG_ROW]
+        no_u = np.zeros((0, 0), np.uint64)
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as f:
+                f.write((",".join(COMMAND_TRACE_COLUMNS) + "\n").encode())
+                for rows in self._merged():
+                    text = csv_rows(no_u[:0].reshape(rows.shape[0], 0), rows[:, cols])
+                    lines = text.split(b"\n")
+                    f.write(b"".join([ln + names[c] for ln, c in
+                                      zip(lines, rows[:, K.LOG_CMD].tolist())]))
+
+        try:
+            from cosmos_common.outdir import atomic_write as _atomic_write
+            return _atomic_write(self.path, write)
+        finally:
+            self._remove_parts()
+
+    def _remove_parts(self) -> None:
+        import shutil
+
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def abort(self) -> None:
+        """Remove the temporary folder; nothing is written under ``path``."""
+        self._close_parts()
+        self._remove_parts()
+
+    def __enter__(self) -> "CommandTraceWriter":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if kind is not None:
+            self.abort()
+        return False
+
+
+#: The first columns of ``epochs.csv``: the epoch (0, 1, ...), the channel, the epoch's cycles
+#: [start_cycle, end_cycle), the requests of the channel that completed in it (a read when its
+#: data returned, a write when its WR issued) and the mean latency of those reads (empty if
+#: none), then what the channel's controller counted in it (``dram.kernel.STAT_NAMES``: row
+#: hits/misses/conflicts, reads and writes served, refresh commands, data-bus busy cycles, one
+#: count per command) and the row hits/misses/conflicts of reads and writes together.
+EPOCH_LEAD_COLUMNS = ("epoch", "channel", "start_cycle", "end_cycle", "reads_completed",
+                      "writes_completed", "mean_read_latency_cycles")
+
+
+def epoch_columns() -> tuple:
+    """The columns of ``epochs.csv``: :data:`EPOCH_LEAD_COLUMNS`, then the controller's
+    statistics (``dram.kernel.STAT_NAMES``), then ``row_hits``, ``row_misses``,
+    ``row_conflicts`` (reads and writes together)."""
+    from dram import kernel as K
+
+    return EPOCH_LEAD_COLUMNS + tuple(K.STAT_NAMES) + ("row_hits", "row_misses",
+                                                        "row_conflicts")
+
+
+def epoch_table(result: Any) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """The rows of ``epochs.csv`` for a replay run with ``epoch_cycles``: (column names,
+    int64 [rows, columns] of every column but the mean read latency, float64 [rows] of that),
+    rows by epoch, then channel."""
+    from dram import kernel as K
+
+    N = int(result.epoch_cycles)
+    ep = np.asarray(result.epoch_stats, np.int64)          # [E, C, N_STATS]
+    E, C = ep.shape[0], ep.shape[1]
+    total = int(result.completion.max()) + 1 if result.completion.size else 0
+    e_of = result.completion // N if N else result.completion
+    ch = np.asarray(result.channel, np.int64)
+    w = np.asarray(result.is_write) != 0
+    flat = (e_of * C + ch).astype(np.int64)
+    size = E * C
+    reads = np.bincount(flat[~w], minlength=size)[:size]
+    writes = np.bincount(flat[w], minlength=size)[:size]
+    lat = np.bincount(flat[~w], weights=(result.completion - result.arrival)[~w].astype(
+        np.float64), minlength=size)[:size]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(reads > 0, lat / np.maximum(reads, 1), np.nan)
+    e_idx = np.repeat(np.arange(E, dtype=np.int64), C)
+    g_idx = np.tile(np.arange(C, dtype=np.int64), E)
+    start = e_idx * N
+    end = np.minimum(start + N, total)
+    st = ep.reshape(size, ep.shape[2])
+    rw = np.stack([st[:, K.S_RD_HIT] + st[:, K.S_WR_HIT], st[:, K.S_RD_MISS] + st[:, K.S_WR_MISS],
+                   st[:, K.S_RD_CONF] + st[:, K.S_WR_CONF]], axis=1)
+    ints = np.column_stack([e_idx, g_idx, start, end, reads, writes, st, rw]).astype(np.int64)
+    return epoch_columns(), ints, mean
+
+
+def write_epochs_csv(path: str | os.PathLike, result: Any) -> Path:
+    """Write ``epochs.csv`` (atomically; never overwrites): a header of
+    :func:`epoch_columns`, then one row per epoch and channel, integers in decimal, the mean
+    read latency with 3 decimals (empty when no read completed)."""
+    from dram.tracescan import csv_rows
+
+    names, ints, mean = epoch_table(result)
+    lead = 6                                # integer columns before the mean latency
+    no_u = np.zeros((0, 0), np.uint64)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            f.write((",".join(names) + "\n").encode())
+            for s in range(0, ints.shape[0], _CSV_ROWS_PER_STEP):
+                e = min(ints.shape[0], s + _CSV_ROWS_PER_STEP)
+                a = csv_rows(no_u.reshape(e - s, 0), ints[s:e, :lead]).split(b"\n")
+                b = csv_rows(no_u.reshape(e - s, 0), ints[s:e, lead:]).split(b"\n")
+                m = [b"" if v != v else f"{v:.3f}".encode() for v in mean[s:e].tolist()]
+                f.write(b"".join([x + b"," + y + b"," + z + b"\n"
+                                  for x, y, z in zip(a, m, b)]))
+
+    return atomic_write(Path(path), write)
