@@ -512,11 +512,13 @@ def run(prep: Prepared, *, progress: bool = True, chunk_cycles: int = 2_000_000,
     # requests on channels), and the engine ticks a channel only when it can act. A tick adds
     # at most 2 completions per channel and the engine drains them after each tick.
     timeline_queries = min(max(int(timeline_queries), 0), Q)
+    # (the timeline's argument only when there is one: the state of a run without is made
+    # by the same call as before it existed, which tests wrap)
+    tl = {"timeline_queries": timeline_queries} if timeline_queries else {}
     eng_bytes, n_req = _engine.engine_state_bytes(pg, prep.pool_sizes, n_inst,
-                                                  params.n_channels, D, timeline_queries)
+                                                  params.n_channels, D, **tl)
     check_memory(cfg, G, prep.heap0.nbytes, eng_bytes, n_req)   # before the big allocations
-    st = _engine.new_engine_state(pg, prep.pool_sizes, n_inst, params.n_channels, D,
-                                  timeline_queries)
+    st = _engine.new_engine_state(pg, prep.pool_sizes, n_inst, params.n_channels, D, **tl)
     run_chunk, admit_initial, eng, specialized = _engine_code(prep, specialize)
     HH = np.repeat(prep.heap0[None, :], G, axis=0)   # every channel: the same fresh state
     dstate = tuple(dk.State(HH[g]) for g in range(G))
