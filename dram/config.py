@@ -253,7 +253,7 @@ PARAM_FIELDS = (
     "prio_q", "active_q", "pend_q", "wr_high_n", "wr_low_n", "scheduler", "row_policy",
     "tCK_ps", "o_map_fields", "o_map_radix", "o_cons_ptr", "o_follow", "o_lat", "o_win",
     "o_sib", "o_hist_len", "o_has_sib", "o_win_end", "o_dlat", "o_cmeta", "o_fb_bg",
-    "n_cons", "pd_idle", "sr_idle", "nRFC")
+    "n_cons", "pd_idle", "sr_idle", "nRFC", "nRP")
 #: Capacity of ``Params.tab`` (DDR5's 18 commands need about 4,700 entries, most of them the
 #: dense constraint table of 8 x 18 x 18); fixed, so that every
 #: configuration with the same features (below) has the same numba type and the kernels
@@ -484,7 +484,7 @@ def _resolve(cfg: DRAMConfig) -> Params:
         tCK_ps=int(t["tCK_ps"]),
         n_cons=len(fol), tab=tab, **{k: int(v) for k, v in offs.items()},
         # idle cycles before power-down / self refresh (0: off), rounded up
-        nRFC=int(t["nRFC"]),
+        nRFC=int(t["nRFC"]), nRP=int(t["nRP"]),
         pd_idle=_idle_cycles(cfg.powerdown_idle_ns, t["tCK_ps"]),
         sr_idle=_idle_cycles(cfg.selfrefresh_idle_ns, t["tCK_ps"]),
         features=((FEATURE_SAME_BANK if refresh_mode == 2 else 0)

@@ -35,11 +35,10 @@ writing its own rank) costs the array read or write and no channel I/O; the PU's
 is not DRAM energy and is charged by the system model (cosmos.energy).
 
 Residency of a replay comes from the kernel's per-rank counters (``dram.kernel.RA_*``): banks
-open at ACT and close when the precharging command issues, including RDA/WRA, where DRAMPower
-keeps the bank open until max(ACT + tRAS, RDA + tRTP) (write recovery for WRA): the replay's
-background differs from DRAMPower's there (:func:`command_energy`, for an explicit command
-list, follows DRAMPower). The tRP of a precharge counts as precharged background, as in
-DRAMPower.
+open at ACT and close when the precharging command issues, or after RDA/WRA at the implicit
+precharge, max(ACT + tRAS, RDA + tRTP) (write recovery's end for WRA), as DRAMPower keeps
+them open (and as :func:`command_energy` does for an explicit command list). The tRP of a
+precharge counts as precharged background, as in DRAMPower.
 """
 
 from __future__ import annotations
@@ -139,16 +138,21 @@ def low_power_cycles(state, total_cycles: int) -> tuple[np.ndarray, np.ndarray]:
 
 def rank_active_cycles(state, total_cycles: int) -> np.ndarray:
     """Cycles each rank spent with at least one bank open, up to ``total_cycles`` (a rank
-    still open then counts until that cycle), int64 [G, R]."""
+    still open then counts until that cycle; one whose last auto-precharge's implicit
+    precharge comes after it, until that cycle too), int64 [G, R]."""
     ra = K.views(state)["rank_residency"]
+    T = int(total_cycles)
     still = ra[:, :, K.RA_OPEN] > 0
-    extra = np.where(still, np.maximum(int(total_cycles) - ra[:, :, K.RA_SINCE], 0), 0)
+    extra = np.where(still, np.maximum(T - ra[:, :, K.RA_SINCE], 0),
+                     -np.maximum(ra[:, :, K.RA_ENDED] - T, 0))
     return ra[:, :, K.RA_CYCLES] + extra
 
 
 def bank_open_cycles(state, total_cycles: int) -> np.ndarray:
     """Cycles each rank's banks spent open, summed over its banks, up to ``total_cycles``
-    (banks still open then count until that cycle), int64 [G, R]."""
+    (banks still open then count until that cycle; a bank closed by RDA/WRA counts until its
+    implicit precharge, which for the run's last ones may be up to tRAS past its end), int64
+    [G, R]."""
     ra = K.views(state)["rank_residency"]
     extra = ra[:, :, K.RA_OPEN] * np.maximum(int(total_cycles) - ra[:, :, K.RA_LAST], 0)
     return ra[:, :, K.RA_BANKCYC] + extra

@@ -69,7 +69,7 @@ from .layout import (INF, _u, _wrap, H_G, H_S, H_NN, H_NC, H_HM, H_PQ, H_PD, H_C
                      S_WR_CONF, S_READS, S_WRITES, S_REFRESH, S_FORWARDED, S_COALESCED, S_BUS_BUSY,
                      S_CMD0, N_STATS, STAT_NAMES, T_READ, T_WRITE, RA_OPEN, RA_SINCE, RA_CYCLES,
                      RA_BANKCYC, RA_LAST, RA_PS, RA_PS_SINCE, RA_PD_CYC, RA_SR_CYC, RA_LASTCMD,
-                     RA_LASTREQ, RA_NREQ, PS_UP, PS_PD, PS_SR, NRA, LOG_CLK, LOG_CH, LOG_CMD, LOG_RANK, LOG_BG,
+                     RA_LASTREQ, RA_NREQ, RA_HOLD, RA_ENDED, PS_UP, PS_PD, PS_SR, NRA, LOG_CLK, LOG_CH, LOG_CMD, LOG_RANK, LOG_BG,
                      LOG_BANK, LOG_ROW, State, new_state, views)
 from .mapping import (map_address, map_channels, map_all)
 from .timing import (ready_time, update_timing)

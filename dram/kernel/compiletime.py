@@ -35,6 +35,7 @@ CONSTANT_PARAMS = (
     "scheduler", "row_policy", "refresh", "read_latency", "nBL",
     "o_map_fields", "o_map_radix", "o_cons_ptr", "o_follow", "o_lat", "o_win", "o_win_end",
     "o_hist_len", "o_has_sib", "o_dlat", "o_cmeta", "o_fb_bg", "pd_idle", "sr_idle", "nRFC",
+    "nRP",
 )
 
 #: Fields of ``params`` the kernels read that stay loads: ``tab`` (an array), and ``nREFI``,

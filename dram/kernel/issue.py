@@ -23,8 +23,8 @@ from .compiletime import features, only_with
 from .layout import (G_LOGLEN, H_LOGCAP, H_O_GLOB, H_O_LOG, H_O_RACT, H_O_RBUSY, H_O_STATS, H_R,
                      LOG_BANK, LOG_BG, LOG_CH, LOG_CLK, LOG_CMD, LOG_RANK, LOG_ROW, NRA, N_STATS,
                      PS_PD, PS_SR, PS_UP, Q_ACT, RA_BANKCYC, RA_CYCLES, RA_LAST, RA_OPEN,
-                     RA_PD_CYC, RA_PS, RA_PS_SINCE, RA_SINCE, RA_SR_CYC, SL_FB, SL_FINAL,
-                     SL_ROW, S_BUS_BUSY, S_CMD0, _bank, _chs, _fb_bg, _meta, _u)
+                     RA_ENDED, RA_HOLD, RA_PD_CYC, RA_PS, RA_PS_SINCE, RA_SINCE, RA_SR_CYC, SL_FB,
+                     SL_FINAL, SL_ROW, S_BUS_BUSY, S_CMD0, _bank, _chs, _fb_bg, _meta, _rdy, _u)
 from .timing import update_timing
 
 # the jitted code here inlines the package's other modules and compiles in constants of
@@ -149,7 +149,18 @@ def _close_same_bank(params, H, g, rank, fb, clk):
             n_open += 1
         H[_u(ob)] = -1
     if n_open > 0:
-        _rank_closes(H, g, rank, n_open, clk)
+        _rank_closes(H, g, rank, n_open, clk, clk)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _implicit_precharge(params, H, g, fb):
+    """After an RDA/WRA (the timing update done), the cycle of its implicit precharge as
+    DRAMPower places it: max(ACT + tRAS, RDA + tRTP), or max(ACT + tRAS, WRA + WL + BL/2 +
+    tWR) -- the bank-level ready cycle of ACT at flat bank fb of channel g, less tRP (the
+    DDR5 records to ACT: ACT tRC = tRAS + tRP, RDA tRTP + tRP, WRA WL + BL/2 + tWR + tRP;
+    their two-cycle shifts cancel)."""
+    o_bk = 1 + params.n_ranks + params.n_ranks * params.n_bg
+    return H[_u(_rdy(H, g) + (o_bk + fb) * params.n_cmds + ACT)] - params.nRP
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -159,20 +170,27 @@ def _rank_opens(H, g, rank, clk):
     H[_u(o + RA_BANKCYC)] += H[_u(o + RA_OPEN)] * (clk - H[_u(o + RA_LAST)])
     H[_u(o + RA_LAST)] = clk
     if H[_u(o + RA_OPEN)] == 0:
+        if clk < H[_u(o + RA_ENDED)]:       # an implicit precharge still pending: the last
+            H[_u(o + RA_CYCLES)] -= H[_u(o + RA_ENDED)] - clk   # interval goes on from here
         H[_u(o + RA_SINCE)] = clk
     H[_u(o + RA_OPEN)] += 1
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _rank_closes(H, g, rank, n, clk):
-    """``n`` open banks of ``rank`` close at ``clk``: the rank's active interval ends when
-    the last one does."""
+def _rank_closes(H, g, rank, n, clk, until):
+    """``n`` open banks of ``rank`` close at ``clk``, each counted open until ``until`` (>=
+    clk: later for an auto-precharge, whose implicit precharge comes then): the rank's
+    active interval ends when the last one does, at the latest such end."""
     o = H[_u(H_O_RACT)] + (g * H[_u(H_R)] + rank) * NRA
-    H[_u(o + RA_BANKCYC)] += H[_u(o + RA_OPEN)] * (clk - H[_u(o + RA_LAST)])
+    H[_u(o + RA_BANKCYC)] += H[_u(o + RA_OPEN)] * (clk - H[_u(o + RA_LAST)]) + n * (until - clk)
     H[_u(o + RA_LAST)] = clk
     H[_u(o + RA_OPEN)] -= n
+    if until > H[_u(o + RA_HOLD)]:
+        H[_u(o + RA_HOLD)] = until
     if H[_u(o + RA_OPEN)] == 0:
-        H[_u(o + RA_CYCLES)] += clk - H[_u(o + RA_SINCE)]
+        end = max(clk, H[_u(o + RA_HOLD)])
+        H[_u(o + RA_CYCLES)] += end - H[_u(o + RA_SINCE)]
+        H[_u(o + RA_ENDED)] = end
 
 
 @only_with(FEATURE_POWER, None)
@@ -210,7 +228,10 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
     elif _meta(params, M_SCOPE, cmd) == 0:              # PREpb, RDA, WRA, RDA_L, WRA_L
         ob = _bank(H, g, fb)
         if H[_u(ob)] >= 0:
-            _rank_closes(H, g, rank, 1, clk)
+            until = clk
+            if _meta(params, M_ACCESS, cmd) == 1:      # RDA/WRA: the implicit precharge
+                until = max(clk, _implicit_precharge(params, H, g, fb))
+            _rank_closes(H, g, rank, 1, clk, until)
         H[_u(ob)] = -1
     elif (features(params) & FEATURE_SAME_BANK) != 0 and \
             _meta(params, M_SCOPE, cmd) == SCOPE_SAME_BANK:     # PREsb
@@ -224,7 +245,7 @@ def issue_command(params, H, g, cmd, rank, fb, row, clk):
                 n_open += 1
             H[_u(ob)] = -1
         if n_open > 0:
-            _rank_closes(H, g, rank, n_open, clk)
+            _rank_closes(H, g, rank, n_open, clk, clk)
     if (features(params) & FEATURE_POWER) != 0 and (cmd == PDE or cmd == PDX or cmd == SRE
                                                     or cmd == SRX):
         _power_change(params, H, g, cmd, rank, clk)

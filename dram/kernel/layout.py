@@ -116,9 +116,13 @@ T_READ, T_WRITE = 0, 1
 # completed by the reader, dram.energy.rank_active_cycles); and the bank-open cycles summed
 # over its banks up to the last open/close event, with that event's cycle (the reader adds
 # open banks x the time since, dram.energy.bank_open_cycles). Banks open at ACT and close at
-# the precharging command's issue (PREpb, PREab, or the column command of RDA/WRA). Idle
-# refresh periods leave all three unchanged (no bank is open in them), so advance_channel's
-# closed form needs nothing for them.
+# the precharging command's issue (PREpb, PREab, PREsb), or, after RDA/WRA, at the implicit
+# precharge: the cycle a PREpb to the bank could issue (max(ACT + tRAS, RDA + tRTP), or the
+# write recovery's end: DRAMPower's rule). Such a close counts its bank open until then at
+# once; RA_HOLD keeps the latest such end, RA_ENDED the end of the rank's last closed active
+# interval (a bank opening before it continues that interval). Idle refresh periods leave
+# them unchanged (no bank is open in them), so advance_channel's closed form needs nothing
+# for them.
 RA_OPEN, RA_SINCE, RA_CYCLES, RA_BANKCYC, RA_LAST = 0, 1, 2, 3, 4
 # power states (the power-state policy, dram.kernel.power; all 0 with it off): the rank's
 # state (PS_UP, PS_PD power-down, PS_SR self refresh), the cycle its current low-power
@@ -128,7 +132,8 @@ RA_OPEN, RA_SINCE, RA_CYCLES, RA_BANKCYC, RA_LAST = 0, 1, 2, 3, 4
 # the last one a request issued (the self-refresh timer), and its buffered requests
 RA_PS, RA_PS_SINCE, RA_PD_CYC, RA_SR_CYC, RA_LASTCMD, RA_LASTREQ, RA_NREQ = range(5, 12)
 PS_UP, PS_PD, PS_SR = 0, 1, 2
-NRA = 12
+RA_HOLD, RA_ENDED = 12, 13
+NRA = 14
 # ---- command log columns
 LOG_CLK, LOG_CH, LOG_CMD, LOG_RANK, LOG_BG, LOG_BANK, LOG_ROW = range(7)
 class State(NamedTuple):
@@ -140,7 +145,7 @@ class State(NamedTuple):
     (open row or -1, active requests, scratch), ready cycles [G, n_nodes, n_cmds], issue
     history [G, n_nodes, n_cmds, hist_max], completion ring [cap, 2], globals [8], statistics
     [G, N_STATS], rank busy cycles [G, ranks], command log [log_cap, 7], rank residency
-    [G, ranks, NRA = 12] (``RA_*``), bank list heads [G, nb_ch] (slot or -1). Use
+    [G, ranks, NRA = 14] (``RA_*``), bank list heads [G, nb_ch] (slot or -1). Use
     :func:`views`.
     """
     heap: np.ndarray
