@@ -88,7 +88,7 @@ def check_timeline_options(args) -> int:
 
 def check_timeline_path(path) -> None:
     """``UserError`` (one line, naming the path) unless ``path`` can be written: not a folder,
-    in an existing folder we may write into."""
+    not an existing file, in an existing folder we may write into."""
     from cosmos_common import UserError
 
     p = Path(path)
@@ -97,6 +97,9 @@ def check_timeline_path(path) -> None:
     if p.is_dir():
         raise UserError(f"--timeline {path}: is a folder; give a file name, e.g. "
                         f"{p / 'timeline.json'}")
+    if p.exists() or p.is_symlink():
+        raise UserError(f"--timeline {path}: already exists; remove it or give another name "
+                        f"(a run never overwrites a file it did not make)")
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():
         raise UserError(f"--timeline {path}: folder {folder} does not exist")
