@@ -121,10 +121,12 @@ def key_of(request: Any) -> str:
 def report(path: str | os.PathLike, problem: str, action: str = "recomputing",
            stacklevel: int = 3) -> None:
     """Issue the one-line :class:`CacheWarning` ``<path>: <problem>; <action>`` (a
-    ``problem`` that starts with the path already has it once)."""
+    ``problem`` that starts with the path, or wraps an error that does, has it once)."""
     lead = f"{path}: "
+    problem = str(problem)
     if problem.startswith(lead):
         problem = problem[len(lead):]
+    problem = problem.replace(f"({lead}", "(")     # "does not load (<path>: ...)"
     problem = " ".join(str(problem).split())        # one line, whatever the problem's text
     warnings.warn(f"{path}: {problem}; {action}", CacheWarning, stacklevel=stacklevel)
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import InitVar, asdict, dataclass, field
 from pathlib import Path
@@ -60,6 +61,9 @@ GRAPH_KINDS = ("hnsw", "vamana", "vamana-paper")
 
 #: Vamana graph kinds -> their builder (graphs.vamana.VARIANTS): the library's or the paper's
 VAMANA_KINDS = {"vamana": "diskann", "vamana-paper": "paper"}
+
+#: the entry of an index cache record's meta holding its measured build time (wall seconds)
+BUILD_SECONDS = "build_s"
 
 
 
@@ -539,18 +543,47 @@ def get_index(
     -------
     (index, path of the cache file)
     """
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in dataset.name)[:60]
-    path = cache / "indexes" / f"{safe}-{index_key(dataset, params)}.npz"
-    record = cacheio.record_path(path.parent, path.stem)
-    key = cacheio.key_of({"kind": "index", "v": INDEX_FORMAT_VERSION, "fp": dataset.fingerprint(),
-                          "params": params.key_dict()})
+    path, record, key = _index_entry(dataset, params, cache_dir)
     expect = {"params": params.key_dict(), "dataset_fingerprint": dataset.fingerprint(), "n": dataset.n}
     if cacheio.read_files(record, "indexes", key, [path]) is not None:
         try:
             return ClusteredIndex.load(path, expect=expect, verify=False), path
         except ValueError as exc:
             cacheio.report(path, str(exc))
+    t0 = time.perf_counter()
     idx = build_index(dataset, params, threads=threads, progress=progress)
-    cacheio.store_files(record, "indexes", key, {path: lambda p: idx.save(p, overwrite=True)})
+    # the measured build time goes into the record's meta only: never into the index file
+    # or its key (both stay bit for bit the same); read back by index_build_seconds
+    cacheio.store_files(record, "indexes", key, {path: lambda p: idx.save(p, overwrite=True)},
+                        meta={BUILD_SECONDS: time.perf_counter() - t0})
     return idx, path
+
+
+def _index_entry(dataset: Dataset, params: IndexParams, cache_dir=None) -> tuple[Path, Path, str]:
+    """(index file, record, key) of the cache entry of ``dataset``'s index with ``params``."""
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in dataset.name)[:60]
+    path = cache / "indexes" / f"{safe}-{index_key(dataset, params)}.npz"
+    record = cacheio.record_path(path.parent, path.stem)
+    key = cacheio.key_of({"kind": "index", "v": INDEX_FORMAT_VERSION, "fp": dataset.fingerprint(),
+                          "params": params.key_dict()})
+    return path, record, key
+
+
+def recorded_build_seconds(record: Path, kind: str, key: str, path: Path) -> float | None:
+    """The build time (wall seconds) the verified cache entry ``record`` recorded in its meta
+    when its index was built, or None: no valid entry, or one made before build times were
+    recorded. Reads nothing into any key or file; reports nothing (the entry's user does)."""
+    with cacheio.quiet():
+        meta = cacheio.read_files(record, kind, key, [path])
+    s = None if meta is None else meta.get(BUILD_SECONDS)
+    return float(s) if isinstance(s, (int, float)) and not isinstance(s, bool) and s >= 0 else None
+
+
+def index_build_seconds(dataset: Dataset, params: IndexParams = IndexParams(),
+                        cache_dir: str | os.PathLike | None = None) -> float | None:
+    """Wall seconds :func:`get_index` took to build the cached index of ``dataset`` with
+    ``params`` (recorded in its cache entry's meta), or None if unknown (not cached, or
+    cached before this was recorded). Builds nothing."""
+    path, record, key = _index_entry(dataset, params, cache_dir)
+    return recorded_build_seconds(record, "indexes", key, path)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -47,6 +48,7 @@ _check_numba_cache()    # cached kernels are checked before use (cosmos_common.n
 from cosmos_common import UserError, cacheio
 
 from .dataset import Dataset
+from .index import BUILD_SECONDS, recorded_build_seconds
 from .groundtruth import _replace_worst
 from .io import atomic_write_bytes
 from .kmeans import assign, cluster_csr, kmeans, nearest_centroids
@@ -256,22 +258,37 @@ def get_ivfpq(dataset: Dataset, params: IVFPQParams = IVFPQParams(),
     """The IVF-PQ index of ``dataset`` from the on-disk cache (kind ``indexes`` of
     :mod:`cosmos_common.cacheio`, verified by SHA-256 and meta), building it if needed."""
     params.validate(dataset.n, dataset.dim)
-    cache = Path(cache_dir) if cache_dir is not None else cacheio.default_cache_dir()
-    req = {"kind": "ivfpq", "v": IVFPQ_FORMAT_VERSION, "fp": dataset.fingerprint(), "params": asdict(params)}
-    short = hashlib.blake2b(json.dumps(req, sort_keys=True).encode(), digest_size=8).hexdigest()
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in dataset.name)[:60]
-    path = cache / "indexes" / f"{safe}-ivfpq-{short}.npz"
-    record = cacheio.record_path(path.parent, path.stem)
-    key = cacheio.key_of(req)
+    path, record, key = _ivfpq_entry(dataset, params, cache_dir)
     expect = {"params": asdict(params), "dataset_fingerprint": dataset.fingerprint(), "n": dataset.n}
     if cacheio.read_files(record, "indexes", key, [path]) is not None:
         try:
             return IVFPQIndex.load(path, expect=expect), path
         except ValueError as exc:
             cacheio.report(path, str(exc))
+    t0 = time.perf_counter()
     idx = build_ivfpq(dataset, params)
-    cacheio.store_files(record, "indexes", key, {path: lambda p: idx.save(p, overwrite=True)})
+    # the measured build time goes into the record's meta only (graphs.index.get_index)
+    cacheio.store_files(record, "indexes", key, {path: lambda p: idx.save(p, overwrite=True)},
+                        meta={BUILD_SECONDS: time.perf_counter() - t0})
     return idx, path
+
+
+def _ivfpq_entry(dataset: Dataset, params: IVFPQParams, cache_dir=None) -> tuple[Path, Path, str]:
+    """(index file, record, key) of the cache entry of ``dataset``'s IVF-PQ index."""
+    cache = Path(cache_dir) if cache_dir is not None else cacheio.default_cache_dir()
+    req = {"kind": "ivfpq", "v": IVFPQ_FORMAT_VERSION, "fp": dataset.fingerprint(), "params": asdict(params)}
+    short = hashlib.blake2b(json.dumps(req, sort_keys=True).encode(), digest_size=8).hexdigest()
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in dataset.name)[:60]
+    path = cache / "indexes" / f"{safe}-ivfpq-{short}.npz"
+    return path, cacheio.record_path(path.parent, path.stem), cacheio.key_of(req)
+
+
+def ivfpq_build_seconds(dataset: Dataset, params: IVFPQParams = IVFPQParams(),
+                        cache_dir: str | os.PathLike | None = None) -> float | None:
+    """Wall seconds :func:`get_ivfpq` took to build the cached index (its record's meta), or
+    None if unknown (graphs.index.index_build_seconds). Builds nothing."""
+    path, record, key = _ivfpq_entry(dataset, params, cache_dir)
+    return recorded_build_seconds(record, "indexes", key, path)
 
 
 # ------------------------------------------------------------------------------- search kernels
@@ -504,7 +521,8 @@ def scan_search(kind: str, vectors: np.ndarray, queries: np.ndarray, centroids: 
 # ------------------------------------------------------------------------------- the trace
 def scan_trace(dataset: Dataset, kind: str, num_clusters: int = 64, num_probes: int = 8, k: int = 10,
                pq_m: int = 16, rerank: int = 100, seed: int = 0, kmeans_iters: int = 20,
-               pq_iters: int = 20, cache_dir: str | os.PathLike | None = None):
+               pq_iters: int = 20, cache_dir: str | os.PathLike | None = None,
+               timings: dict | None = None):
     """Search every query of ``dataset`` with a scan index and return its logical trace.
 
     ``kind`` ``"ivfpq"``: the cached IVF-PQ index (:func:`get_ivfpq`), codes of ``pq_m``
@@ -514,6 +532,11 @@ def scan_trace(dataset: Dataset, kind: str, num_clusters: int = 64, num_probes: 
     (``scan_count``: the whole list); the re-rank reads are the dataset rows of the
     candidates re-ranked (``rerank_ptr``/``rerank_node``). ``search_entry`` is -1 and there
     are no hops. Recall@k against the ground truth when the dataset has one.
+
+    ``timings``, if a dict, gets ``timings["index_build_s"]``: the wall seconds of building
+    the index (IVF-PQ: as recorded in its cache entry, :func:`ivfpq_build_seconds`, None if
+    unknown; exact: the coarse k-means lists, measured in this call). Nothing measured enters
+    the trace.
     """
     from .groundtruth import recall_at_k
     from .trace import TRACE_FORMAT_VERSION, LogicalTrace
@@ -535,10 +558,15 @@ def scan_trace(dataset: Dataset, kind: str, num_clusters: int = 64, num_probes: 
         index, _ = get_ivfpq(dataset, params, cache_dir)
         cent, ptr, nodes = index.centroids, index.cluster_ptr, index.cluster_nodes
         code_bytes = index.code_bytes
+        if timings is not None:
+            timings["index_build_s"] = ivfpq_build_seconds(dataset, params, cache_dir)
     else:
         index = None
         rerank = 0
+        t0 = time.perf_counter()
         cent, ptr, nodes = coarse_lists(dataset.base, num_clusters, seed, kmeans_iters, dataset.metric)
+        if timings is not None:
+            timings["index_build_s"] = time.perf_counter() - t0
         code_bytes = dataset.vector_bytes
     out = scan_search(kind, dataset.base, dataset.queries, cent, ptr, nodes, dataset.metric, num_probes, k,
                       index, rerank)

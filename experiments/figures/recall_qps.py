@@ -83,7 +83,7 @@ CHAMELEON_LATENCY_VS_CPU = 23.72
 #: columns of recall_qps.csv, in order (``recall`` is written as ``recall_at_10``, the
 #: big-ann-benchmarks name; :func:`read_table` reads it back)
 COLUMNS = ["dataset", "family", "system", "num_probes", "cand_list_len", "rerank", "recall",
-           "recall_queries", "index_bytes", "qps", "qps_ci_low", "qps_ci_high", "latency_mean_ns",
+           "recall_queries", "index_bytes", "index_build_s", "qps", "qps_ci_low", "qps_ci_high", "latency_mean_ns",
            "latency_p99_ns", "latency_unloaded_mean_ns", "dram_bytes_per_query", "num_queries",
            "steady_state", "ci_note"]
 #: systems also simulated with one query in flight (``latency_unloaded_mean_ns``): the
@@ -154,12 +154,33 @@ def _save(ctx, name: str, build) -> tuple[Path, dict]:
         save_trace(path, tr)
     return path, {**tr.meta, "index_bytes": trace_index_bytes(tr)}
 
+def _build_seconds(ctx, ds, family: str, meta: dict, timings: dict) -> float | None:
+    """Wall seconds the index of a point's trace took to build (``index_build_s``), or None
+    if unknown: the graph and IVF-PQ indexes' as their cache entries recorded it when they
+    were built (an entry made before build times were recorded has none); the exact scan's
+    coarse lists as measured when its trace was made in this run (None if the trace was
+    already in the results folder). A measurement: it enters no trace, index or cache key."""
+    if family == "graph":
+        from experiments.harness.workloads import index_build_seconds
+
+        return index_build_seconds(ds, int(meta["num_clusters"]), seed=int(meta["seed"]),
+                                   cache_dir=ctx.cache_dir, graph=meta.get("graph"))
+    if family == "ivfpq":
+        from graphs.ivfpq import IVFPQParams, ivfpq_build_seconds
+
+        params = IVFPQParams(num_clusters=int(meta["num_clusters"]), pq_m=int(meta["pq_m"]),
+                             seed=int(meta["seed"]), kmeans_iters=int(meta["kmeans_iters"]),
+                             pq_iters=int(meta["pq_iters"]))
+        return ivfpq_build_seconds(ds, params, ctx.cache_dir)
+    return timings.get("index_build_s")
+
 
 def points(ctx) -> list[dict]:
     """Every (workload, family, knobs) point of the context's grid with its trace: dicts of
     dataset, family, num_probes, cand_list_len, rerank (None where the family has no such
-    knob), trace_path, recall, recall_queries and index_bytes (bytes of the index in the
-    simulated memory, experiments.harness.capacity.trace_index_bytes)."""
+    knob), trace_path, recall, recall_queries, index_bytes (bytes of the index in the
+    simulated memory, experiments.harness.capacity.trace_index_bytes) and index_build_s
+    (:func:`_build_seconds`, None if unknown)."""
     from graphs.ivfpq import scan_trace
     from experiments.harness.workloads import workload
 
@@ -168,12 +189,14 @@ def points(ctx) -> list[dict]:
     for fam in ctx.families:
         ds, clusters = _dataset(ctx, fam)
 
-        def add(family, name, build, probes, L=None, rerank=None):
+        def add(family, name, build, probes, L=None, rerank=None, timings=None):
             path, meta = _save(ctx, name, build)
+            secs = _build_seconds(ctx, ds, family, meta, timings or {})
             out.append(dict(dataset=fam, family=family, num_probes=probes, cand_list_len=L,
                             rerank=rerank, trace_path=str(path), recall=float(meta["recall"]),
                             recall_queries=int(meta["num_queries"]),
-                            index_bytes=int(meta["index_bytes"])))
+                            index_bytes=int(meta["index_bytes"]),
+                            index_build_s=None if secs is None else round(secs, 3)))
 
         for p in (p for p in grid.graph_probes if p <= clusters):
             for L in grid.cand_list_len:
@@ -189,9 +212,11 @@ def points(ctx) -> list[dict]:
                                                 k=K, rerank=r, seed=ctx.seed,
                                                 cache_dir=ctx.cache_dir), p, rerank=r)
         for p in (p for p in grid.exact_probes if p <= clusters):
+            t = {}
             add("exact", f"{fam}-exact-p{p}",
-                lambda p=p: scan_trace(ds, "exact", num_clusters=clusters, num_probes=p, k=K,
-                                       seed=ctx.seed, cache_dir=ctx.cache_dir), p)
+                lambda p=p, t=t: scan_trace(ds, "exact", num_clusters=clusters, num_probes=p, k=K,
+                                            seed=ctx.seed, cache_dir=ctx.cache_dir, timings=t),
+                p, timings=t)
     return out
 
 
@@ -215,6 +240,9 @@ def run(ctx) -> dict:
                 for t, r in zip(lone, rows[len(tasks):])}
     df["latency_unloaded_mean_ns"] = [unloaded.get((t["system"], t["trace_path"]), float("nan"))
                                       for t in tasks]
+    # a measurement, not a tag: kept out of the tasks (and so of every cache key)
+    built = {pt["trace_path"]: pt["index_build_s"] for pt in pts}
+    df["index_build_s"] = [built[t["trace_path"]] for t in tasks]
     if "ci_note" not in df:
         df["ci_note"] = ""
     df = df[COLUMNS]

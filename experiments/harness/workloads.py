@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 __all__ = ["Scale", "SCALES", "FAMILIES", "get_scale", "workload", "workloads", "trace_path",
-           "user_dataset_plan", "user_dataset_note", "user_dataset"]
+           "user_dataset_plan", "user_dataset_note", "user_dataset", "index_build_seconds"]
 
 #: synthetic families of the paper's Table I used by the figures, with the paper's dataset
 FAMILIES = {"sift": "SIFT1B", "deep": "DEEP1B"}
@@ -380,6 +380,22 @@ def _templated(family, sc: Scale, probes, seed, cache_dir, progress, graph, sear
                                       num_probes=p, seed=seed, index=index,
                                       cache_dir=cache_dir, progress=progress, **search)
             for p in probes}
+
+
+def index_build_seconds(ds, num_clusters: int, seed: int = 0,
+                        cache_dir: str | os.PathLike | None = None,
+                        graph: str | None = None) -> float | None:
+    """Wall seconds the clustered graph index of dataset ``ds`` (the one :func:`workloads`
+    traces with ``num_clusters``, ``seed`` and ``graph``) took to build, as its cache entry's
+    record noted when it was built (graphs.index.index_build_seconds); None if unknown (not
+    in the cache, cached before build times were recorded, or a cluster-template workload).
+    A measurement: it is kept in the record's meta only, never in a file or a key."""
+    from graphs.index import IndexParams
+    from graphs.index import index_build_seconds as recorded
+
+    params = IndexParams(num_clusters=int(num_clusters), seed=int(seed),
+                         graph=GRAPH if graph is None else graph)
+    return recorded(ds, params, cache_dir)
 
 
 def workload_queries(family: str, scale: str | Scale = "default", *, seed: int = 0,
