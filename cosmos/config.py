@@ -225,6 +225,19 @@ SOURCE: dict[str, str] = {
     "stream as ChamVS's decoders: one 64-byte line of vector data per cycle (stated estimate; "
     "a single-query exact scan is a GEMV, memory bound, as the VCK5000 dense-retrieval study "
     "finds for batch 1, so a unit that keeps up with its stream is what matters)",
+    "scan_unit.gemm_macs_per_cycle": "exact-pnm-batch's unit is a small GEMM array: B queries "
+    "x the streamed vectors, one multiply-add per element per query. 128 per cycle (stated "
+    "estimate): 8 times the single-query pipeline's 16 float32 lanes (64 bytes per cycle), "
+    "the size of 16 AI Engine tiles of the VCK5000's Versal VC1902 at 8 float32 MACs per "
+    "cycle each (AMD AM009, AI Engine architecture manual); the VCK5000 dense-retrieval "
+    "study's point is that such an array is fed by batching queries (GEMM reuse), not by "
+    "the stream of one query (GEMV). A MAC is of the vectors' element type",
+    "scan_unit.batch_queries": "queries of exact-pnm-batch that share one read of a probed "
+    "list's vectors (the B of the VCK5000 study's GEMM). 8 (stated choice, not tuned): the "
+    "batch at which a float32 vector's B x dim multiply-adds at scan_unit.gemm_macs_per_cycle "
+    "take as long as its bytes at the unit's stream rate scan_unit.dot_bytes_per_cycle "
+    "(128 / (64 / 4) = 8): the largest batch that keeps the unit memory bound at its own "
+    "stream rate (cosmos.systems.roofline_batch)",
 }
 
 #: Fields of earlier versions and what replaced them (named in the error a config or an
@@ -427,6 +440,10 @@ class ScanUnitConfig:
     dot_bytes_per_cycle: float = _f(64.0, "bytes of full vectors per cycle in exact distances")
     lut_build_macs_per_cycle: float = _f(16.0, "multiply-adds per cycle building lookup-table "
                                                "entries on the device (ChamVS flow)")
+    gemm_macs_per_cycle: float = _f(128.0, "multiply-adds per cycle of the batched exact "
+                                           "scan's GEMM array (exact-pnm-batch)")
+    batch_queries: int = _f(8, "queries that share one pass over a probed list's vectors "
+                               "(exact-pnm-batch)")
 
 
 @dataclass(frozen=True)
@@ -476,6 +493,10 @@ class EnergyConfig:
 MAX_TIME_NS = 1e9          # a latency of 1 s
 MAX_CORE_CYCLES = 1e9      # one operation of 1e9 core cycles
 MAX_COUNT = 2**31 - 1
+#: The largest scan_unit.batch_queries: a batch's query vectors go down in one message and
+#: its results up in another (4,096 float32 queries of dim 1,024 = 16 MiB); larger batches
+#: than the VCK5000 study's are not asked for
+MAX_BATCH = 4096
 
 #: Valid range of every numeric config field: ``section.field`` -> (low, low included, high);
 #: the type is the field's annotation (int or float). Counts and sizes are >= 1, latencies and
@@ -522,6 +543,7 @@ RANGES: dict[str, tuple] = {
     "scan_unit.clock_GHz": _RATE, "scan_unit.codes_per_cycle": _RATE,
     "scan_unit.lut_load_cycles": _CYCLES, "scan_unit.pipeline_cycles": _CYCLES,
     "scan_unit.outstanding_requests": _COUNT, "scan_unit.dot_bytes_per_cycle": _RATE,
+    "scan_unit.gemm_macs_per_cycle": _RATE, "scan_unit.batch_queries": (1, True, MAX_BATCH),
     "graph_cache.hops": (0, True, 1000), "graph_cache.capacity_bytes": (0, True, 2**62),
 }
 

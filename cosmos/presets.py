@@ -36,7 +36,8 @@ x what computes the distances) and CXL-ANNS's graph cache:
 The scan systems (``SCAN_PRESETS``, replaying the IVF-PQ and exact-scan traces of
 graphs.ivfpq): ``ivfpq-host``, ``ivfpq-pnm``, ``exact-host``, ``exact-pnm``, and (issue 54)
 ``ivfpq-host-precomputed``, ``ivfpq-host-precomputed-prefetch``, ``ivfpq-pnm-chamvs``,
-``ivfpq-pnm-chamvs-perlist``, ``exact-host-prefetch``.
+``ivfpq-pnm-chamvs-perlist``, ``exact-host-prefetch``, ``exact-pnm-batch`` (B queries per
+pass over the vectors; it replays cosmos.systems.batch_trace of an exact trace).
 
 To add a system: declare its execution model in cosmos.systems (``register_system``), or
 reuse one, and add a ``SystemConfig`` naming it here (docs/adding_a_system.md).
@@ -95,6 +96,10 @@ SCAN_PRESETS: dict[str, SystemConfig] = {
                  "exact-host-prefetch")},
     **{n: SystemConfig(name=n, kind=n, placement="adjacency", rank_pu=_NO_RANK)
        for n in ("ivfpq-pnm-chamvs", "ivfpq-pnm-chamvs-perlist")},
+    # issue 54: exact-pnm with B = scan_unit.batch_queries queries per pass over the vectors
+    # (replays cosmos.systems.batch_trace of an exact trace)
+    "exact-pnm-batch": SystemConfig(name="exact-pnm-batch", kind="exact-pnm-batch",
+                                    placement="adjacency", rank_pu=_NO_RANK),
 }
 
 #: The paper's six systems (Fig. 4), in the paper's order.
@@ -142,6 +147,8 @@ DESCRIPTIONS: dict[str, str] = {
                                 "list built on the device (scan traces)",
     "exact-host-prefetch": "exact-host with the L2 stream prefetcher on the list reads "
                            "(scan traces)",
+    "exact-pnm-batch": "exact-pnm with batched GEMM reuse: scan_unit.batch_queries queries "
+                       "share one read of each probed list (batched exact scan traces)",
 }
 
 

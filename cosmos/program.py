@@ -211,6 +211,8 @@ def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int, pq_m: int = 0,
         host_lut_add=hc(1.0 / h.lut_add_entries_per_cycle) if pq_m else 0.0,
         scan_lut_build=sc(dim / pq_m / su.lut_build_macs_per_cycle) if pq_m else 0.0,
         host_stream_mlp=max(h.outstanding_misses, h.stream_prefetch_lines),
+        scan_gemm=sc(max(vector_bytes / su.dot_bytes_per_cycle,
+                         su.batch_queries * dim / su.gemm_macs_per_cycle)),
         sw_dist=wc(dim / sw.distance_dims_per_cycle + sw.distance_overhead_cycles),
         sw_visit=wc(sw.visit_check_cycles), sw_insert=wc(sw.insert_cycles(cand_list_len)),
         sw_select=wc(sw.select_cycles), sw_merge=wc(sw.merge_cycles_per_result),
@@ -791,6 +793,15 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     if family != model.index:
         raise UserError(f"trace: an {family!r} trace cannot be replayed by system model "
                         f"{model.name!r}, which replays {model.index!r} traces")
+    batched = int(meta.get("batch_queries", 1))
+    if batched != model.batch_queries:
+        raise UserError(
+            f"trace: a trace of " + (f"batches of {batched} queries" if batched > 1 else
+                                     "single queries") + " cannot be replayed by system "
+            f"model {model.name!r}, which replays " + (
+                f"batches of {model.batch_queries} (cosmos.systems.batch_trace of an exact "
+                f"trace with scan_unit.batch_queries = {model.batch_queries})"
+                if model.batch_queries > 1 else "traces of single queries"))
     dim = int(meta["dim"])
     k = int(meta["k"])
     vector_bytes = int(meta["vector_bytes"])

@@ -159,6 +159,8 @@ class Costs(NamedTuple):
     host_lut_add: float     # one precomputed term-table entry added on the host (per list)
     scan_lut_build: float   # one lookup-table entry built on the device (dim / pq_m MACs)
     host_stream_mlp: int    # lines in flight on a host sequential stream with prefetch
+    scan_gemm: float        # one full vector through the batched exact scan's GEMM unit:
+                            # max(its bytes at the unit's stream rate, B x dim MACs)
     # cores in the CXL switch (switch_core.*; 0 cycles of latency and 1 request where unused)
     sw_dist: float          # one distance on a switch core
     sw_visit: float
@@ -267,6 +269,9 @@ class SystemModel:
     merge: tuple = ()
     scan: tuple = ()
     rerank: tuple = ()
+    #: queries per simulated batch (exact-pnm-batch): > 1 replays only a trace that
+    #: :func:`batch_trace` made with the same B (cosmos.program.build_program checks)
+    batch_queries: int = 1
 
     # ---- what the rest of the simulator asks ---------------------------------------------
     def steps(self):
@@ -807,7 +812,7 @@ def _scan_host(name, description, index, lut="per-list", prefetch=False):
         merge=merge)
 
 
-def _scan_pnm(name, description, index, flow="table-down", lut="precomputed"):
+def _scan_pnm(name, description, index, flow="table-down", lut="precomputed", batch=0):
     """Chameleon-style near-memory scan (Jiang et al., VLDB 2024, ChamVS memory nodes): per
     device holding probed lists, the host sends the lists' ids down the link with what the
     device needs to build its lookup tables; a device search context drives a scan unit that
@@ -833,6 +838,11 @@ def _scan_pnm(name, description, index, flow="table-down", lut="precomputed"):
       table load as above; with ``lut="per-list"`` a whole table per probed list (the host's
       ``ivfpq-host`` strategy), then loaded into the PEs.
 
+    ``batch`` (exact scan only, ``exact-pnm-batch``): the program's "query" is a batch of
+    ``batch`` queries (:func:`batch_trace`): their vectors go down together, each list of
+    the batch's union is read once and every vector costs ``scan_gemm`` (max(stream,
+    batch x dim MACs)), each device returns ``batch`` top-k lists and the host merges them.
+
     Exact scan: the same unit with a dot-product pipeline instead of the decoders
     (scan_unit.dot_bytes_per_cycle of full vectors per cycle: the GEMM units of the VCK5000
     dense-retrieval study, for one query a GEMV, memory bound). Not the rank PUs: they
@@ -841,6 +851,20 @@ def _scan_pnm(name, description, index, flow="table-down", lut="precomputed"):
     would need one partial-sum add per 64-byte segment on the GPC."""
     lists_down = Send("down", per_item_bytes=LIST_ID_BYTES, count="lists")
     done = (Send("up", per_item_bytes=RESULT_ENTRY_BYTES, count="k"),)
+    if batch:
+        if index != "exact":
+            raise ValueError("a batched scan (batch > 0) is an exact scan")
+        # one batch = B queries: B vectors down, per device B top-k lists up, B merges
+        return SystemModel(
+            name=name, description=description, traversal="gpc", index=index,
+            batch_queries=batch,
+            dispatch=(Send("down", vectors=batch), lists_down),
+            scan=(Read("list-vectors", "scan-unit", "distance", per_vector="scan_gemm",
+                       after=(Cost("scan_pipeline"),)),),
+            rerank=(Read("rerank-vectors", "scan-unit", "distance", per_vector="scan_dot",
+                         after=(Cost("scan_pipeline"),)),),
+            device_done=(Send("up", per_item_bytes=RESULT_ENTRY_BYTES * batch, count="k"),),
+            merge=(Compute("candidate", (Cost("host_merge", "devices-x-k"),) * batch),))
     codes = Read("list-codes", "scan-unit", "distance", per_vector="scan_code",
                  after=(Cost("scan_pipeline"),))
     if index == "ivfpq" and flow == "table-down":
@@ -910,6 +934,95 @@ register_system(_scan_pnm(
 register_system(_scan_host(
     "exact-host-prefetch", "exact-host with the L2 stream prefetcher on the list reads "
     "(host.stream_prefetch_lines in flight)", "exact", prefetch=True))
+
+
+
+@register_system("exact-pnm-batch", "exact-pnm with batched GEMM reuse: "
+                 "scan_unit.batch_queries queries share one read of each probed list's vectors "
+                 "(the union of their lists), the unit doing B dot products per vector at "
+                 "scan_unit.gemm_macs_per_cycle; replays a batch_trace of an exact trace")
+def _exact_pnm_batch(cfg: SystemConfig) -> SystemModel:
+    return _scan_pnm("exact-pnm-batch", "exact scan near memory, B queries per pass over "
+                     "the vectors (VCK5000-study GEMM reuse)", "exact",
+                     batch=int(cfg.scan_unit.batch_queries))
+
+
+def roofline_batch(bandwidth_Bps: float, macs_per_s: float, vector_bytes: int,
+                   dim: int) -> float:
+    """The batch size B at which a batched exact scan turns compute bound: reading a vector
+    takes ``vector_bytes / bandwidth_Bps`` seconds, its B dot products ``B x dim /
+    macs_per_s``; they are equal at B* = ``macs_per_s x vector_bytes / (dim x
+    bandwidth_Bps)`` (below it the pass is memory bound, above it compute bound). A
+    float, not rounded (the default unit: 64 B/cycle against 128 MACs/cycle at float32 is
+    B* = 8, scan_unit.batch_queries)."""
+    for name, v in (("bandwidth_Bps", bandwidth_Bps), ("macs_per_s", macs_per_s),
+                    ("vector_bytes", vector_bytes), ("dim", dim)):
+        if not v > 0:
+            raise ValueError(f"roofline_batch: {name} must be > 0, got {v!r}")
+    return macs_per_s * vector_bytes / (dim * bandwidth_Bps)
+
+
+def batch_trace(tr, batch: int):
+    """The exact-scan trace ``tr`` (cosmos.trace_input.TraceArrays) as batches of ``batch``
+    consecutive queries (the last may be short): batch b's scan elements are the union of
+    its queries' probed lists, in first-probe order, each one element covering the union of
+    the queries' ranges of that list (an exact trace scans whole lists); its re-rank reads
+    the union of theirs. Meta: ``num_queries`` = batches, ``batch_queries`` = ``batch``,
+    ``batch_source_queries`` = the queries batched. Replayed by ``exact-pnm-batch``: one
+    simulated "query" is one batch, so per query QPS = batches/s x ``batch`` (the last
+    batch's shortness aside) and every query of a batch has the batch's latency (the wait
+    to fill a batch is not modeled)."""
+    import numpy as np
+
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise UserError(f"batch_trace: batch must be an integer >= 1, got {batch!r}")
+    if tr.index_kind != "exact":
+        raise UserError(f"batch_trace: batches an 'exact' trace (full vectors scanned), got "
+                        f"an {tr.index_kind!r} trace")
+    if int(tr.meta.get("batch_queries", 1)) != 1:
+        raise UserError("batch_trace: the trace is already batched "
+                        f"(batch_queries {tr.meta['batch_queries']})")
+    Q = tr.num_queries
+    qp = np.asarray(tr.query_ptr, np.int64)
+    sc = np.asarray(tr.search_cluster, np.int64)
+    first = np.asarray(tr.scan_first, np.int64)
+    end = first + np.asarray(tr.scan_count, np.int64)
+    entry = np.asarray(tr.search_entry)
+    rp = np.asarray(tr.rerank_ptr, np.int64)
+    rn = np.asarray(tr.rerank_node)
+    nb = -(-Q // batch)
+    out_ptr, out_c, out_f, out_e, out_entry, rr_ptr, rr = [0], [], [], [], [], [0], []
+    for b in range(nb):
+        s0, s1 = qp[b * batch], qp[min(Q, (b + 1) * batch)]
+        pos = {}
+        for s in range(s0, s1):
+            c = int(sc[s])
+            if c in pos:
+                i = pos[c]
+                out_f[i] = min(out_f[i], int(first[s]))
+                out_e[i] = max(out_e[i], int(end[s]))
+            else:
+                pos[c] = len(out_c)
+                out_c.append(c)
+                out_f.append(int(first[s]))
+                out_e.append(int(end[s]))
+                out_entry.append(entry[s])
+        out_ptr.append(len(out_c))
+        r = rn[rp[b * batch]:rp[min(Q, (b + 1) * batch)]]
+        _, keep = np.unique(r, return_index=True)
+        rr.extend(r[np.sort(keep)].tolist())
+        rr_ptr.append(len(rr))
+    S = len(out_c)
+    f = np.asarray(out_f, np.int64)
+    meta = dict(tr.meta, num_queries=nb, batch_queries=int(batch), batch_source_queries=Q)
+    meta.pop("checksums", None)
+    return dataclasses.replace(
+        tr, meta=meta, query_ptr=np.asarray(out_ptr, np.int64),
+        search_cluster=np.asarray(out_c, tr.search_cluster.dtype),
+        search_entry=np.asarray(out_entry, entry.dtype),
+        search_hop_ptr=np.zeros(S + 1, np.int64), scan_first=f,
+        scan_count=np.asarray(out_e, np.int64) - f,
+        rerank_ptr=np.asarray(rr_ptr, np.int64), rerank_node=np.asarray(rr, rn.dtype))
 
 
 def systems_for_index(index: str) -> tuple:

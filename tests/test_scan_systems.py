@@ -316,7 +316,8 @@ def test_scan_declarations_the_hardware_cannot_do_are_refused():
     assert systems_for_index("ivfpq") == ("ivfpq-host", "ivfpq-pnm", "ivfpq-host-precomputed",
                                           "ivfpq-host-precomputed-prefetch",
                                           "ivfpq-pnm-chamvs", "ivfpq-pnm-chamvs-perlist")
-    assert systems_for_index("exact") == ("exact-host", "exact-pnm", "exact-host-prefetch")
+    assert systems_for_index("exact") == ("exact-host", "exact-pnm", "exact-host-prefetch",
+                                          "exact-pnm-batch")
     for name in SCAN_SYSTEMS:
         m = model_for(get_preset(name))
         assert m.index == _kind(name) and m.search_pool == ("gpc" if "pnm" in name else "host")

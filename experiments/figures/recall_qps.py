@@ -13,8 +13,12 @@ effort knob is swept on the same four CXL devices and the same DRAM model:
   (query broadcast, tables built on the device: ``ivfpq-pnm-chamvs``) or ChamVS's flow with a
   table per probed list (``ivfpq-pnm-chamvs-perlist``); every one of them replays the same
   traces, so they share its recall (the strategies compute the same distances);
-- exact scan of the probed lists: ``num_probes``, on ``exact-host``, ``exact-host-prefetch``
-  and ``exact-pnm``.
+- exact scan of the probed lists: ``num_probes``, on ``exact-host``, ``exact-host-prefetch``,
+  ``exact-pnm`` and ``exact-pnm-batch`` (B = scan_unit.batch_queries queries per pass over
+  the vectors, the VCK5000 dense-retrieval study's GEMM reuse: it replays the exact trace
+  batched by cosmos.systems.batch_trace, ``traces/NAME-bB.npz``, over the same queries; its
+  row's QPS, interval and DRAM bytes are per query, batches x B, and its latency is a
+  batch's, every query of a batch finishing with it).
 
 Each point's recall@10 comes from the traced search against the exact ground truth, over
 every query of the trace; its QPS (with the 95 % interval of cosmos.metrics), mean latency
@@ -54,8 +58,10 @@ SYSTEMS = {
     "graph": ("base", "cxl-anns", "cosmos"),
     "ivfpq": ("ivfpq-host", "ivfpq-host-precomputed", "ivfpq-host-precomputed-prefetch",
               "ivfpq-pnm", "ivfpq-pnm-chamvs", "ivfpq-pnm-chamvs-perlist"),
-    "exact": ("exact-host", "exact-host-prefetch", "exact-pnm"),
+    "exact": ("exact-host", "exact-host-prefetch", "exact-pnm", "exact-pnm-batch"),
 }
+#: systems that replay batches of queries (cosmos.systems.batch_trace), not single queries
+BATCHED = ("exact-pnm-batch",)
 #: (lookup-table strategy and data flow, host system, near-memory system): pairs that use the
 #: same strategy (cosmos.systems.LUT_STRATEGIES) on both sides, compared in summary.md
 SAME_STRATEGY = (
@@ -154,6 +160,7 @@ def _save(ctx, name: str, build) -> tuple[Path, dict]:
         save_trace(path, tr)
     return path, {**tr.meta, "index_bytes": trace_index_bytes(tr)}
 
+
 def _build_seconds(ctx, ds, family: str, meta: dict, timings: dict) -> float | None:
     """Wall seconds the index of a point's trace took to build (``index_build_s``), or None
     if unknown: the graph and IVF-PQ indexes' as their cache entries recorded it when they
@@ -220,6 +227,53 @@ def points(ctx) -> list[dict]:
     return out
 
 
+def _batch_of(system: str) -> int:
+    """Queries per simulated "query" of ``system`` (its preset's scan_unit.batch_queries for
+    a :data:`BATCHED` system, else 1)."""
+    from cosmos.presets import get_preset
+
+    return int(get_preset(system).scan_unit.batch_queries) if system in BATCHED else 1
+
+
+def _batched_trace(trace_path: str, batch: int) -> str:
+    """The exact trace at ``trace_path`` batched by cosmos.systems.batch_trace, saved once
+    beside it as ``NAME-bB.npz`` (with its arrays' checksums, as graphs.save_trace)."""
+    import json
+
+    import numpy as np
+
+    from cosmos.systems import batch_trace
+    from cosmos.trace_input import as_trace
+    from graphs.io import atomic_write_bytes
+    from graphs.trace import array_checksum
+
+    src = Path(trace_path)
+    path = src.with_name(f"{src.stem}-b{batch}.npz")
+    if path.exists():
+        return str(path)
+    bt = batch_trace(as_trace(str(src)), batch)
+    arrays = {k: v for k, v in vars(bt).items() if k != "meta" and v is not None}
+    meta = dict(bt.meta, checksums={k: array_checksum(v) for k, v in arrays.items()})
+    arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
+    atomic_write_bytes(path, lambda f: np.savez(f, **arrays))
+    return str(path)
+
+
+def _per_query(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of :data:`BATCHED` systems per query: QPS and its interval x B (each simulated
+    completion is a batch of B queries), DRAM bytes / B, queries simulated x B; latency
+    stays the batch's (each query of a batch completes with it)."""
+    for system in BATCHED:
+        m = df.system == system
+        if m.any():
+            b = _batch_of(system)
+            for col in ("qps", "qps_ci_low", "qps_ci_high"):
+                df.loc[m, col] = df.loc[m, col] * b
+            df.loc[m, "dram_bytes_per_query"] = df.loc[m, "dram_bytes_per_query"] / b
+            df.loc[m, "num_queries"] = df.loc[m, "num_queries"] * b
+    return df
+
+
 def run(ctx) -> dict:
     pts = points(ctx)
     tasks, lone = [], []
@@ -227,14 +281,16 @@ def run(ctx) -> dict:
         for system in SYSTEMS[pt["family"]]:
             tags = {k: pt[k] for k in ("dataset", "family", "num_probes", "cand_list_len",
                                         "rerank", "recall", "recall_queries", "index_bytes")}
-            task = dict(system=system, trace_path=pt["trace_path"],
-                        num_queries=ctx.scale.sweep_queries, seed=ctx.seed,
+            b = _batch_of(system)
+            task = dict(system=system, trace_path=pt["trace_path"] if b == 1 else
+                        _batched_trace(pt["trace_path"], b),
+                        num_queries=-(-ctx.scale.sweep_queries // b), seed=ctx.seed,
                         tags={**tags, "system": system})
             tasks.append({**task, "ci_target": ctx.scale.ci_target})
             if system in UNLOADED:
                 lone.append({**task, "max_inflight": 1})
     rows = ctx.sweep(simulate_task, tasks + lone, desc="recall-QPS sweep")
-    df = pd.DataFrame(rows[:len(tasks)])
+    df = _per_query(pd.DataFrame(rows[:len(tasks)]))
     # (system, trace) -> mean latency with one query in flight
     unloaded = {(t["system"], t["trace_path"]): r["latency_mean_ns"]
                 for t, r in zip(lone, rows[len(tasks):])}
@@ -242,6 +298,9 @@ def run(ctx) -> dict:
                                       for t in tasks]
     # a measurement, not a tag: kept out of the tasks (and so of every cache key)
     built = {pt["trace_path"]: pt["index_build_s"] for pt in pts}
+    # a batched system's trace is its point's trace batched: the same index
+    built.update({_batched_trace(pt["trace_path"], _batch_of(s)): pt["index_build_s"]
+                  for pt in pts for s in SYSTEMS[pt["family"]] if s in BATCHED})
     df["index_build_s"] = [built[t["trace_path"]] for t in tasks]
     if "ci_note" not in df:
         df["ci_note"] = ""
