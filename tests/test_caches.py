@@ -495,9 +495,9 @@ def test_fig4a_with_a_flipped_simulation_entry_matches_a_clean_run(tmp_path):
     """The issue's check: one flipped digit in a simulation entry; the rerun says so in one
     line, simulates that point again and writes the clean run's CSV (all but one from the
     cache: fig4a's systems x 2 workloads)."""
-    from experiments.figures.fig4a_qps import EXTENDED, SYSTEMS
+    from experiments.figures.fig4a_qps import ROWS
 
-    n = 2 * len(SYSTEMS + EXTENDED)
+    n = 2 * len(ROWS)
     env = {**os.environ, "COSMOS_CACHE": str(tmp_path / "cache"), "MPLBACKEND": "Agg"}
 
     def run():

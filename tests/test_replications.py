@@ -181,9 +181,9 @@ def test_two_replications_end_to_end(runs):
               "summary.md", "fig4a_qps.png", "config.json", "traces/sift.npz",
               "traces/seed1/sift.npz", "traces/deep.npz", "traces/seed1/deep.npz"):
         assert (out / f).is_file(), f
-    from experiments.figures.fig4a_qps import EXTENDED, SYSTEMS
+    from experiments.figures.fig4a_qps import ROWS
 
-    n = len(SYSTEMS + EXTENDED)          # systems per dataset
+    n = len(ROWS)                        # rows per dataset
     agg = pd.read_csv(out / "qps.csv")
     per = pd.read_csv(out / "qps_replications.csv")
     assert (agg["replications"] == 2).all() and len(agg) == 2 * n

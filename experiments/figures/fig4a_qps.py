@@ -19,6 +19,10 @@ They are rows of ``qps.csv`` and, in the summary, one table "where compute sits"
 the traversal runs, columns the unit that computes the distances, both read from each system's
 declaration (:func:`where_compute_sits`); the plot shows the paper's six.
 
+One more row, ``dram-only-equal-capacity``, is DRAM-only simulated with the CXL systems' DRAM
+capacity (4 ranks per host subchannel, 64 ranks as their 4 devices x 8 x 2; the preset's has a
+quarter of them): :func:`equal_capacity_task`.
+
 With ``--replications R`` (R > 1, experiments.harness.replications) every simulation runs on R
 workload instances: ``qps.csv`` holds the means over them with their Student-t intervals
 beside the runs' own, ``qps_replications.csv`` each replication's table, and ``orderings.csv``
@@ -111,10 +115,44 @@ def sweep_task(ctx, family: str, system: str, overrides: dict | None, tags: dict
                 seed=ctx.seed, tags=tags, **options)
 
 
+#: the row of DRAM-only with as many DRAM ranks as the CXL systems (:func:`equal_capacity_task`)
+EQUAL_CAPACITY = "dram-only-equal-capacity"
+#: the rows of ``qps.csv`` per dataset, in order
+ROWS = SYSTEMS + EXTENDED + (EQUAL_CAPACITY,)
+
+
+def equal_capacity_ranks() -> int:
+    """Ranks per host DRAM subchannel that give DRAM-only the CXL systems' rank count: the
+    Cosmos preset's ``device.count`` x ``device.channels`` x ``device.ranks`` (4 x 8 x 2 = 64)
+    over DRAM-only's ``host.dram_channels`` (16): 4, i.e. the same DRAM capacity."""
+    dev, host = get_preset("cosmos").device, get_preset("dram-only").host
+    cxl = int(dev.count) * int(dev.channels) * int(dev.ranks)
+    if cxl % int(host.dram_channels):
+        raise ValueError(f"{cxl} CXL ranks do not split over {host.dram_channels} host "
+                         f"subchannels")
+    return cxl // int(host.dram_channels)
+
+
+def equal_capacity_task(ctx, family: str) -> dict:
+    """DRAM-only simulated with the CXL systems' DRAM capacity (``host.dram_ranks`` =
+    :func:`equal_capacity_ranks`, or more where the index needs it): the preset's host DRAM has a
+    quarter of their ranks, so its DRAM energy and rank parallelism are those of a smaller
+    memory. Row ``dram-only-equal-capacity`` of ``qps.csv`` (energy_per_query's row of that name
+    scales the background of the preset's run instead)."""
+    fit = fit_for(ctx, family, "dram-only")
+    ranks = max(equal_capacity_ranks(), int(fit.get("host.dram_ranks", 1)))
+    return dict(system="dram-only", trace_path=str(ctx.trace_file(family)), seed=ctx.seed,
+                per_device=True, ci_target=ctx.scale.ci_target,
+                tags={"dataset": family, "row_system": EQUAL_CAPACITY},
+                overrides={**fit, "host.dram_ranks": ranks})
+
+
 def simulation_tasks(ctx) -> list:
     """Every simulation of this experiment (``cosmos reproduce`` runs the simulations of all
-    its experiments in one pool first: experiments.harness.plan)."""
-    return system_tasks(ctx, SYSTEMS + EXTENDED)
+    its experiments in one pool first: experiments.harness.plan): the paper's six, the
+    extended ones, and DRAM-only at the CXL systems' capacity."""
+    return (system_tasks(ctx, SYSTEMS + EXTENDED)
+            + [equal_capacity_task(ctx, fam) for fam in ctx.families])
 
 
 #: the columns of ``qps.csv`` (of one replication) that lead, in order; the rest follow
@@ -129,7 +167,10 @@ COLUMNS = ["dataset", "system", "qps", "qps_ci_low", "qps_ci_high", "qps_vs_base
 
 def table(rows: list) -> tuple:
     """One replication's simulation rows -> (qps table: one row per dataset x system with
-    both ratios and their intervals, per-device table)."""
+    both ratios and their intervals, per-device table). A row tagged ``row_system`` (a
+    preset run as a variant: :func:`equal_capacity_task`) is labelled by it."""
+    rows = [{**{k: v for k, v in r.items() if k != "row_system"},
+             "system": r.get("row_system") or r["system"]} for r in rows]
     df, per_dev = split_per_device(rows, ["dataset", "system"])
     base = df[df.system == "base"].set_index("dataset")["qps"]
     cxl = df[df.system == "cxl-anns"].set_index("dataset")["qps"]
