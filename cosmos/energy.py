@@ -29,7 +29,7 @@ Every resource the engine models is charged from what the run counted:
   simulated time.
 
 Over which stretch of the run (issue 51). QPS is taken over the steady-state window
-(cosmos.metrics.steady_window: the warm-up and the drain, the first and last ``warmup`` fraction
+(cosmos.window.steady_window: the warm-up and the drain, the first and last ``warmup`` fraction
 of completions, left out); energy per query is taken over the same window
 (:func:`window_energy_J`), so the two describe the same stretch of the run:
 
@@ -88,6 +88,7 @@ from cosmos.config import TCK_PS, EnergyConfig  # noqa: F401  (EnergyConfig: re-
 from cosmos.program import switch_pool
 from cosmos.systems import Read, model_for
 from cosmos.units import unit
+from cosmos.window import steady_window
 from dram.energy import COMPONENTS as DRAM_COMPONENTS
 from dram.energy import bank_open_cycles, device_energies_pJ, energy_stats, rank_active_cycles
 from dram.standards import ddr5, ddr5_power
@@ -359,7 +360,7 @@ def summary_fields(res, ecfg: EnergyConfig | None = None, window=None,
     ``ranks_simulated`` and ``dram_background_factor``, and ``energy_per_query_mJ`` /
     ``energy_per_query_run_mJ`` with the background at that capacity; empty otherwise.
 
-    ``window``: (lo, hi, mask) of cosmos.metrics.steady_window as the summary took it, and
+    ``window``: (lo, hi, mask) of cosmos.window.steady_window as the summary took it, and
     ``steady`` its ``steady_state``; by default the window of the default warm-up (0.1) and
     a steady state if it holds at least ``min(max_inflight, queries)`` completions."""
     act = activity(res)
@@ -369,8 +370,6 @@ def summary_fields(res, ecfg: EnergyConfig | None = None, window=None,
     Q = res.queries     # the queries simulated (a run stopped by ci_target: its first Q)
     seconds = max(int(res.cycles), 1) * TCK_PS * 1e-12
     if window is None:
-        from cosmos.metrics import steady_window
-
         window = steady_window(res.state.q_done[:Q], 0.1, getattr(res, "ci_until_cycle", None))
     lo, hi, mask = window
     n_win = int(np.asarray(mask).sum())

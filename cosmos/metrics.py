@@ -83,6 +83,7 @@ from cosmos.energy import summary_fields
 from cosmos.program import POOL_HOST, switch_pool
 from cosmos.systems import CATEGORIES, model_for
 from cosmos.units import unit
+from cosmos.window import steady_window  # noqa: F401  (re-exported)
 from dram.stats import busy_cycles
 
 NS_PER_CYCLE = TCK_PS / 1000.0
@@ -233,25 +234,6 @@ def whole_turnovers(n: int, turnover: int) -> int:
     (a +-8 % interval where whole turnovers give +-0.3 %; docs/system_model.md)."""
     turnover = max(1, int(turnover))
     return n if n < turnover else turnover * (n // turnover)
-
-
-def steady_window(done_cycles: np.ndarray, warmup: float = 0.1, until: int | None = None):
-    """(lo, hi, mask): the steady-state window in cycles and the queries completing in it.
-
-    ``until``: the window is that of the completions at or before this cycle (a run stopped
-    by ``ci_target``: the completions its stop test saw); ``mask`` still covers every query.
-    """
-    if not 0 <= warmup < 0.5:
-        raise ValueError(f"warmup must be in [0, 0.5), got {warmup}")
-    d = np.sort(done_cycles if until is None else done_cycles[done_cycles <= until])
-    Q = d.shape[0]
-    i_lo = int(np.floor(warmup * Q))
-    i_hi = max(i_lo + 1, int(np.ceil((1 - warmup) * Q)) - 1)
-    i_hi = min(i_hi, Q - 1)
-    lo = d[i_lo] if i_lo > 0 else 0
-    hi = d[i_hi]
-    mask = (done_cycles > lo) & (done_cycles <= hi) if i_lo > 0 else done_cycles <= hi
-    return int(lo), int(hi), mask
 
 
 #: Confidence level of every interval the metrics report.

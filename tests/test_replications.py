@@ -199,7 +199,8 @@ def test_two_replications_end_to_end(runs):
         assert row.qps_rep_ci_high == pytest.approx(hi)
         assert row.qps_vs_base == pytest.approx(sub["qps_vs_base"].mean())
     orders = pd.read_csv(out / "orderings.csv")
-    assert len(orders) == 2 * n * (n - 1) // 2 and orders["holds"].between(0, 2).all()
+    m = n - 1                            # orderings: between the systems, not the variant row
+    assert len(orders) == 2 * m * (m - 1) // 2 and orders["holds"].between(0, 2).all()
     summary = (out / "summary.md").read_text()
     assert "2 replications" in summary and "Clopper-Pearson" in summary
     assert "cosmos above cosmos-noalgo" in summary

@@ -130,9 +130,9 @@ def test_values_are_plausible(reproduction):
     qps = pd.read_csv(folder / "fig4a_qps" / "qps.csv")
     assert (qps.qps > 0).all() and np.isfinite(qps.qps).all()
     assert (qps.latency_p99_ns >= qps.latency_mean_ns * 0.5).all()
-    from experiments.figures.fig4a_qps import EXTENDED, SYSTEMS
+    from experiments.figures.fig4a_qps import ROWS, SYSTEMS
 
-    assert set(qps.system) == set(SYSTEMS + EXTENDED)
+    assert set(qps.system) == set(ROWS)
     for _, sub in qps.groupby("dataset"):
         s = sub.set_index("system").qps.loc[list(SYSTEMS)]     # the paper's six
         assert s.idxmax() == "cosmos" and s.idxmin() == "base"
@@ -269,9 +269,9 @@ def test_rerun_reads_every_simulation_from_the_cache(reproduction):
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     first = pd.read_csv(folder / "fig4a_qps" / "qps.csv")
-    from experiments.figures.fig4a_qps import EXTENDED, SYSTEMS
+    from experiments.figures.fig4a_qps import ROWS
 
-    n = 2 * len(SYSTEMS + EXTENDED)                 # fig4a's systems x 2 workloads
+    n = 2 * len(ROWS)                               # fig4a's rows x 2 workloads
     assert f"simulations_from_cache: {n}/{n}" in out.stdout
     (again,) = (root / "rerun").iterdir()
     pd.testing.assert_frame_equal(pd.read_csv(again / "qps.csv"), first)
