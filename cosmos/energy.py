@@ -143,16 +143,30 @@ def activity(res) -> dict:
     (:data:`CONSTANT_COMPONENT`). Energy is linear in every constant, so these are also its
     exact derivatives: what :func:`energy_J` gives with other constants, without simulating
     again."""
-    cfg, st, pg = res.config, res.state, res.program
+    cfg, st = res.config, res.state
     model = model_for(cfg)
     seconds = max(int(res.cycles), 1) * TCK_PS * 1e-12
-    s_per_cycle = TCK_PS * 1e-12
     D = cfg.device.count
     act = dict.fromkeys(CONSTANT_COMPONENT, 0.0)
     if model.uses_link:
         act["link_pJ_per_bit"] = float(st.link_bytes.sum()) * 8 * 1e-12
         act["switch_pJ_per_bit"] = float(st.link_bytes[:D].sum()) * 8 * 1e-12
     held = np.where(st.task_end >= 0, st.task_end - st.task_start, 0).astype(np.float64)
+    _time_activity(act, res, model, held, seconds)
+    act["rank_pu_pJ_per_burst"] = float(st.inst_local.sum()) * 1e-12
+    if _accelerator_from_channel(model):
+        act["accel_pJ_per_line"] = (float(st.inst_reqs[:D].sum())
+                                    - float(st.inst_local[:D].sum())) * 1e-12
+    return act
+
+
+def _time_activity(act: dict, res, model, held, seconds: float) -> None:
+    """The time-proportional entries of an activity (:func:`activity`, :func:`window_activity`):
+    busy core seconds from ``held`` (cycles each task held its context), per place the search
+    runs (a core's threads share its power), and ``seconds`` of static power."""
+    cfg, pg = res.config, res.program
+    s_per_cycle = TCK_PS * 1e-12
+    D = cfg.device.count
     act["host_core_active_W"] = float(held[pg.task_pool == 0].sum()) * s_per_cycle
     if model.search_location == "device":
         gpc = (pg.task_pool >= 1) & (pg.task_pool <= D)
@@ -162,13 +176,8 @@ def activity(res) -> dict:
         sw = pg.task_pool == switch_pool(D)
         act["switch_core_active_W"] = (float(held[sw].sum()) / cfg.switch_core.threads_per_core
                                        * s_per_cycle)
-    act["rank_pu_pJ_per_burst"] = float(st.inst_local.sum()) * 1e-12
-    if _accelerator_from_channel(model):
-        act["accel_pJ_per_line"] = (float(st.inst_reqs[:D].sum())
-                                    - float(st.inst_local[:D].sum())) * 1e-12
     act["host_static_W"] = seconds
     act["device_static_W"] = D * seconds if model.uses_link else 0.0
-    return act
 
 
 def _accelerator_from_channel(model) -> bool:
@@ -238,29 +247,16 @@ def window_activity(res, lo: int, hi: int, mask, act: dict | None = None) -> dic
     ``mask``: static power over the window's duration, cores' busy time clipped to it
     (:func:`held_in_window`), link, switch, rank-PU and accelerator activity x the window's
     queries' :func:`request_share`. Linear in every constant, as :func:`activity`."""
-    cfg, st, pg = res.config, res.state, res.program
-    model = model_for(cfg)
+    st = res.state
     act = activity(res) if act is None else act
-    s_per_cycle = TCK_PS * 1e-12
-    D = cfg.device.count
     share = request_share(res, mask)
     out = dict.fromkeys(CONSTANT_COMPONENT, 0.0)
     for c in ("link_pJ_per_bit", "switch_pJ_per_bit", "rank_pu_pJ_per_burst",
               "accel_pJ_per_line"):
         out[c] = act[c] * share
-    held = held_in_window(st.task_start, st.task_end, lo, hi)
-    out["host_core_active_W"] = float(held[pg.task_pool == 0].sum()) * s_per_cycle
-    if model.search_location == "device":
-        gpc = (pg.task_pool >= 1) & (pg.task_pool <= D)
-        out["gpc_core_active_W"] = (float(held[gpc].sum()) / cfg.gpc.threads_per_core
-                                    * s_per_cycle)
-    if model.search_location == "switch":
-        sw = pg.task_pool == switch_pool(D)
-        out["switch_core_active_W"] = (float(held[sw].sum()) / cfg.switch_core.threads_per_core
-                                       * s_per_cycle)
-    seconds = max(int(hi) - int(lo), 0) * s_per_cycle
-    out["host_static_W"] = seconds
-    out["device_static_W"] = D * seconds if model.uses_link else 0.0
+    _time_activity(out, res, model_for(res.config),
+                   held_in_window(st.task_start, st.task_end, lo, hi),
+                   max(int(hi) - int(lo), 0) * TCK_PS * 1e-12)
     return out
 
 
