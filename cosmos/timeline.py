@@ -90,6 +90,7 @@ def check_timeline_path(path) -> None:
     """``UserError`` (one line, naming the path) unless ``path`` can be written: not a folder,
     not an existing file, in an existing folder we may write into."""
     from cosmos_common import UserError
+    from cosmos_common.outdir import check_new_file
 
     p = Path(path)
     if str(path).strip() == "":
@@ -97,14 +98,10 @@ def check_timeline_path(path) -> None:
     if p.is_dir():
         raise UserError(f"--timeline {path}: is a folder; give a file name, e.g. "
                         f"{p / 'timeline.json'}")
-    if p.exists() or p.is_symlink():
-        raise UserError(f"--timeline {path}: already exists; remove it or give another name "
-                        f"(a run never overwrites a file it did not make)")
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():
         raise UserError(f"--timeline {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UserError(f"--timeline {path}: cannot write into folder {folder}")
+    check_new_file(p, force=None, option="--timeline")     # not an existing file; writable
 
 
 # ----------------------------------------------------------------------------- events

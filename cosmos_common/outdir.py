@@ -159,12 +159,13 @@ def new_run_dir(root: str | os.PathLike, name: str, *, option: str = "--out-root
     raise UserError(f"{option} {root}: no free folder name {stem}-N; pass another --out-root")
 
 
-def check_new_file(path: str | os.PathLike | None, force: bool = False,
+def check_new_file(path: str | os.PathLike | None, force: bool | None = False,
                    option: str = "--out") -> Path | None:
     """Before any work: ``path`` may be written (a single-file output).
 
-    An existing file is refused unless ``force``; a folder is always refused; the folder that
-    will hold it (the nearest existing one above) must be writable. None passes.
+    An existing file is refused unless ``force`` (None: the command has no ``--force``, and
+    the refusal says to pass a new name); a folder is always refused; the folder that will
+    hold it (the nearest existing one above) must be writable. None passes.
     """
     if path is None:
         return None
@@ -172,6 +173,9 @@ def check_new_file(path: str | os.PathLike | None, force: bool = False,
     if path.is_dir():
         raise UserError(f"{option} {path}: is a folder; expected a file name")
     if (path.exists() or path.is_symlink()) and not force:
+        if force is None:
+            raise UserError(f"{option} {path}: already exists; pass a new file name (a file "
+                            f"is never written over)")
         raise UserError(f"{option} {path}: already exists (pass --force to replace it)")
     base = _nearest_existing(path.parent if str(path.parent) else Path("."))
     if not base.is_dir():

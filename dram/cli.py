@@ -423,13 +423,9 @@ def run_files(requests_format: str | None = REQUEST_FORMAT_CHOICES[0],
 def _check_command_trace(path: Path) -> None:
     """Before any work: ``--command-trace FILE`` can be created (a new file in a folder that
     exists or can be made, and can be written; an existing file is never written over)."""
-    from cosmos_common import UserError
     from cosmos_common.outdir import check_new_file
 
-    if (path.exists() or path.is_symlink()) and not path.is_dir():
-        raise UserError(f"--command-trace {path}: already exists; pass a new file name (a file "
-                        f"is never written over)")
-    check_new_file(path, option="--command-trace")
+    check_new_file(path, force=None, option="--command-trace")
 
 
 def _replay_and_write(args, config, opts, trace_path: str, folder, rf,
