@@ -166,7 +166,7 @@ def _implicit_precharge(params, H, g, fb):
 @njit(cache=True, inline="always", _nrt=False)
 def _rank_opens(H, g, rank, clk):
     """A bank of ``rank`` opens at ``clk`` (rank residency, ``RA_*``)."""
-    o = H[_u(H_O_RACT)] + (g * H[_u(H_R)] + rank) * NRA
+    o = _ract(H, g, rank)
     H[_u(o + RA_BANKCYC)] += H[_u(o + RA_OPEN)] * (clk - H[_u(o + RA_LAST)])
     H[_u(o + RA_LAST)] = clk
     if H[_u(o + RA_OPEN)] == 0:
@@ -181,7 +181,7 @@ def _rank_closes(H, g, rank, n, clk, until):
     """``n`` open banks of ``rank`` close at ``clk``, each counted open until ``until`` (>=
     clk: later for an auto-precharge, whose implicit precharge comes then): the rank's
     active interval ends when the last one does, at the latest such end."""
-    o = H[_u(H_O_RACT)] + (g * H[_u(H_R)] + rank) * NRA
+    o = _ract(H, g, rank)
     H[_u(o + RA_BANKCYC)] += H[_u(o + RA_OPEN)] * (clk - H[_u(o + RA_LAST)]) + n * (until - clk)
     H[_u(o + RA_LAST)] = clk
     H[_u(o + RA_OPEN)] -= n
