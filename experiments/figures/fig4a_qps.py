@@ -139,12 +139,11 @@ def equal_capacity_task(ctx, family: str) -> dict:
     quarter of their ranks, so its DRAM energy and rank parallelism are those of a smaller
     memory. Row ``dram-only-equal-capacity`` of ``qps.csv`` (energy_per_query's row of that name
     scales the background of the preset's run instead)."""
-    fit = fit_for(ctx, family, "dram-only")
+    task = system_task(ctx, family, "dram-only",
+                       tags={"dataset": family, "row_system": EQUAL_CAPACITY})
+    fit = task.get("overrides", {})
     ranks = max(equal_capacity_ranks(), int(fit.get("host.dram_ranks", 1)))
-    return dict(system="dram-only", trace_path=str(ctx.trace_file(family)), seed=ctx.seed,
-                per_device=True, ci_target=ctx.scale.ci_target,
-                tags={"dataset": family, "row_system": EQUAL_CAPACITY},
-                overrides={**fit, "host.dram_ranks": ranks})
+    return {**task, "overrides": {**fit, "host.dram_ranks": ranks}}
 
 
 def simulation_tasks(ctx) -> list:
