@@ -268,16 +268,16 @@ def timeline_events(res, label: str | None = None, pid_base: int = 1) -> list[di
 
 
 def write_timeline(path, events: list[dict], meta: dict | None = None) -> Path:
-    """Write ``events`` as a Chrome trace JSON to ``path`` (a temporary name in its folder,
-    then renamed over it); ``meta`` goes to ``otherData``."""
+    """Write ``events`` as a Chrome trace JSON to a new file ``path`` (a temporary name in its
+    folder, then linked to ``path``: FileExistsError if ``path`` exists, even one made after the
+    caller's check); ``meta`` goes to ``otherData``."""
     from cosmos_common.outdir import atomic_write
 
     doc = {"traceEvents": events, "displayTimeUnit": "ns",
            "otherData": {"generator": "cosmos.timeline", "time_unit": "us (DRAM cycles x "
                          "416 ps)", **(meta or {})}}
     text = json.dumps(doc, separators=(",", ":"))
-    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"),
-                        overwrite=True)
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 # ----------------------------------------------------------------------------- picture
