@@ -232,6 +232,14 @@ SOURCE: dict[str, str] = {
     "cycle each (AMD AM009, AI Engine architecture manual); the VCK5000 dense-retrieval "
     "study's point is that such an array is fed by batching queries (GEMM reuse), not by "
     "the stream of one query (GEMV). A MAC is of the vectors' element type",
+    "scan_unit.lut_add_entries_per_cycle": "ivfpq-pnm and ivfpq-pnm-chamvs (precomputed "
+    "tables): per probed list the unit reads the list's precomputed term table (pq_m x 256 "
+    "float32, kept with the lists in the device DRAM) and adds it to the query's table as "
+    "its lines return; a float32 adder as wide as the unit's 64-byte stream adds one line, "
+    "16 entries, per cycle (stated estimate: the width of scan_unit.dot_bytes_per_cycle and "
+    "scan_unit.lut_build_macs_per_cycle; Chameleon gives no figure for it, its tables come "
+    "from the host). The host's add, host.lut_add_entries_per_cycle, is 4 per cycle because "
+    "its term table streams from the host's memory hierarchy at about 16 bytes per cycle",
     "scan_unit.batch_queries": "queries of exact-pnm-batch that share one read of a probed "
     "list's vectors (the B of the VCK5000 study's GEMM). 8 (stated choice, not tuned): the "
     "batch at which a float32 vector's B x dim multiply-adds at scan_unit.gemm_macs_per_cycle "
@@ -440,6 +448,9 @@ class ScanUnitConfig:
     dot_bytes_per_cycle: float = _f(64.0, "bytes of full vectors per cycle in exact distances")
     lut_build_macs_per_cycle: float = _f(16.0, "multiply-adds per cycle building lookup-table "
                                                "entries on the device (ChamVS flow)")
+    lut_add_entries_per_cycle: float = _f(16.0, "precomputed term-table entries added to "
+                                                "the query's table per cycle (ivfpq-pnm, "
+                                                "ivfpq-pnm-chamvs)")
     gemm_macs_per_cycle: float = _f(128.0, "multiply-adds per cycle of the batched exact "
                                            "scan's GEMM array (exact-pnm-batch)")
     batch_queries: int = _f(8, "queries that share one pass over a probed list's vectors "
@@ -539,7 +550,7 @@ RANGES: dict[str, tuple] = {
     "device.onchip_latency_ns": _TIME, "device.capacity_bytes": (64, True, 2**62),
     "host.adc_lookups_per_cycle": _RATE, "host.scan_item_overhead_cycles": _CYCLES,
     "host.lut_add_entries_per_cycle": _RATE, "host.stream_prefetch_lines": _COUNT,
-    "scan_unit.lut_build_macs_per_cycle": _RATE,
+    "scan_unit.lut_build_macs_per_cycle": _RATE, "scan_unit.lut_add_entries_per_cycle": _RATE,
     "scan_unit.clock_GHz": _RATE, "scan_unit.codes_per_cycle": _RATE,
     "scan_unit.lut_load_cycles": _CYCLES, "scan_unit.pipeline_cycles": _CYCLES,
     "scan_unit.outstanding_requests": _COUNT, "scan_unit.dot_bytes_per_cycle": _RATE,

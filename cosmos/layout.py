@@ -31,8 +31,11 @@ the *list region*, each device's lists in cluster-id order, each list's codes (f
 scan, its full vectors) packed contiguously from a 64-byte boundary, dense, never spread: a
 list is one run of sequential addresses, which the address mapping interleaves over the
 channels line by line and then walks column by column through the same rows, so the DRAM
-model sees the row-hit streams of a scan. The embedding region (the full vectors that
-re-ranking reads one by one) follows it as above, spread.
+model sees the row-hit streams of a scan. With ``term_table_bytes`` (an IVF-PQ index whose
+near-memory scan reads the lists' precomputed term tables, faiss's ``precomputed_table``), the
+*term region* follows: each device's lists' term tables in cluster-id order, one per list of
+``term_table_bytes`` from a 64-byte boundary, dense. The embedding region (the full vectors
+that re-ranking reads one by one) follows as above, spread.
 """
 
 from __future__ import annotations
@@ -160,6 +163,12 @@ class Layout:
         code_bytes``. None for a graph index.
     code_bytes : int
         Scan index: bytes per code (0 for a graph index).
+    term_addr : ndarray (C,), uint64, or None
+        Scan index with precomputed term tables on the devices: device-local byte address of
+        each list's term table (64-byte aligned, in the term region after the list region).
+        None when the layout holds none.
+    term_bytes : int
+        Bytes of one list's term table (0: none).
     """
 
     node_device: np.ndarray
@@ -177,6 +186,8 @@ class Layout:
     node_cached: np.ndarray | None = None
     list_addr: np.ndarray | None = None
     code_bytes: int = 0
+    term_addr: np.ndarray | None = None
+    term_bytes: int = 0
 
     def adjacency_lines(self, degree: np.ndarray) -> np.ndarray:
         """Lines read for adjacency lists of the given lengths (4-byte ids, >= 1 line)."""
@@ -211,6 +222,7 @@ def build_layout(
     fields: AddressFields | None = None,
     code_bytes: int = 0,
     node_pos: np.ndarray | None = None,
+    term_table_bytes: int = 0,
 ) -> Layout:
     """Lay out the clustered index on the devices.
 
@@ -237,6 +249,9 @@ def build_layout(
     code_bytes : int
         > 0: a scan index (module docstring): no node entries (``node_addr`` all 0), a list
         region of ``code_bytes`` per position first, then the embedding region.
+    term_table_bytes : int
+        > 0 (a scan index only): one precomputed term table of this many bytes per list, in
+        the term region after the list region (module docstring); 0: none.
     node_pos : (m,) int64, optional
         A templated trace's node ids (graphs.templates): the logical position of each, in
         increasing order. The layout is that of the whole logical index, but the returned
@@ -285,12 +300,23 @@ def build_layout(
 
     max_nodes = int(per_dev_count.max()) if C else 0
     list_addr = None
+    term_addr = None
+    if term_table_bytes and not code_bytes:
+        raise ValueError("term tables (term_table_bytes) belong to a scan index (code_bytes)")
     if code_bytes:
         # the list region: each device's lists in cluster-id order, line-aligned, dense
         list_bytes = -(-(sizes * int(code_bytes)) // LINE_BYTES) * LINE_BYTES
         list_off, used = _offsets_on_device(order, cluster_device, list_bytes, num_devices)
         list_addr = list_off.astype(np.uint64)
         region = int(used.max()) if C else 0
+        if term_table_bytes:
+            # the term region: one line-aligned term table per list, after the list region
+            tb = -(-int(term_table_bytes) // LINE_BYTES) * LINE_BYTES
+            term_off, term_used = _offsets_on_device(order, cluster_device,
+                                                     np.full(C, tb, np.int64), num_devices)
+            term_addr = (region + term_off).astype(np.uint64)
+            used = used + term_used
+            region += int(term_used.max()) if C else 0
         bytes_used = used + per_dev_count * vec_bytes
         if region + max_nodes * vec_bytes > capacity_bytes:
             raise CapacityError(f"the index needs {region + max_nodes * vec_bytes} bytes on its "
@@ -318,7 +344,8 @@ def build_layout(
         node_stride = node_bytes * S
         vector_stride = vec_bytes * S
         graph_bytes = max_nodes * node_stride
-    scan = {"list_addr": list_addr, "code_bytes": int(code_bytes)}
+    scan = {"list_addr": list_addr, "code_bytes": int(code_bytes), "term_addr": term_addr,
+            "term_bytes": int(term_table_bytes) if term_addr is not None else 0}
 
     if vector_ranks:
         R = int(vector_ranks)

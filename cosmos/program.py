@@ -39,7 +39,10 @@ A MEM step's objects, by its class's ``cls_obj_src``:
                     trace, its re-rank reads grouped by device within each query);
   ``OBJ_RANGE``     one object: a scan element's contiguous lines from ``node_addr[step_obj]``
                     (for a scan trace the address table holds, after the N node entries, the
-                    first line of each scan element: element ``s`` is object ``N + s``).
+                    first line of each scan element: element ``s`` is object ``N + s``);
+  ``OBJ_TERMS``     one object: the probed list's precomputed term table, contiguous lines
+                    from ``node_addr[step_obj]`` (after the S scan elements, the term table
+                    of list ``c`` (cosmos.layout ``term_addr``) is object ``N + S + c``).
 
 Line ``l`` of an object at address ``a`` is at ``a + (l % R) * rank_step + (l // R) *
 col_step`` with ``(R, rank_step, col_step)`` of the class (``R = 1, col_step = 64`` =
@@ -65,8 +68,8 @@ from cosmos.config import SystemConfig, ns_to_cycles, TCK_PS
 import cosmos.config as _config
 import cosmos.systems as _systems
 from cosmos.layout import LINE_BYTES, Layout
-from cosmos.systems import (CATEGORIES, COUNTS, MAX_MESSAGE_BYTES, PLACES, Costs, Read, Send,
-                            model_for)
+from cosmos.systems import (CATEGORIES, COUNTS, LUT_ENTRY_BYTES, MAX_MESSAGE_BYTES, PLACES,
+                            Costs, Read, Send, model_for, term_table_bytes)
 from cosmos.units import SEGMENT_BIT, route_mask, search_unit_at, unit
 from cosmos_common import UserError
 from dram.jitcache import drop_stale
@@ -89,7 +92,7 @@ CAT_TRAVERSAL, CAT_DISTANCE, CAT_CANDIDATE, CAT_TRANSFER, CAT_QUEUE = (
     CATEGORIES.index(c) for c in ("traversal", "distance", "candidate", "transfer", "queue"))
 
 
-OBJ_VECTOR, OBJ_ADJACENCY, OBJ_READS, OBJ_RANGE = 0, 1, 2, 3
+OBJ_VECTOR, OBJ_ADJACENCY, OBJ_READS, OBJ_RANGE, OBJ_TERMS = 0, 1, 2, 3, 4
 # the bits of a route's segments (cls_route; cosmos.units.SEGMENT_BIT, checked here: the
 # engine compiles these in)
 SEG_HOST_PORT, SEG_SWITCH, SEG_DEVICE_LINK = 1, 2, 4
@@ -138,7 +141,8 @@ class Program(NamedTuple):
     cls_compute_line: np.ndarray  # (K,) float64
     read_node: np.ndarray        # (R,) int32 (or int64) the trace's
     vector_addr: np.ndarray      # (N,) uint64 the layout's
-    node_addr: np.ndarray        # (N,) uint64 the layout's (+ (S,) scan ranges, OBJ_RANGE)
+    node_addr: np.ndarray        # (N,) uint64 the layout's (+ (S,) scan ranges, OBJ_RANGE,
+                                 # + (C,) term tables, OBJ_TERMS, where the system reads them)
 
     @property
     def num_queries(self) -> int:
@@ -213,6 +217,7 @@ def costs_for(cfg: SystemConfig, dim: int, cand_list_len: int, pq_m: int = 0,
         host_stream_mlp=max(h.outstanding_misses, h.stream_prefetch_lines),
         scan_gemm=sc(max(vector_bytes / su.dot_bytes_per_cycle,
                          su.batch_queries * dim / su.gemm_macs_per_cycle)),
+        scan_lut_add=sc(1.0 / su.lut_add_entries_per_cycle) if pq_m else 0.0,
         sw_dist=wc(dim / sw.distance_dims_per_cycle + sw.distance_overhead_cycles),
         sw_visit=wc(sw.visit_check_cycles), sw_insert=wc(sw.insert_cycles(cand_list_len)),
         sw_select=wc(sw.select_cycles), sw_merge=wc(sw.merge_cycles_per_result),
@@ -287,6 +292,7 @@ class TraceWalk(NamedTuple):
     scan_count: np.ndarray
     scan_lines: np.ndarray
     range_base: int          # the first scan element's object id (the trace's N nodes)
+    term_base: int           # the term table of list 0's object id (N + S; OBJ_TERMS)
     rr_ptr: np.ndarray
     rr_dev: np.ndarray
 
@@ -298,6 +304,7 @@ class BuildTarget(NamedTuple):
     num_devices: int
     k: int                    # results per search
     lut_entries: int          # entries of one IVF-PQ lookup table (0: none)
+    term_lines: int           # lines of one list's precomputed term table (0: not read)
     cluster_device: np.ndarray  # (C,) int64 the placement
     cached: np.ndarray        # (N,) uint8 node held in the host graph cache (or (1,) zeros)
     node_lines_max: int       # lines of an adjacency list at most
@@ -354,6 +361,7 @@ N_PLACES = len(PLACES)
                        "lists", "lists-x-lut-entries", "devices-x-k"), "counts")
 N_COUNTS = len(COUNTS)
 C_RANGE_LINES = N_COUNTS    # (not a declared count) lines of the scan element's range
+C_TERM_OBJ = N_COUNTS + 1   # (not a declared count) the probed list's term-table object
 
 
 @nb.njit(cache=True, inline="always")
@@ -422,6 +430,9 @@ def _emit(sa, ca, si, tab, row, d, node, r0, cnt, vec, tg):
         elif src == OBJ_RANGE:
             obj = node
             nreq = cnt[C_RANGE_LINES]
+        elif src == OBJ_TERMS:
+            obj = cnt[C_TERM_OBJ]
+            nreq = tg.term_lines
         else:
             obj = r0
             nreq = cnt[C_READS] * vec[3]
@@ -486,7 +497,7 @@ def _build(tab, tw, tg):
     ca = (np.zeros((N_CLS_INT, K), np.int64), np.zeros(K, np.float64), np.zeros(K, np.int64),
           np.zeros(rt.shape[1], np.int64))
     vec = (vec_R, tg.vec_rstep, tg.vec_cstep, vector_lines)   # a vector's lines (each)
-    cnt = np.zeros(N_COUNTS + 1, np.int64)
+    cnt = np.zeros(N_COUNTS + 2, np.int64)
     cnt[C_ONE] = 1
     cnt[C_K] = k
     cnt[C_LUT] = lut_entries
@@ -577,6 +588,7 @@ def _build(tab, tw, tg):
                 if has_scan:
                     cnt[C_CODES] = scan_count[s]
                     cnt[C_RANGE_LINES] = scan_lines[s]
+                    cnt[C_TERM_OBJ] = tw.term_base + search_cluster[s]
                     for row in range(pp[PL_SCAN], pp[PL_SCAN + 1]):
                         si = _emit(sa, ca, si, tab, row, d, range_base + s, 0, cnt, vec, tg)
                     continue
@@ -641,7 +653,8 @@ def _build(tab, tw, tg):
 
 _CATEGORY_CODE = {name: i for i, name in enumerate(CATEGORIES)}
 _OBJ_CODE = {"entry-vector": OBJ_VECTOR, "adjacency": OBJ_ADJACENCY, "hop-vectors": OBJ_READS,
-             "list-codes": OBJ_RANGE, "list-vectors": OBJ_RANGE, "rerank-vectors": OBJ_READS}
+             "list-codes": OBJ_RANGE, "list-vectors": OBJ_RANGE, "list-terms": OBJ_TERMS,
+             "rerank-vectors": OBJ_READS}
 
 
 def check_message(model, where: str, send, vector_bytes: int, count: int = 0) -> int:
@@ -723,7 +736,9 @@ def step_rows(model, costs: Costs, vector_lines: int, vector_bytes: int, num_dev
             r[R_RANK_LOCAL] = int(st.rank_pus or u.rank_local)
             r[R_MLP], r[R_LAT] = cv[st.mlp or u.inflight], cv[u.latency]
             if st.per_vector is not None:
-                if r[R_SRC] == OBJ_RANGE:
+                if r[R_SRC] == OBJ_TERMS:     # per entry of the term table
+                    f[F_CLINE] = cv[st.per_vector] * LINE_BYTES / LUT_ENTRY_BYTES
+                elif r[R_SRC] == OBJ_RANGE:
                     f[F_CLINE] = cv[st.per_vector] * LINE_BYTES / code_bytes
                 else:
                     f[F_CLINE] = cv[st.per_vector] / vector_lines
@@ -827,6 +842,7 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     read_node = trace.read_node
     z64 = np.zeros(0, np.int64)
     scan_count, scan_lines, rr_ptr, rr_dev, lut = z64, z64, z64, z64, 0
+    term_lines = 0
     if family != "graph":
         if layout.list_addr is None or layout.code_bytes != code_bytes:
             raise ValueError("a scan trace needs a layout with its list region "
@@ -840,6 +856,15 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
         scan_lines = np.where(scan_count > 0, end - line0, 0).astype(np.int64)
         node_addr = np.concatenate([layout.node_addr,
                                     (line0 * LINE_BYTES).astype(np.uint64)])
+        if model.reads_term_tables:
+            # the lists' precomputed term tables: objects N + S + c (OBJ_TERMS)
+            tb = term_table_bytes(pq_m)
+            if layout.term_addr is None or layout.term_bytes != tb:
+                raise ValueError(f"system model {model.name!r} reads the lists' term tables: "
+                                 f"the layout needs its term region of {tb} bytes per list "
+                                 "(cosmos.layout.build_layout(term_table_bytes=...))")
+            term_lines = -(-tb // LINE_BYTES)
+            node_addr = np.concatenate([node_addr, layout.term_addr.astype(np.uint64)])
         # re-rank reads grouped by device within each query (stable: trace order inside)
         rr_ptr = np.asarray(trace.rerank_ptr, np.int64)
         rn = np.asarray(trace.rerank_node)
@@ -856,8 +881,9 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     tab = StepTable(rt, rf, pp)
     walk = TraceWalk(trace.query_ptr, trace.search_cluster, trace.search_entry,
                      trace.search_hop_ptr, trace.hop_node, trace.hop_degree, trace.hop_read_ptr,
-                     trace.hop_cand_inserts, scan_count, scan_lines, trace.n, rr_ptr, rr_dev)
-    target = BuildTarget(mode=mode, num_devices=D, k=k, lut_entries=lut,
+                     trace.hop_cand_inserts, scan_count, scan_lines, trace.n, trace.n + S,
+                     rr_ptr, rr_dev)
+    target = BuildTarget(mode=mode, num_devices=D, k=k, lut_entries=lut, term_lines=term_lines,
                          cluster_device=np.asarray(cluster_device, np.int64), cached=cached,
                          node_lines_max=layout.node_lines, vector_lines=layout.vector_lines,
                          vec_R=layout.rank_parts, vec_rstep=layout.rank_step,

@@ -30,7 +30,7 @@ from cosmos.metrics import summary as _summary
 from cosmos.program import MAX_CYCLES, Program, agent_pool, build_program, pool_sizes
 from cosmos.specialize import (build_status, is_compiled, mark_compiled, specialized_engine,
                                use_specialized)
-from cosmos.systems import SystemModel, model_for, validate_system
+from cosmos.systems import SystemModel, model_for, term_table_bytes, validate_system
 from cosmos.trace_input import TraceArrays, as_trace, check_trace_for
 from cosmos.units import unit
 from cosmos_common import UserError
@@ -356,7 +356,9 @@ def _layout_for(cfg: SystemConfig, model: SystemModel, tr: TraceArrays, dcfg: DR
                               spread=cfg.layout_spread,
                               vector_ranks=dcfg.ranks if model.rank_pus else 1, fields=fields,
                               code_bytes=int(tr.meta["code_bytes"]) if model.index != "graph"
-                              else 0, node_pos=tr.node_pos)
+                              else 0, node_pos=tr.node_pos,
+                              term_table_bytes=term_table_bytes(int(tr.meta.get("pq_m", 0)))
+                              if model.reads_term_tables else 0)
     except CapacityError as exc:
         where = ("the host DRAM (host.dram_channels x host.dram_ranks = "
                  f"{cfg.host.dram_channels} x {cfg.host.dram_ranks})" if model.index_in_host

@@ -28,7 +28,8 @@ A step is one of three records:
   scan pipeline, scans only; ``"switch-core"``, ``"switch-accelerator"`` in the CXL switch,
   ``"dimm-accelerator"`` in each DIMM's buffer) reads ``objects`` (``"entry-vector"``, ``"adjacency"``,
   ``"hop-vectors"``; for scans ``"list-codes"`` / ``"list-vectors"``: the scan element's
-  contiguous range of PQ codes or full vectors, and ``"rerank-vectors"``) from ``memory``
+  contiguous range of PQ codes or full vectors, ``"list-terms"``: the probed list's
+  precomputed term table (IVF-PQ), and ``"rerank-vectors"``) from ``memory``
   (``"index"``: where the index lives, a device or the host DRAM; ``"host-cache"``: the host
   DRAM graph cache). The route follows from the unit's location (cosmos.units.route): a unit
   on the host reading a device crosses the host's port, the switch and the device link both
@@ -84,7 +85,7 @@ from cosmos_common import UserError
 
 MEMORIES = ("index", "host-cache")
 OBJECTS = ("entry-vector", "adjacency", "hop-vectors", "list-codes", "list-vectors",
-           "rerank-vectors")
+           "list-terms", "rerank-vectors")
 COUNTS = ("one", "degree", "reads", "inserts", "probes-x-k", "rank-parts",
           "reads-x-rank-parts", "k", "codes", "lut-entries", "rerank-reads", "lists",
           "lists-x-lut-entries", "devices-x-k")
@@ -110,13 +111,19 @@ GRAPH_PLACES = ("entry", "adjacency", "vectors", "candidates")
 SCAN_PLACES = ("scan", "rerank")
 #: the objects a read may name at each place of a search (per-query places read nothing)
 PLACE_OBJECTS = {"entry": ("entry-vector",), "adjacency": ("adjacency",),
-                 "vectors": ("hop-vectors",), "scan": ("list-codes", "list-vectors"),
+                 "vectors": ("hop-vectors",),
+                 "scan": ("list-codes", "list-vectors", "list-terms"),
                  "rerank": ("rerank-vectors",)}
 #: objects read as one sequential run of lines (a scan element's contiguous range): the
 #: reads a stream prefetcher runs ahead on (``Read.mlp``)
 SEQUENTIAL_OBJECTS = ("list-codes", "list-vectors")
 #: the object a scan reads, by index family
 SCAN_OBJECT = {"ivfpq": "list-codes", "exact": "list-vectors"}
+#: the per-list table of an IVF-PQ index with precomputed tables (faiss
+#: ``use_precomputed_table``): a probed list's term table, pq_m x 256 float32 entries
+#: (:func:`term_table_bytes`), kept in the device DRAM with the lists (cosmos.layout's term
+#: region) by the near-memory systems that read it
+TERM_OBJECT = "list-terms"
 #: A step's breakdown category (the paper's Fig. 4b); cosmos.program numbers them (CAT_*).
 CATEGORIES = ("traversal", "distance", "candidate", "transfer", "queue")
 
@@ -161,6 +168,7 @@ class Costs(NamedTuple):
     host_stream_mlp: int    # lines in flight on a host sequential stream with prefetch
     scan_gemm: float        # one full vector through the batched exact scan's GEMM unit:
                             # max(its bytes at the unit's stream rate, B x dim MACs)
+    scan_lut_add: float     # one precomputed term-table entry added on a device scan unit
     # cores in the CXL switch (switch_core.*; 0 cycles of latency and 1 request where unused)
     sw_dist: float          # one distance on a switch core
     sw_visit: float
@@ -310,6 +318,12 @@ class SystemModel:
         return any(isinstance(s, Read) and s.memory == "host-cache" for _, _, s in self.steps())
 
     @property
+    def reads_term_tables(self) -> bool:
+        """Some read fetches the probed lists' precomputed term tables (:data:`TERM_OBJECT`):
+        the layout then holds them on the devices (cosmos.layout's term region)."""
+        return any(isinstance(s, Read) and s.objects == TERM_OBJECT for _, _, s in self.steps())
+
+    @property
     def rank_pus(self) -> bool:
         """Some read uses the rank-level PUs (the layout partitions vectors across ranks)."""
         return any(isinstance(s, Read) and s.rank_pus for _, _, s in self.steps())
@@ -438,7 +452,10 @@ class SystemModel:
                 if st.objects not in PLACE_OBJECTS[place]:
                     bad(f"{where}.objects", f"{st.objects!r} at {place!r}; expected "
                                             f"{PLACE_OBJECTS[place]}")
-                if place == "scan" and st.objects != SCAN_OBJECT[self.index]:
+                if st.objects == TERM_OBJECT and self.index != "ivfpq":
+                    bad(f"{where}.objects", f"{st.objects!r}: only an IVF-PQ index has "
+                                            f"precomputed term tables, not {self.index!r}")
+                if place == "scan" and st.objects not in (SCAN_OBJECT[self.index], TERM_OBJECT):
                     bad(f"{where}.objects", f"{st.objects!r}: a scan of an {self.index!r} "
                                             f"index reads {SCAN_OBJECT[self.index]!r}")
                 known = reading_units()
@@ -770,6 +787,15 @@ LUT_ENTRY_BYTES = 4
 LIST_ID_BYTES = 4
 
 
+def term_table_bytes(pq_m: int) -> int:
+    """Bytes of one list's precomputed term table (faiss IndexIVFPQ ``precomputed_table``):
+    pq_m x 256 entries of :data:`LUT_ENTRY_BYTES` (16 KiB at pq_m = 16), the same table the
+    host adds per probed list (``host_lut_add`` x ``lut-entries``)."""
+    from graphs.ivfpq import PQ_KSUB
+
+    return int(pq_m) * PQ_KSUB * LUT_ENTRY_BYTES
+
+
 #: IVF-PQ lookup-table strategies (faiss IndexIVFPQ, by_residual): ``"per-list"`` builds a
 #: whole table per probed list from the query's residual to the list's centroid
 #: (use_precomputed_table = 0: pq_m x 256 entries of dim / pq_m multiply-adds each);
@@ -823,19 +849,26 @@ def _scan_pnm(name, description, index, flow="table-down", lut="precomputed", ba
     candidates it holds with their full vectors read from its DRAM through the dot-product
     pipeline and returns its local top-k (8 bytes each); the host merges the devices' lists.
 
+    With precomputed tables (``lut="precomputed"``) the unit first reads the probed list's
+    term table (:data:`TERM_OBJECT`, :func:`term_table_bytes`: pq_m x 256 float32, kept with
+    the lists in the device DRAM) and adds it to the query's table as its lines return
+    (``scan_lut_add`` per entry, scan_unit.lut_add_entries_per_cycle, overlapped with the
+    lines in flight), as the host adds the same table per probed list (``host_lut_add``).
+
     IVF-PQ data flows (``flow``):
 
     - ``"table-down"`` (``lut="precomputed"`` only): the host's I/O agent builds the query's
       table (pq_m x 256 float32 entries, the query's part of the residual tables) and sends
       it down (16 KiB at pq_m = 16); the lists' part is precomputed with the index, as
-      faiss's precomputed tables, and added by the unit's table load.
+      faiss's precomputed tables, stored with the lists in the device DRAM: the unit reads
+      and adds the probed list's term table, then loads the table into its PEs.
     - ``"chamvs"``: ChamVS's flow: the query vector is broadcast to the devices (one vector
       down, not a table) and the tables are built on the device, next to memory, at
       scan_unit.lut_build_macs_per_cycle (dim / pq_m multiply-adds per entry): with
       ``lut="precomputed"`` one query table per device task (declared at ``device_done``:
       the device task runs its steps one after the other on one context, so where the
-      table is built in the task does not change its time), the lists' terms added by the
-      table load as above; with ``lut="per-list"`` a whole table per probed list (the host's
+      table is built in the task does not change its time), the lists' term tables read
+      and added as above; with ``lut="per-list"`` a whole table per probed list (the host's
       ``ivfpq-host`` strategy), then loaded into the PEs.
 
     ``batch`` (exact scan only, ``exact-pnm-batch``): the program's "query" is a batch of
@@ -867,20 +900,24 @@ def _scan_pnm(name, description, index, flow="table-down", lut="precomputed", ba
             merge=(Compute("candidate", (Cost("host_merge", "devices-x-k"),) * batch),))
     codes = Read("list-codes", "scan-unit", "distance", per_vector="scan_code",
                  after=(Cost("scan_pipeline"),))
+    # precomputed tables: the probed list's term table read from the device DRAM and added
+    # to the query's table line by line (per entry: scan_lut_add)
+    terms = Read(TERM_OBJECT, "scan-unit", "distance", per_vector="scan_lut_add")
     if index == "ivfpq" and flow == "table-down":
         # one table per query: the query's distances to the sub-centroids (pq_m x 256); the
         # per-list term of the residual tables is precomputed with the index and stored with
-        # the lists (faiss IndexIVFPQ's precomputed tables), added by the unit's table load
+        # the lists (faiss IndexIVFPQ's precomputed tables): read from the device DRAM and
+        # added per probed list, then loaded into the PEs
         if lut != "precomputed":
             raise ValueError("the table-down flow sends the query's table: lut='precomputed'")
         dispatch = (Compute("distance", (Cost("host_lut", "lut-entries"),)),
                     Send("down", per_item_bytes=LUT_ENTRY_BYTES, count="lut-entries"),
                     lists_down)
-        scan = (Compute("distance", (Cost("scan_lut_load"),)), codes)
+        scan = (terms, Compute("distance", (Cost("scan_lut_load"),)), codes)
     elif index == "ivfpq":
         dispatch = (Send("down", vectors=1), lists_down)       # ChamVS: the query broadcast
         if lut == "precomputed":
-            scan = (Compute("distance", (Cost("scan_lut_load"),)), codes)
+            scan = (terms, Compute("distance", (Cost("scan_lut_load"),)), codes)
             done = (Compute("distance", (Cost("scan_lut_build", "lut-entries"),)),) + done
         else:
             scan = (Compute("distance", (Cost("scan_lut_build", "lut-entries"),
@@ -903,7 +940,8 @@ register_system(_scan_host(
     "without precomputed tables), code scan and re-rank reads over the CXL link", "ivfpq"))
 register_system(_scan_pnm(
     "ivfpq-pnm", "IVF-PQ near memory (Chameleon's ChamVS units): precomputed tables (one "
-    "query table built on the host and sent down; the lists' terms precomputed), per-device "
+    "query table built on the host and sent down; per probed list its precomputed term "
+    "table read from the device DRAM and added), per-device "
     "PQ decoding units stream the codes, re-rank on the device, local top-k up", "ivfpq"))
 register_system(_scan_host(
     "exact-host", "exact scan on the host: the probed lists' full vectors over the CXL link",
@@ -925,7 +963,8 @@ register_system(_scan_host(
 register_system(_scan_pnm(
     "ivfpq-pnm-chamvs", "IVF-PQ near memory with ChamVS's flow: the query vector broadcast "
     "to the devices, one query table built on each device (precomputed tables, the lists' "
-    "terms added by the table load), codes decoded next to memory, local top-k up",
+    "term tables read from the device DRAM and added), codes decoded next to memory, local "
+    "top-k up",
     "ivfpq", flow="chamvs", lut="precomputed"))
 register_system(_scan_pnm(
     "ivfpq-pnm-chamvs-perlist", "IVF-PQ near memory with ChamVS's flow and a table per probed "

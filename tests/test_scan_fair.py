@@ -21,7 +21,8 @@ from cosmos.simulate import simulate
 from cosmos.systems import LUT_ENTRY_BYTES, Compute, Read, Send, SystemModel, model_for
 from cosmos_common import UserError
 from tests.test_cosmos_engine import dram_unloaded_read_cycles, link_hops
-from tests.test_scan_systems import worked_scan_trace
+from cosmos.simulate import dram_config_for
+from tests.test_scan_systems import scan_trace_dict, term_read, worked_scan_trace
 
 NEW = ("ivfpq-host-precomputed", "ivfpq-host-precomputed-prefetch", "ivfpq-pnm-chamvs",
        "ivfpq-pnm-chamvs-perlist", "exact-host-prefetch")
@@ -156,11 +157,14 @@ def hand_latency(cfg):
     build = lut * sc(dim / pq_m / su.lut_build_macs_per_cycle)
     t = down(0, msg(64))                                              # the query vector
     t = down(t, msg(4))                                               # the list id
+    codes_dram = dram
     if cfg.kind.endswith("perlist"):
         t += math.ceil(build + sc(su.lut_load_cycles))                # the list's table
     else:
+        t = term_read(cfg, t, dl, dram, lut)                          # its term table added
         t += math.ceil(sc(su.lut_load_cycles))                        # the table load
-    t = math.ceil(t + dl + dram + dl + 4 * sc(1 / su.codes_per_cycle)) + pipe   # the codes
+        codes_dram = dram - dram_config_for(cfg).timing["nRCD"]       # row opened by it
+    t = math.ceil(t + dl + codes_dram + dl + 4 * sc(1 / su.codes_per_cycle)) + pipe  # codes
     t = math.ceil(t + dl + dram + dl + dot) + pipe                    # re-rank node 2
     if not cfg.kind.endswith("perlist"):
         t += math.ceil(build)                                         # the query's table
@@ -314,3 +318,88 @@ def test_same_strategy_pairs_in_the_summary():
     assert "| ivfpq-host-precomputed | ivfpq-pnm | 2.00x to 2.00x |" in lines
     assert "| ivfpq-host-precomputed | ivfpq-pnm-chamvs | 4.00x to 4.00x |" in lines
     assert "| sift | exact-host | exact-host-prefetch | 1.20x to 1.20x |" in lines
+
+
+#: the IVF-PQ systems with precomputed tables on each side (faiss use_precomputed_table)
+PRECOMPUTED_HOST = ("ivfpq-host-precomputed", "ivfpq-host-precomputed-prefetch")
+PRECOMPUTED_PNM = ("ivfpq-pnm", "ivfpq-pnm-chamvs")
+
+
+@pytest.mark.parametrize("pq_m", [16, 8])
+def test_near_memory_precomputed_tables_read_the_term_table_from_the_device(pq_m):
+    """Issue 54: with precomputed tables the near-memory unit reads each probed list's term
+    table (pq_m x 256 float32) from its device's DRAM, at addresses of its own after the
+    list region, and adds it as the host adds the same table: per probed list, exactly
+    table bytes / 64 more requests than the same scan without it (ivfpq-pnm-chamvs-perlist
+    reads the same codes and re-rank vectors, and builds its tables instead), the same table
+    bytes as the host's add, and the same recall (the same trace)."""
+    from cosmos.layout import LINE_BYTES
+    from cosmos.program import OBJ_TERMS, STEP_MEM
+    from cosmos.systems import TERM_OBJECT, term_table_bytes
+
+    table = pq_m * PQ_KSUB * LUT_ENTRY_BYTES
+    assert term_table_bytes(pq_m) == table == {16: 16384, 8: 8192}[pq_m]
+    d = scan_trace_dict("ivfpq", num_queries=5, pq_m=pq_m, dim=32)
+    probes = np.diff(d["query_ptr"])
+    kw = dict(progress=False)
+    base = simulate(get_preset("ivfpq-pnm-chamvs-perlist"), d, **kw)
+    for name in PRECOMPUTED_PNM:
+        res = simulate(get_preset(name), d, **kw)
+        pg, lay = res.program, res.layout
+        extra = pg.requests_per_query() - base.program.requests_per_query()
+        assert np.array_equal(extra, probes * table // LINE_BYTES)       # 256 at pq_m 16
+        assert res.extra["requests"] - base.extra["requests"] == int(extra.sum())
+        # each term read: one list's whole table, from its own address on the list's device
+        terms = np.flatnonzero((pg.step_kind == STEP_MEM)
+                               & (pg.cls_obj_src[pg.step_class] == OBJ_TERMS))
+        assert len(terms) == len(d["search_cluster"])
+        assert np.all(pg.step_nreq[terms] == table // LINE_BYTES)
+        n, S = len(d["cluster_nodes"]), len(d["search_cluster"])
+        lists = pg.step_obj[terms] - n - S
+        assert sorted(lists.tolist()) == sorted(d["search_cluster"].tolist())
+        assert np.array_equal(pg.node_addr[pg.step_obj[terms]], lay.term_addr[lists])
+        assert np.array_equal(pg.step_dev[terms], res.cluster_device[lists])
+        assert np.all(pg.step_link[terms] == 0)              # near memory: nothing crosses
+        # the term region: after every list of the device, one table per list, then the
+        # embedding region (the re-rank vectors) after it
+        dev = res.cluster_device
+        ptr = d["cluster_ptr"]
+        list_end = (lay.list_addr + np.diff(ptr) * pq_m).max()
+        for dv in range(4):
+            mine = np.flatnonzero(dev == dv)
+            got = np.sort(lay.term_addr[mine].astype(np.int64))
+            assert np.array_equal(np.diff(got), np.full(len(mine) - 1, table))
+            assert got[0] >= list_end and got[0] % LINE_BYTES == 0
+        assert lay.vector_addr.min() >= lay.term_addr.max() + table
+        # the add: per returned line, its 16 entries at scan_unit.lut_add_entries_per_cycle
+        su = get_preset(name).scan_unit
+        c = costs_for(get_preset(name), 32, 10, pq_m, 128)
+        assert c.scan_lut_add == pytest.approx(_to_cyc(su.clock_GHz)(
+            1 / su.lut_add_entries_per_cycle))
+        assert np.allclose(pg.step_compute_line[terms], 16 * c.scan_lut_add)
+        assert su.lut_add_entries_per_cycle == 16.0
+        # near memory and host add the same table per probed list: the host's add counts
+        # lut-entries entries of LUT_ENTRY_BYTES, the unit reads that many bytes
+        for host in PRECOMPUTED_HOST:
+            m = model_for(get_preset(host))
+            adds = [t for st in m.scan if isinstance(st, Compute) for t in st.cost
+                    if t.value == "host_lut_add"]
+            assert [t.count for t in adds] == ["lut-entries"]
+            assert pq_m * PQ_KSUB * LUT_ENTRY_BYTES == table_bytes_read(pg, terms) // len(terms)
+            assert not m.reads_term_tables              # its tables are in host DRAM
+        assert model_for(get_preset(name)).reads_term_tables
+    for name in ("ivfpq-host", "ivfpq-pnm-chamvs-perlist") + PRECOMPUTED_HOST:
+        assert not any(isinstance(st, Read) and st.objects == TERM_OBJECT
+                       for _, _, st in model_for(get_preset(name)).steps())
+    assert base.layout.term_addr is None                # no term region where none is read
+    # a term-table read belongs to an IVF-PQ index
+    with pytest.raises(UserError, match=r"scan\[1\]\.objects: 'list-terms': only an IVF-PQ "
+                                        r"index has precomputed term tables"):
+        SystemModel("x", "", "host", index="exact",
+                    scan=(Read("list-vectors", "host", "distance"),
+                          Read("list-terms", "host", "distance"))).validate()
+
+
+def table_bytes_read(pg, steps):
+    """Bytes the MEM steps ``steps`` of program ``pg`` read (64-byte lines)."""
+    return int(pg.step_nreq[steps].sum()) * 64

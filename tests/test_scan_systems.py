@@ -14,7 +14,7 @@ from cosmos.layout import LINE_BYTES, lines_for
 from cosmos.metrics import per_query, query_instance_requests
 from cosmos.presets import get_preset
 from cosmos.program import OBJ_RANGE, OBJ_READS, STEP_MEM
-from cosmos.simulate import simulate
+from cosmos.simulate import dram_config_for, simulate
 from cosmos.systems import (Compute, Cost, Read, Send, SystemModel, model_for,
                             systems_for_index)
 from cosmos_common import UserError
@@ -81,6 +81,20 @@ def scan_trace_dict(kind="ivfpq", num_queries=6, num_lists=8, probes=3, pq_m=16,
         rerank_node=np.concatenate(rr).astype(np.int32) if rr else np.zeros(0, np.int32))
 
 
+def term_read(cfg, t, dl, dram, lut):
+    """The cycle a near-memory unit that starts reading a probed list's precomputed term table
+    (``lut`` float32 entries, 16 per 64-byte line) at ``t`` has added its last line (issue 54):
+    the first line back after the unloaded round trip (device on-chip latency, a precharged
+    bank, back), then one line per ``16 / scan_unit.lut_add_entries_per_cycle`` unit cycles.
+    Compute bound: every later line is back before the unit needs it (the round trip, 127
+    cycles at the defaults, is shorter than the 64 lines in flight take to add, 308)."""
+    su = cfg.scan_unit
+    lines = lut * 4 // 64
+    per_line = 16 / su.lut_add_entries_per_cycle / su.clock_GHz * 1000.0 / TCK_PS
+    assert dl + dram + dl < su.outstanding_requests * per_line      # compute bound
+    return math.ceil(t + dl + dram + dl + lines * per_line)
+
+
 def hand_latency(cfg):
     """The worked scan query's latency in DRAM cycles, step by step from the configured
     figures (the style of tests/test_cosmos_engine.py)."""
@@ -126,8 +140,11 @@ def hand_latency(cfg):
         t = math.ceil(lut * hc(dim / pq_m / h.distance_dims_per_cycle))  # the query's LUT
         t = down(t, msg(4 * lut))                                          # LUT down
         t = down(t, msg(4))                                                # list id down
+        t = term_read(cfg, t, dl, dram, lut)                 # the list's term table added
         t += math.ceil(sc(su.lut_load_cycles))                             # LUT into the PEs
-        t = math.ceil(t + dl + dram + dl + 4 * sc(1 / su.codes_per_cycle)) + pipe  # codes
+        # the codes' line shares its bank's row with the term table's (opened by that read)
+        hit = dram - dram_config_for(cfg).timing["nRCD"]
+        t = math.ceil(t + dl + hit + dl + 4 * sc(1 / su.codes_per_cycle)) + pipe  # codes
         t = math.ceil(t + dl + dram + dl + dot) + pipe                     # re-rank node 2
     else:
         t = down(0, msg(64))                                               # query vector
@@ -167,9 +184,15 @@ def test_requests_per_query_are_the_probed_lists_codes_and_the_rerank_reads(name
     # lists start on a line, so a whole-list scan reads ceil(codes x code size / 64) lines
     lines = np.add.reduceat(-(-(d["scan_count"] * cb) // LINE_BYTES), d["query_ptr"][:-1])
     expect = lines + rr * lines_for(vb)
+    # ivfpq-pnm's precomputed tables: per probed list its term table from the device DRAM,
+    # pq_m x 256 float32 (issue 54; tests/test_scan_fair.py)
+    terms = (np.diff(d["query_ptr"]) * meta["pq_m"] * 256 * 4 // LINE_BYTES
+             if model_for(get_preset(name)).reads_term_tables else 0)
+    expect = expect + terms
     assert np.array_equal(pg.requests_per_query(), expect)
-    # bytes: the codes x code size (+ re-rank vectors), plus under a line of padding per list
-    data = codes * cb + rr * vb
+    # bytes: the codes x code size (+ re-rank vectors, + term tables), plus under a line of
+    # padding per list
+    data = codes * cb + rr * vb + terms * LINE_BYTES
     pad = expect * LINE_BYTES - data
     assert np.all(pad >= 0) and np.all(pad < LINE_BYTES * np.diff(d["query_ptr"]))
     assert res.extra["requests"] == int(expect.sum())        # the engine issued them all
