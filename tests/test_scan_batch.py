@@ -143,3 +143,41 @@ def test_batch_trace_refusals():
     with pytest.raises(UserError, match="batches of 2 queries cannot be replayed by system "
                                         "model 'exact-pnm'"):
         simulate(get_preset("exact-pnm"), batch_trace(ex, 2), progress=False)
+
+
+def test_batch_of_one_is_exact_pnms_work():
+    """B = 1: each batch is one query, and exact-pnm-batch does exact-pnm's work: the same
+    requests, every query's latency and the same run (the B sweep's first point,
+    recall_qps's batch_sweep.csv)."""
+    d = scan_trace_dict("exact", num_queries=8, probes=3)
+    a = simulate(get_preset("exact-pnm"), d, progress=False)
+    cfg = get_preset("exact-pnm-batch")
+    cfg = dataclasses.replace(cfg, scan_unit=dataclasses.replace(cfg.scan_unit,
+                                                                  batch_queries=1))
+    b = simulate(cfg, batch_trace(as_trace(d), 1), progress=False)
+    assert np.array_equal(a.program.requests_per_query(), b.program.requests_per_query())
+    assert np.array_equal(a.state.q_done, b.state.q_done)
+    assert a.summary()["qps"] == b.summary()["qps"]
+
+
+def test_roofline_batches_and_the_bend_on_hand_cases():
+    """recall_qps.roofline_batches: B* at the unit's stream (64 B x 0.5 GHz against 128 MACs
+    x 0.5 GHz) and at its share of a device's peak DRAM bandwidth (8 DDR5-4800 subchannels,
+    one 64-B burst per nBL = 8 cycles of 416 ps each, shared by the device's 16 contexts);
+    bend_batch picks the B of the most queries per second."""
+    import pandas as pd
+
+    from experiments.figures import recall_qps as R
+
+    share = 8 * 64 / (8 * 416e-12) / 16                   # bytes/s per context
+    for vb, dim in ((512, 128), (128, 128), (384, 96)):
+        unit, dram = R.roofline_batches(vb, dim)
+        assert unit == pytest.approx(64e9 * vb / (dim * 32e9))
+        assert dram == pytest.approx(64e9 * vb / (dim * share))
+    assert R.roofline_batches(512, 128)[0] == pytest.approx(8.0)     # float32
+    assert R.roofline_batches(128, 128)[0] == pytest.approx(2.0)     # uint8 (SIFT)
+    sweep = pd.DataFrame({"dataset": ["a"] * 4 + ["b"] * 3, "batch_queries": [1, 2, 4, 8, 1, 2, 4],
+                          "qps_one_batch": [1.0, 3.0, 2.0, 2.5, 5.0, 4.0, 1.0],
+                          "qps": [9.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0]})
+    assert R.bend_batch(sweep) == {"a": 2, "b": 1}
+    assert R.bend_batch(sweep, "qps") == {"a": 1, "b": 4}

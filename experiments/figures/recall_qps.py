@@ -31,7 +31,10 @@ most QPS at recall 0.9 and 0.95 (the Pareto front interpolated, :func:`qps_at_re
 puts Chameleon's reported near-memory over CPU figure beside our ``ivfpq-pnm`` over
 ``ivfpq-host`` at the same index and knobs, then the host against near memory at the same
 lookup-table strategy (:data:`SAME_STRATEGY`) and the host's stream prefetcher on and off
-(:data:`PREFETCH_PAIRS`), issue 54.
+(:data:`PREFETCH_PAIRS`), issue 54. ``batch_sweep.csv`` sweeps exact-pnm-batch's B over
+:data:`BATCH_SWEEP` on each workload's exact trace at its most probes (:func:`batch_sweep`:
+QPS per query, the batch's latency, one batch in flight, and the roofline's B*), drawn in
+``batch_sweep.png`` and tabled in ``summary.md``.
 """
 
 from __future__ import annotations
@@ -62,6 +65,21 @@ SYSTEMS = {
 }
 #: systems that replay batches of queries (cosmos.systems.batch_trace), not single queries
 BATCHED = ("exact-pnm-batch",)
+#: The batch-size sweep of exact-pnm-batch (``batch_sweep.csv``, issue 54): B =
+#: scan_unit.batch_queries doubled from 1 (one query per pass: exact-pnm's work) past the
+#: roofline's B* (8 at the unit's own figures) to 32, on each workload's exact trace at the
+#: grid's most probes (the most vectors per pass)
+BATCH_SWEEP = (1, 2, 4, 8, 16, 32)
+BATCH_SYSTEM = "exact-pnm-batch"
+#: columns of batch_sweep.csv: closed-loop QPS per query (batches/s x B), the batch's
+#: latency, DRAM bytes per query; with one batch in flight (each device's lists on one unit,
+#: at its own stream rate: the roofline's setting) the batch's mean latency and the queries
+#: per second it gives, B / that latency; the roofline's B* at the unit's stream rate and at
+#: its share of the device's peak DRAM bandwidth (:func:`roofline_batches`)
+BATCH_COLUMNS = ["dataset", "num_probes", "batch_queries", "qps", "qps_ci_low", "qps_ci_high",
+                 "latency_mean_ns", "latency_p99_ns", "dram_bytes_per_query", "num_queries",
+                 "steady_state", "latency_one_batch_ns", "qps_one_batch",
+                 "roofline_batch", "roofline_batch_dram_share"]
 #: (lookup-table strategy and data flow, host system, near-memory system): pairs that use the
 #: same strategy (cosmos.systems.LUT_STRATEGIES) on both sides, compared in summary.md
 SAME_STRATEGY = (
@@ -274,6 +292,81 @@ def _per_query(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def roofline_batches(vector_bytes: int, dim: int, system: str = BATCH_SYSTEM) -> tuple:
+    """(B* at the unit's stream rate, B* at its share of the DRAM): the batch at which a
+    pass of ``system``'s unit over vectors of ``vector_bytes`` bytes and ``dim`` dimensions
+    turns compute bound (cosmos.systems.roofline_batch), with the bandwidth the unit's own
+    stream (scan_unit.dot_bytes_per_cycle at scan_unit.clock_GHz: B* = 8 at float32), and
+    with a device's peak DRAM bandwidth (its channels' data buses) shared by all the
+    device's search contexts, each driving a unit: what a unit gets when every one is busy,
+    so B* is larger there (the pass stays memory bound longer)."""
+    from cosmos.presets import get_preset
+    from cosmos.simulate import dram_config_for
+    from cosmos.systems import roofline_batch
+    from cosmos.units import unit
+
+    cfg = get_preset(system)
+    su = cfg.scan_unit
+    macs = su.gemm_macs_per_cycle * su.clock_GHz * 1e9
+    stream = su.dot_bytes_per_cycle * su.clock_GHz * 1e9
+    units = unit("gpc").contexts_per_place(cfg)
+    share = dram_config_for(cfg).peak_bandwidth_GBps * 1e9 / units
+    return (roofline_batch(stream, macs, vector_bytes, dim),
+            roofline_batch(share, macs, vector_bytes, dim))
+
+
+def batch_sweep(ctx, pts: list) -> pd.DataFrame:
+    """exact-pnm-batch at each B of :data:`BATCH_SWEEP` on each workload's exact trace at its
+    most probes (``pts``: :func:`points`), the batched traces made by
+    :func:`_batched_trace` over the same first ``sweep_queries`` queries: one row per
+    (dataset, B) with QPS per query, the batch's latency, DRAM bytes per query and the
+    roofline's B* (:func:`roofline_batches`). Written as ``batch_sweep.csv``."""
+    import json
+
+    import numpy as np
+
+    exact = {}
+    for pt in pts:
+        if pt["family"] == "exact" and pt["num_probes"] >= exact.get(
+                pt["dataset"], {"num_probes": 0})["num_probes"]:
+            exact[pt["dataset"]] = pt
+    tasks, roof = [], {}
+    for fam, pt in exact.items():
+        with np.load(pt["trace_path"]) as z:
+            meta = json.loads(str(z["meta"]))
+        roof[fam] = roofline_batches(int(meta["vector_bytes"]), int(meta["dim"]))
+        for b in BATCH_SWEEP:
+            tasks.append(dict(system=BATCH_SYSTEM, trace_path=_batched_trace(pt["trace_path"], b),
+                              overrides={"scan_unit.batch_queries": b},
+                              num_queries=-(-ctx.scale.sweep_queries // b), seed=ctx.seed,
+                              ci_target=ctx.scale.ci_target,
+                              tags=dict(dataset=fam, num_probes=pt["num_probes"],
+                                        batch_queries=b)))
+    lone = [dict(t, max_inflight=1, ci_target=None) for t in tasks]
+    rows = ctx.sweep(simulate_task, tasks + lone, desc="exact-pnm-batch B sweep")
+    df = pd.DataFrame(rows[:len(tasks)])
+    b = df.batch_queries
+    df["latency_one_batch_ns"] = [r["latency_mean_ns"] for r in rows[len(tasks):]]
+    df["qps_one_batch"] = b / df.latency_one_batch_ns * 1e9
+    for col in ("qps", "qps_ci_low", "qps_ci_high"):
+        df[col] = df[col] * b          # per query: each completion is a batch of B queries
+    df["dram_bytes_per_query"] = df.dram_bytes_per_query / b
+    df["num_queries"] = df.num_queries * b
+    df["roofline_batch"] = [roof[f][0] for f in df.dataset]
+    df["roofline_batch_dram_share"] = [roof[f][1] for f in df.dataset]
+    df = df[BATCH_COLUMNS]
+    write_csv(ctx.out / "batch_sweep.csv", df)
+    return df
+
+
+def bend_batch(sweep: pd.DataFrame, column: str = "qps_one_batch") -> dict:
+    """Per dataset of ``batch_sweep.csv``: the B of the highest ``column`` (by default the
+    queries per second of one batch in flight, the roofline's setting): where the measured
+    curve bends, more B past it costing more compute than the reads it saves."""
+    return {fam: int(g.loc[g[column].idxmax(), "batch_queries"])
+            for fam, g in sweep.groupby("dataset", sort=False)}
+
+
 def run(ctx) -> dict:
     pts = points(ctx)
     tasks, lone = [], []
@@ -322,6 +415,12 @@ def run(ctx) -> dict:
         for fam, sub in chameleon_ratios(df, host, pnm).groupby("dataset", sort=False):
             out[f"{fam}_{pnm}_over_{host}_qps"] = [round(float(sub.qps_ratio.min()), 2),
                                                    round(float(sub.qps_ratio.max()), 2)]
+    sweep = batch_sweep(ctx, pts)
+    for fam, b in bend_batch(sweep).items():
+        g = sweep[sweep.dataset == fam]
+        out[f"{fam}_exact_pnm_batch_best_B"] = (
+            f"{b} (roofline B* {g.roofline_batch.iloc[0]:.1f} at the unit's stream, "
+            f"{g.roofline_batch_dram_share.iloc[0]:.1f} at its DRAM share)")
     return out
 
 
@@ -457,6 +556,35 @@ def plot(folder) -> None:
     fig.tight_layout()
     save_figure(fig, folder, "recall_qps")
     plt.close(fig)
+    if (Path(folder) / "batch_sweep.csv").exists():
+        plot_batch_sweep(folder)
+
+
+def plot_batch_sweep(folder) -> None:
+    """``batch_sweep.png``: QPS per query and the batch's mean latency against B (log 2
+    axis), one line per workload, the roofline's B* at the unit's stream (dashed) and at its
+    DRAM share (dotted) marked."""
+    plt = pyplot()
+    df = pd.read_csv(Path(folder) / "batch_sweep.csv")
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.4))
+    for i, (fam, g) in enumerate(df.groupby("dataset", sort=False)):
+        colour = f"C{i}"
+        a.errorbar(g.batch_queries, g.qps, yerr=error_bars(g, "qps"), fmt="o-", color=colour,
+                   ms=4, capsize=2, lw=1.0, label=f"{fam} ({g.num_probes.iloc[0]} probes)")
+        b.plot(g.batch_queries, g.latency_mean_ns / 1e3, "o-", color=colour, ms=4, lw=1.0,
+               label=fam)
+        for ax in (a, b):
+            ax.axvline(g.roofline_batch.iloc[0], color=colour, ls="--", lw=0.7)
+            ax.axvline(g.roofline_batch_dram_share.iloc[0], color=colour, ls=":", lw=0.7)
+    for ax, ylabel in ((a, "QPS per query (closed loop)"), (b, "batch latency, mean (us)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("B = scan_unit.batch_queries")
+        ax.set_ylabel(ylabel)
+        ax.legend(frameon=False, fontsize=7)
+    a.set_title("exact-pnm-batch: B* dashed (unit stream), dotted (DRAM share)", fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, folder, "batch_sweep")
+    plt.close(fig)
 
 
 def _winner_line(r) -> str:
@@ -529,7 +657,39 @@ def summary_md(folder) -> str:
               "run's scale, with modeled scan units "
               "(cosmos.config scan_unit, with its sources)."]
     lines += _same_strategy_md(df)
+    if (Path(folder) / "batch_sweep.csv").exists():
+        lines += _batch_sweep_md(pd.read_csv(Path(folder) / "batch_sweep.csv"))
     return "\n".join(lines) + "\n"
+
+
+def _batch_sweep_md(sweep: pd.DataFrame) -> list:
+    """The batch-size sweep of exact-pnm-batch: QPS per query and batch latency per B, the
+    B of the most QPS beside the roofline's B*."""
+    lines = ["", "### Batched exact scan: B queries per pass (exact-pnm-batch)", "",
+             "B = scan_unit.batch_queries queries share one read of each probed list of their "
+             "union; the unit does B dot products per vector (the VCK5000 study's GEMM reuse). "
+             "QPS is per query; latency is a batch's. B* is where the roofline says a pass "
+             "turns compute bound (cosmos.systems.roofline_batch): at the unit's own stream "
+             "rate, and at its share of the device's peak DRAM bandwidth (every context "
+             "busy). With one batch in flight each device's lists run on one unit at its own "
+             "stream rate, the roofline's setting: B / its latency is the rate the pass "
+             "gives; the closed loop (every context busy) adds the DRAM's sharing and, at "
+             "small scales, the drain of few batches.", "",
+             "| dataset | probes | B | QPS per query, closed loop | batch latency, mean (us) "
+             "| DRAM bytes per query | one batch in flight: latency (us) | queries/s (B / "
+             "latency) |", "|---|---|---|---|---|---|---|---|"]
+    for r in sweep.itertuples():
+        lines.append(f"| {r.dataset} | {r.num_probes} | {r.batch_queries} | {r.qps:,.0f} | "
+                     f"{r.latency_mean_ns / 1e3:,.1f} | {r.dram_bytes_per_query:,.0f} | "
+                     f"{r.latency_one_batch_ns / 1e3:,.2f} | {r.qps_one_batch:,.0f} |")
+    lines.append("")
+    for fam, b in bend_batch(sweep).items():
+        g = sweep[sweep.dataset == fam]
+        lines.append(f"- {fam}: one batch in flight gives the most queries/s at B = {b} "
+                     f"(closed loop: B = {bend_batch(g, 'qps')[fam]}); roofline B* = "
+                     f"{g.roofline_batch.iloc[0]:.1f} at the unit's stream, "
+                     f"{g.roofline_batch_dram_share.iloc[0]:.1f} at its DRAM share.")
+    return lines
 
 
 def _ratio_range(s) -> str:
