@@ -12,18 +12,41 @@ systems of Fig. 4a on both datasets at every point.
 Outputs (all plots and tables read only ``sensitivity.csv``):
 
 - ``sensitivity.csv``: one row per parameter x level x dataset x system: the level's value
-  and reason, the system's QPS (and latency, steady state, the simulation's figures), its QPS
-  over Base and over CXL-ANNS at that point, and its rank among the six (1 = fastest);
+  and reason, the system's QPS with its 95 % interval (``qps_ci_low`` / ``qps_ci_high``;
+  ``qps_window``, the window's plain rate, beside it) and latency, steady state, the
+  simulation's figures, its QPS over Base and over CXL-ANNS at that point with their 95 %
+  intervals (``qps_vs_base_ci_low`` / ``_high``, ``qps_vs_cxl_anns_ci_low`` / ``_high``:
+  :func:`ratio_ci`, the delta method on the log ratio of the two runs' intervals), and its
+  rank among the six (1 = fastest);
 - ``orderings.csv``: for every pair of systems and dataset, the order the paper's Fig. 4a
-  shows, ours at the defaults, whether ours holds at every point, and where it flips;
+  shows, ours at the defaults, whether ours holds at every point, and where it flips (point
+  estimates); and with the intervals (:func:`separation`): where the order holds with the two
+  QPS intervals apart, where they overlap ("tied", not a flip), where the other order holds
+  with them apart ("flipped"), and where a run has no interval;
 - ``regions.csv``: for each of the paper's headline figures (Cosmos / Base 6.72x on SIFT1B
   and 5.35x on DEEP1B, Cosmos / CXL-ANNS 2.35x), the points where ours is within
   :data:`TOLERANCE` of it, and per parameter the interval of its value where the ratio,
-  interpolated linearly between the simulated levels, is within it;
+  interpolated linearly between the simulated levels, is within it; with the ratios'
+  intervals, the levels whose interval reaches into the band and those whose interval lies
+  wholly in it, and the value intervals where each holds (:func:`regions`,
+  :func:`band_intervals`);
 - ``tornado_cosmos_vs_base.png`` and ``tornado_cosmos_vs_cxl_anns.png``: per dataset, the
   ratio at each parameter's low and high level against the default, the widest swing on top,
-  the paper's figure and its 15 % band behind;
-- ``summary.md``: the parameter table, the ratios, the orderings and the regions.
+  the paper's figure and its 15 % band behind; each bar's end with its 95 % interval as a
+  whisker, the default's interval dotted, where the runs have intervals;
+- ``summary.md``: the parameter table (ratios with their intervals), the orderings and the
+  regions.
+
+Intervals and the stop rule. At a scale with a ``ci_target`` (``full``, ``paper``: 0.01) every
+simulation stops by it, as fig4a's do (:func:`simulation_plan`): it replays the trace until its
+95 % QPS interval is within +-1 % (never before ``cosmos.simulate.ci_min_completions``), at
+most the whole trace; ``stopped`` and ``num_queries`` say how each ended. The scales without
+one (``tiny``, ``default``) replay the scale's ``sweep_queries`` as before and carry the
+intervals their windows support, which at those lengths is usually none (fewer completions in
+the window than batch means need: ``ci_note`` says why); then the interval columns are NaN,
+every level is listed in ``levels_no_ci``, every ordering point is "no interval", and the
+tornado bars have no whiskers. Old result folders (written before the intervals) still render.
+docs/uncertainty.md, "Sensitivity with intervals", states the methods.
 
 Each point is one parameter changed on its own ("one at a time"): the tornado shows which
 assumption moves a ratio most, not what two changes do together. Every simulation replays the
@@ -34,7 +57,11 @@ differ a little from fig4a's, which replays every query.
 Cost: 23 parameters, 44 points besides the default, 540 simulations (the default point is
 simulated once). On a busy 2-core machine from an empty cache: ``--scale tiny`` 4.5 min wall;
 the default scale 1,029 s CPU (31 min wall at a load average of 9-11, ``--workers 2``); the
-simulation cache makes a second run read them all.
+simulation cache makes a second run read them all. ``--full`` (``cosmos run sensitivity
+--full``): not yet run; ``cosmos reproduce --full --only sensitivity --dry-run`` prints the
+estimate of :func:`plan_other`, 59-285 G DRAM requests, 5.2-25 CPU hours (every run stopping
+at its first test, or none stopping before its trace's 10,000 queries); about 8.5 CPU hours
+(4-5 h on 2 idle cores) if the runs stop as fig4a's did (docs/uncertainty.md).
 
 Parameters that change the trace (``workload.*``) get their own workload, built once and cached
 like every index and trace; ``workload.graph`` replays the same queries on the other graph kind
@@ -47,6 +74,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
 import math
 import sys
 from dataclasses import dataclass
@@ -59,7 +87,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.harness.common import pyplot, save_figure, write_csv
-from experiments.harness.sim import simulate_task
+from experiments.harness.sim import simulate_task, simulation_identity
 
 NAME = "sensitivity"
 TITLE = "Sensitivity of the headline ratios to the parameters the paper does not give"
@@ -353,32 +381,122 @@ def _trace_file(ctx, family: str, workload_kw: dict) -> Path:
     return path
 
 
-def run(ctx, parameters=None) -> dict:
-    """Simulate the six systems at every point of the selected ``parameters`` (default: every
-    available row of :data:`PARAMETERS`) on every dataset; write the CSVs."""
+def simulation_plan(ctx, parameters=None, trace_path=None) -> tuple[list, list]:
+    """The simulations of the selected ``parameters`` (default: every available row of
+    :data:`PARAMETERS`) on every dataset of ``ctx``: ``(tasks, wanted)``, ``tasks`` the
+    distinct :func:`~experiments.harness.sim.simulate_task` arguments (the default level is
+    one simulation for every parameter), ``wanted`` one ``(point, dataset, system, task
+    index)`` per row of ``sensitivity.csv``. ``trace_path(dataset, workload_kw) -> str``
+    names a point's trace (default: :func:`_trace_file`, which builds it if needed).
+
+    Where the scale has a ``ci_target`` (``full``, ``paper``: 0.01), every simulation stops by
+    it as fig4a's do: it replays the trace until its 95 % QPS interval is within +-1 %
+    (never before ``cosmos.simulate.ci_min_completions``: 2,000 queries, 30 x the queries in
+    flight above 66 of them), at most every query of the trace. Without one (``tiny``,
+    ``default``) it replays :func:`queries_for` queries, the scale's ``sweep_queries``, and
+    its interval is whatever the batch means of that window support (NaN where they support
+    none, ``ci_note`` says why)."""
     from cosmos.config import with_overrides
     from cosmos.presets import get_preset
     from cosmos.simulate import default_max_inflight
 
+    if trace_path is None:
+        def trace_path(fam, kw):
+            return str(_trace_file(ctx, fam, kw))
+    ci_target = getattr(ctx.scale, "ci_target", None)
     params = [p for p in selected(parameters) if available(p)]
     pts = [pt for p in params for pt in points(p, ctx.scale)]
     tasks, where, wanted = [], {}, []
     for fam in ctx.families:
         for pt in pts:
-            path = str(_trace_file(ctx, fam, dict(pt.workload)))
+            path = str(trace_path(fam, dict(pt.workload)))
             for s in SYSTEMS:
                 cfg = with_overrides(get_preset(s), dict(pt.overrides))
                 inflight = max(1, round(pt.inflight_factor * default_max_inflight(cfg)))
+                stop = ({"num_queries": None, "ci_target": ci_target} if ci_target is not None
+                        else {"num_queries": queries_for(cfg, inflight,
+                                                         ctx.scale.sweep_queries)})
                 task = dict(system=s, trace_path=path, overrides=dict(pt.overrides),
-                            num_queries=queries_for(cfg, inflight, ctx.scale.sweep_queries),
                             max_inflight=inflight, seed=ctx.seed, warmup=WARMUP,
-                            tags={"dataset": fam, "system": s})
-                # the default level is the same simulation for every parameter: run it once
-                ident = (fam, s, path, tuple(sorted(pt.overrides)), inflight)
+                            tags={"dataset": fam, "system": s}, **stop)
+                # the default level is the same simulation for every parameter (its override
+                # is the preset's own value): run it once
+                ident = json.dumps(simulation_identity(task), sort_keys=True, default=str)
                 if ident not in where:
                     where[ident] = len(tasks)
                     tasks.append(task)
                 wanted.append((pt, fam, s, where[ident]))
+    return tasks, wanted
+
+
+#: DRAM requests per query of a Vamana trace over the hnswlib one of the same queries, for
+#: :func:`plan_other`'s estimate: 1.22, the distance computations per query of the two graph
+#: kinds at the default scale (5,244 against 4,281 on SIFT-like; docs/system_model.md, "The
+#: graph kind moves no conclusion"; an estimate: requests follow the vectors read)
+VAMANA_WORK = 1.22
+
+
+def plan_other(ctx) -> str:
+    """What ``cosmos reproduce --dry-run`` says of this experiment (experiments.harness.plan):
+    its simulations run in its own sweep, not the shared pool, so the plan's own table leaves
+    them out; this estimates them from :func:`simulation_plan` (no trace is built). DRAM
+    requests per query: the plan's ``REQUESTS_PER_QUERY`` of the scale, times probes / the
+    scale's probes at a ``workload.num_probes`` level (each probe is one cluster search:
+    an estimate) and :data:`VAMANA_WORK` on the Vamana trace; ``workload.num_clusters``
+    levels are counted as the scale's (an estimate: fewer, larger clusters make each probe a
+    little longer). Queries: with the scale's ``ci_target``, from the stop test's minimum
+    (every run stopping at its first test) to the whole trace (none stopping); otherwise the
+    queries each run replays. CPU time at the plan's ``REQUESTS_PER_CPU_S``."""
+    from cosmos.simulate import ci_min_completions
+    from experiments.harness.plan import REQUESTS_PER_CPU_S, REQUESTS_PER_QUERY
+
+    sc = ctx.scale
+    per_q = REQUESTS_PER_QUERY.get(sc.name) or REQUESTS_PER_QUERY["default"]
+    work, extra = {}, set()
+
+    def fake(fam, kw):
+        kw = dict(kw)
+        if kw.get("num_clusters") == sc.num_clusters:     # the scale's index (_trace_file)
+            kw.pop("num_clusters")
+        if kw.get("num_probes") == sc.num_probes:
+            kw.pop("num_probes")
+        path = f"{fam}:{sorted(kw.items())}"
+        f = kw.get("num_probes", sc.num_probes) / sc.num_probes
+        if kw.get("graph") not in (None, "hnsw"):
+            f *= VAMANA_WORK
+        if kw:
+            extra.add(path)
+        work[path] = per_q.get(fam, max(per_q.values())) * f
+        return path
+
+    tasks, wanted = simulation_plan(ctx, trace_path=fake)
+    lo = hi = 0.0
+    for t in tasks:
+        if t.get("ci_target") is None:
+            q_lo = q_hi = min(int(t["num_queries"]), sc.num_queries)
+        else:
+            q_hi = sc.num_queries
+            q_lo = min(ci_min_completions(int(t["max_inflight"])), q_hi)
+        lo += q_lo * work[t["trace_path"]]
+        hi += q_hi * work[t["trace_path"]]
+    workers = max(1, int(getattr(ctx, "workers", None) or 2))
+    stop = (f"each stopped by the +-{sc.ci_target:.0%} interval rule between its minimum and "
+            f"the trace's {sc.num_queries:,} queries" if sc.ci_target is not None
+            else f"{sc.sweep_queries:,} queries each (more where a point keeps more in flight)")
+    cpu_lo, cpu_hi = lo / REQUESTS_PER_CPU_S, hi / REQUESTS_PER_CPU_S
+    return (f"estimate of its own sweep (run after the pool): {len(tasks)} simulations for "
+            f"{len(wanted)} rows, {stop}; {lo / 1e9:,.1f}-{hi / 1e9:,.1f} G DRAM requests, "
+            f"{cpu_lo / 3600:,.1f}-{cpu_hi / 3600:,.1f} CPU hours "
+            f"({cpu_lo / 3600 / workers:,.1f}-{cpu_hi / 3600 / workers:,.1f} h on {workers} "
+            f"workers); plus {len(extra)} traces of other cluster or probe counts or graph "
+            "kind, built once and cached")
+
+
+def run(ctx, parameters=None) -> dict:
+    """Simulate the six systems at every point of the selected ``parameters`` (default: every
+    available row of :data:`PARAMETERS`) on every dataset (:func:`simulation_plan`); write the
+    CSVs."""
+    tasks, wanted = simulation_plan(ctx, parameters)
     rows = ctx.sweep(simulate_task, tasks, desc="sensitivity")
     records = []
     for pt, fam, s, i in wanted:
@@ -399,23 +517,68 @@ def run(ctx, parameters=None) -> dict:
         sub = df[(df.dataset == fam) & (df.system == "cosmos")]
         for ratio in PAPER:
             col = f"qps_vs_{ratio.split('_vs_')[1]}"
-            d = float(dflt[dflt.dataset == fam][col].iloc[0])
-            out[f"{fam}_{ratio}"] = (f"{d:.2f} (range {sub[col].min():.2f}-"
+            drow = dflt[dflt.dataset == fam].iloc[0]
+            out[f"{fam}_{ratio}"] = (f"{_with_ci(drow, col)} (range {sub[col].min():.2f}-"
                                      f"{sub[col].max():.2f})")
     return out
 
+#: the interval columns of a QPS and of the two ratios (added to sensitivity.csv; a folder
+#: written before them has none, and every reader below then draws and lists no interval)
+QPS_CI = ("qps_ci_low", "qps_ci_high")
+RATIOS = {"qps_vs_base": "base", "qps_vs_cxl_anns": "cxl-anns"}
+
+
+def ratio_ci(num, num_low, num_high, den, den_low, den_high, same=None):
+    """95 % interval of the ratio ``num / den`` of two independently simulated QPS estimates,
+    from each run's own 95 % interval (``*_low`` / ``*_high``): the delta method on the log
+    ratio. ``ln(num / den) = ln num - ln den``, and the two runs are separate simulations, so
+    the variances of the two logs add; each run's interval on the log scale has the half-width
+    ``w = (ln high - ln low) / 2`` (about the relative half-width, cosmos.metrics: the QPS
+    interval is ``1 / (g +- h)`` for a mean time per query ``g``, so ``w`` ~ ``h / g``), and the
+    ratio's is ``sqrt(w_num^2 + w_den^2)`` around the point ratio:
+    ``[r exp(-w), r exp(+w)]``. Both intervals being 95 % (Student t with their own batches;
+    the root sum of the two half-widths is the t-quantile-weighted sum, a Welch-like
+    approximation) the result is a 95 % interval to first order. It stays positive, and the
+    interval of ``den / num`` is the reciprocal of this one. The runs replay the same trace
+    queries, so if their errors are correlated at all it is positively, which the sum
+    overstates (conservative). Against experiments.harness.common.add_ratio_ci (fig4a: the
+    same half-width on the linear scale) it differs at second order: at +-1 % per run, by
+    about 0.01 % of the ratio. Array-like arguments; NaN where either run has no interval;
+    ``same`` (booleans): rows where ``num`` and ``den`` are one run, whose ratio is 1 with the
+    interval [1, 1] if the run has an interval."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_num = (np.log(np.asarray(num_high, dtype=float))
+                 - np.log(np.asarray(num_low, dtype=float))) / 2
+        w_den = (np.log(np.asarray(den_high, dtype=float))
+                 - np.log(np.asarray(den_low, dtype=float))) / 2
+        w = np.sqrt(w_num ** 2 + w_den ** 2)
+        if same is not None:
+            w = np.where(np.asarray(same, dtype=bool), 0.0 * w_num, w)
+        r = num / den
+        return r * np.exp(-w), r * np.exp(w)
+
+
 def tidy(df: pd.DataFrame) -> pd.DataFrame:
-    """The sweep's records with the ratios and ranks of each point, leading columns first."""
+    """The sweep's records with the ratios (and their intervals, :func:`ratio_ci`) and ranks
+    of each point, leading columns first. Records without QPS intervals get NaN ones."""
     key = ["parameter", "level", "dataset"]
-    qps = df.set_index(key + ["system"])["qps"]
-
-    def over(system):
-        ref = qps.xs(system, level="system")
-        return df["qps"].to_numpy() / ref.reindex(pd.MultiIndex.from_frame(df[key])).to_numpy()
-
     df = df.copy()
-    df["qps_vs_base"] = over("base")
-    df["qps_vs_cxl_anns"] = over("cxl-anns")
+    for c in QPS_CI:
+        if c not in df:
+            df[c] = float("nan")
+    runs = df.set_index(key + ["system"])[["qps", *QPS_CI]]
+
+    def of(system, col):
+        ref = runs[col].xs(system, level="system")
+        return ref.reindex(pd.MultiIndex.from_frame(df[key])).to_numpy()
+
+    for ratio, ref in RATIOS.items():
+        df[ratio] = df["qps"].to_numpy() / of(ref, "qps")
+        df[f"{ratio}_ci_low"], df[f"{ratio}_ci_high"] = ratio_ci(
+            df["qps"], df["qps_ci_low"], df["qps_ci_high"],
+            of(ref, "qps"), of(ref, "qps_ci_low"), of(ref, "qps_ci_high"),
+            same=(df.system == ref).to_numpy())
     df["rank"] = df.groupby(key)["qps"].rank(ascending=False, method="min").astype(int)
     paper = {(fam, "cosmos"): v for fam, v in PAPER["cosmos_vs_base"].items()}
     df["paper_qps_vs_base"] = [paper.get((d, s), float("nan"))
@@ -424,9 +587,12 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     df["paper_qps_vs_cxl_anns"] = [paper.get((d, s), float("nan"))
                                    for d, s in zip(df.dataset, df.system)]
     lead = ["parameter", "what", "level", "value", "unit", "reason", "dataset", "system", "qps",
-            "qps_vs_base", "qps_vs_cxl_anns", "rank", "paper_qps_vs_base",
-            "paper_qps_vs_cxl_anns", "steady_state", "num_queries", "max_inflight",
-            "latency_mean_ns", "latency_p99_ns"]
+            "qps_ci_low", "qps_ci_high", "qps_window",
+            "qps_vs_base", "qps_vs_base_ci_low", "qps_vs_base_ci_high",
+            "qps_vs_cxl_anns", "qps_vs_cxl_anns_ci_low", "qps_vs_cxl_anns_ci_high", "rank",
+            "paper_qps_vs_base", "paper_qps_vs_cxl_anns", "steady_state", "num_queries",
+            "stopped", "max_inflight", "latency_mean_ns", "latency_p99_ns"]
+    lead = [c for c in lead if c in df.columns]
     return df[lead + [c for c in df.columns if c not in lead]]
 
 
@@ -442,26 +608,76 @@ def _fmt_value(v) -> str:
     return f"{x:g}"
 
 
+def separation(fast, fast_low, fast_high, slow, slow_low, slow_high) -> str:
+    """How two runs' QPS intervals order them: ``"holds"`` if ``fast``'s interval lies wholly
+    above ``slow``'s (the order is a property of the point, not a draw), ``"flipped"`` if wholly
+    below, ``"tied"`` if they overlap; ``"no interval"`` where either run has none (then only
+    the point estimates order them). Non-overlap of two 95 % intervals is the stricter test: it
+    asks more than the ratio's interval excluding 1 (for two intervals of equal width, about a
+    99.4 % test)."""
+    vals = [float(x) for x in (fast_low, fast_high, slow_low, slow_high)]
+    if any(math.isnan(x) for x in vals):
+        return "no interval"
+    f_lo, f_hi, s_lo, s_hi = vals
+    if f_lo > s_hi:
+        return "holds"
+    if s_lo > f_hi:
+        return "flipped"
+    return "tied"
+
+
 def orderings(df: pd.DataFrame) -> pd.DataFrame:
     """For every dataset and pair of systems: the paper's order (its Fig. 4a, :data:`SYSTEMS`
-    rising), ours at the defaults, and every point where ours is the other way (or a tie)."""
+    rising), ours at the defaults, and every point where ours is the other way (or a tie).
+
+    ``holds_everywhere``, ``flips`` and ``flips_at`` compare the point estimates (as before
+    the intervals). With the intervals (:func:`separation`, each point's two QPS intervals):
+    ``default_separation`` at the defaults; at the other points ``separated`` (our default
+    order, intervals apart), ``tied`` / ``tied_at`` (intervals overlap: not a flip, a draw),
+    ``flipped`` / ``flipped_at`` (the other order, intervals apart) and ``no_interval`` /
+    ``no_interval_at``; ``holds_everywhere_ci``: the order holds with intervals apart at the
+    defaults and at every point."""
     rows = []
+    df = df.copy()
+    for c in QPS_CI:
+        if c not in df:
+            df[c] = float("nan")
     for fam in dict.fromkeys(df.dataset):
         sub = df[df.dataset == fam]
-        piv = sub.pivot_table(index=["parameter", "level", "value"], columns="system",
-                              values="qps", aggfunc="first", sort=False).reset_index()
-        default = piv[piv.level == "default"].iloc[0]
-        systems = [s for s in SYSTEMS if s in piv.columns]
+        where = ["parameter", "level", "value"]
+        # one row per point (in the order of the CSV), a column per system and figure
+        wide = sub.set_index(where + ["system"])[["qps", *QPS_CI]].unstack("system")
+        info = sub[where].drop_duplicates().reset_index(drop=True)
+        wide = wide.reindex(pd.MultiIndex.from_frame(info))
+        qps, lo, hi = wide["qps"], wide["qps_ci_low"], wide["qps_ci_high"]
+        is_default = (info.level == "default").to_numpy()
+        d0 = int(np.flatnonzero(is_default)[0])
+        systems = [s for s in SYSTEMS if s in qps.columns]
         for a, b in itertools.combinations(systems, 2):   # paper: b above a
-            fast, slow = (b, a) if default[b] >= default[a] else (a, b)
-            other = piv[piv.level != "default"]
-            flips = other[~(other[fast] > other[slow])]
+            fast, slow = (b, a) if qps[b].iloc[d0] >= qps[a].iloc[d0] else (a, b)
+            other = ~is_default
+            flips = other & ~(qps[fast] > qps[slow]).to_numpy()
+            sep = np.array([separation(qps[fast].iloc[i], lo[fast].iloc[i], hi[fast].iloc[i],
+                                       qps[slow].iloc[i], lo[slow].iloc[i], hi[slow].iloc[i])
+                            for i in range(len(info))], dtype=object)
+
+            def at(mask):
+                return "; ".join(_point_name(r) for r in info[mask].itertuples())
+
             rows.append({"dataset": fam, "faster": fast, "slower": slow,
                          "paper_faster": b, "paper_agrees": fast == b,
-                         "default_qps_ratio": float(default[fast] / default[slow]),
-                         "points": len(other), "holds_everywhere": flips.empty,
-                         "flips": len(flips),
-                         "flips_at": "; ".join(_point_name(r) for r in flips.itertuples())})
+                         "default_qps_ratio": float(qps[fast].iloc[d0] / qps[slow].iloc[d0]),
+                         "points": int(other.sum()), "holds_everywhere": not flips.any(),
+                         "flips": int(flips.sum()), "flips_at": at(flips),
+                         "default_separation": sep[d0],
+                         "separated": int((other & (sep == "holds")).sum()),
+                         "tied": int((other & (sep == "tied")).sum()),
+                         "tied_at": at(other & (sep == "tied")),
+                         "flipped": int((other & (sep == "flipped")).sum()),
+                         "flipped_at": at(other & (sep == "flipped")),
+                         "no_interval": int((other & (sep == "no interval")).sum()),
+                         "no_interval_at": at(other & (sep == "no interval")),
+                         "holds_everywhere_ci": bool((sep == "holds").all())})
     return pd.DataFrame(rows)
 
 
@@ -470,28 +686,51 @@ def _numeric(values) -> np.ndarray | None:
     return None if np.isnan(x).any() else x
 
 
-def within_intervals(values, ratios, target: float, tol: float = TOLERANCE) -> list:
-    """The intervals of the parameter's value over which the ratio, linear between the
-    simulated ``(values, ratios)`` points, lies within ``tol`` of ``target``: a list of
-    (lo, hi) pairs, empty if none (an estimate between levels: only the levels are simulated)."""
+def _t_range(f0: float, f1: float, bound: float, above: bool) -> tuple[float, float]:
+    """The t of [0, 1] where ``f0 + (f1 - f0) t`` is >= ``bound`` (``above``) or <= it: an
+    interval (lo > hi: none)."""
+    if f1 == f0:
+        ok = f0 >= bound if above else f0 <= bound
+        return (0.0, 1.0) if ok else (1.0, 0.0)
+    t = (bound - f0) / (f1 - f0)
+    rising = f1 > f0
+    if above == rising:         # the condition holds from t on
+        return max(t, 0.0), 1.0
+    return 0.0, min(t, 1.0)
+
+
+def band_intervals(values, low, high, target: float, tol: float = TOLERANCE,
+                   how: str = "overlaps") -> list:
+    """The intervals of the parameter's value where a ratio interval [``low``, ``high``],
+    each end linear between the simulated ``values``, meets the band ``target`` x (1 +- tol):
+    ``how="overlaps"`` where the interval reaches into the band (upper end >= the band's
+    lower edge and lower end <= its upper edge: the ratio may be within it), ``"inside"``
+    where it lies wholly in it (lower end >= the lower edge and upper end <= the upper edge:
+    within it, the draw allowing). With ``low`` = ``high`` = the point ratio both are
+    :func:`within_intervals`. A list of (lo, hi) pairs, empty if none; an interpolation, only
+    the levels are simulated."""
+    if how not in ("overlaps", "inside"):
+        raise ValueError(f"how must be 'overlaps' or 'inside', got {how!r}")
     v = np.asarray(values, dtype=float)
-    r = np.asarray(ratios, dtype=float)
-    order = np.argsort(v)
-    v, r = v[order], r[order]
+    lo = np.asarray(low, dtype=float)
+    hi = np.asarray(high, dtype=float)
+    order = np.argsort(v, kind="stable")
+    v, lo, hi = v[order], lo[order], hi[order]
     lo_t, hi_t = target * (1 - tol), target * (1 + tol)
-    spans = []
+    # (curve, bound, above): the conditions, each linear in t on a segment
+    conds = ([(hi, lo_t, True), (lo, hi_t, False)] if how == "overlaps"
+             else [(lo, lo_t, True), (hi, hi_t, False)])
     if len(v) == 1:
-        return [(v[0], v[0])] if lo_t <= r[0] <= hi_t else []
-    for (v0, v1), (r0, r1) in zip(zip(v[:-1], v[1:]), zip(r[:-1], r[1:])):
-        if r1 == r0:
-            if lo_t <= r0 <= hi_t:
-                spans.append((v0, v1))
-            continue
-        # r(t) = r0 + (r1 - r0) t for t in [0, 1]; keep the t where lo_t <= r(t) <= hi_t
-        ta, tb = sorted(((lo_t - r0) / (r1 - r0), (hi_t - r0) / (r1 - r0)))
-        ta, tb = max(ta, 0.0), min(tb, 1.0)
+        ok = all((c[0] >= b) if above else (c[0] <= b) for c, b, above in conds)
+        return [(v[0], v[0])] if ok else []
+    spans = []
+    for i in range(len(v) - 1):
+        ta, tb = 0.0, 1.0
+        for curve, bound, above in conds:
+            a, b = _t_range(curve[i], curve[i + 1], bound, above)
+            ta, tb = max(ta, a), min(tb, b)
         if ta <= tb:
-            spans.append((v0 + ta * (v1 - v0), v0 + tb * (v1 - v0)))
+            spans.append((v[i] + ta * (v[i + 1] - v[i]), v[i] + tb * (v[i + 1] - v[i])))
     merged: list = []
     for a, b in spans:
         if merged and a <= merged[-1][1] + 1e-12:
@@ -501,61 +740,141 @@ def within_intervals(values, ratios, target: float, tol: float = TOLERANCE) -> l
     return merged
 
 
+def within_intervals(values, ratios, target: float, tol: float = TOLERANCE) -> list:
+    """The intervals of the parameter's value over which the ratio, linear between the
+    simulated ``(values, ratios)`` points, lies within ``tol`` of ``target``: a list of
+    (lo, hi) pairs, empty if none (an estimate between levels: only the levels are simulated)."""
+    return band_intervals(values, ratios, ratios, target, tol, how="inside")
+
+
+def _spans_text(spans) -> str:
+    return "; ".join(f"{a:.3g}-{b:.3g}" for a, b in spans)
+
+
 def regions(df: pd.DataFrame) -> pd.DataFrame:
     """Per paper figure, dataset and parameter: our ratio at each level, the levels within
-    :data:`TOLERANCE` of the paper, and the interpolated value interval(s) within it."""
+    :data:`TOLERANCE` of the paper, and the interpolated value interval(s) within it.
+
+    With the ratio's intervals (:func:`ratio_ci`): each level's interval
+    (``<level>_ratio_ci_low`` / ``_high``); ``levels_ci_overlap``, the levels whose interval
+    reaches into the band, and ``levels_ci_inside``, those whose interval lies wholly in it
+    (a level in ``levels_within`` but not ``levels_ci_inside`` is within 15 % by the draw, not
+    surely); ``levels_no_ci``, levels without an interval (in neither list). And the value
+    intervals of :func:`band_intervals`, each end of the ratio's interval linear between the
+    levels: ``interval_ci_overlap`` (where the interval reaches into the band: outside it the
+    ratio is out of the band at 95 %) and ``interval_ci_inside`` (where it lies wholly in the
+    band); ``interval_within`` (the point ratio's) lies between the two. Both are empty when
+    some level of the parameter has no interval (nothing to interpolate)."""
     rows = []
     cos = df[df.system == "cosmos"]
     for ratio, per_fam in PAPER.items():
         col = f"qps_vs_{ratio.split('_vs_')[1]}"
+        c_lo, c_hi = f"{col}_ci_low", f"{col}_ci_high"
         for fam in dict.fromkeys(cos.dataset):
             if fam not in per_fam:
                 continue
             target = per_fam[fam]
+            band = (target * (1 - TOLERANCE), target * (1 + TOLERANCE))
             for param, sub in cos[cos.dataset == fam].groupby("parameter", sort=False):
                 by = {r.level: r for r in sub.itertuples()}
                 ok = [lv for lv in LEVELS if lv in by and
                       abs(getattr(by[lv], col) / target - 1) <= TOLERANCE]
+
+                def ci(lv):
+                    if lv not in by or c_lo not in sub:
+                        return float("nan"), float("nan")
+                    return float(getattr(by[lv], c_lo)), float(getattr(by[lv], c_hi))
+
+                have = [lv for lv in LEVELS if lv in by and not any(map(math.isnan, ci(lv)))]
+                overlap = [lv for lv in have if ci(lv)[1] >= band[0] and ci(lv)[0] <= band[1]]
+                inside = [lv for lv in have if ci(lv)[0] >= band[0] and ci(lv)[1] <= band[1]]
                 vals = _numeric(sub.value)
                 spans = within_intervals(vals, sub[col], target) if vals is not None else []
+                with_ci = vals is not None and len(have) == len(sub)
+                lo_ci = sub[c_lo] if with_ci else None
+                hi_ci = sub[c_hi] if with_ci else None
                 rows.append({
                     "figure": ratio, "dataset": fam, "paper": target, "parameter": param,
                     **{f"{lv}_value": by[lv].value if lv in by else None for lv in LEVELS},
                     **{f"{lv}_ratio": getattr(by[lv], col) if lv in by else float("nan")
                        for lv in LEVELS},
                     "levels_within": ",".join(ok),
-                    "interval_within": "; ".join(f"{a:.3g}-{b:.3g}" for a, b in spans),
+                    "interval_within": _spans_text(spans),
+                    "band_low": band[0], "band_high": band[1],
+                    **{f"{lv}_ratio_ci_{end}": ci(lv)[k] for lv in LEVELS
+                       for k, end in enumerate(("low", "high"))},
+                    "levels_ci_overlap": ",".join(overlap),
+                    "levels_ci_inside": ",".join(inside),
+                    "levels_no_ci": ",".join(lv for lv in LEVELS if lv in by and lv not in have),
+                    "interval_ci_overlap": _spans_text(band_intervals(
+                        vals, lo_ci, hi_ci, target, how="overlaps")) if with_ci else "",
+                    "interval_ci_inside": _spans_text(band_intervals(
+                        vals, lo_ci, hi_ci, target, how="inside")) if with_ci else "",
                 })
     return pd.DataFrame(rows)
 
 
 def plot(folder) -> None:
-    """One tornado per headline ratio (a panel per dataset), from ``sensitivity.csv`` only."""
+    """One tornado per headline ratio (a panel per dataset), from ``sensitivity.csv`` only.
+    Where the CSV has the ratios' intervals, each bar's end carries its 95 % interval as an
+    error whisker and the default's interval is drawn as two dotted lines about its line; a folder
+    written before the intervals (or levels without one) draws the bars alone."""
     plt = pyplot()
     df = pd.read_csv(Path(folder) / "sensitivity.csv")
     cos = df[df.system == "cosmos"]
     fams = list(dict.fromkeys(cos.dataset))
+    nan = float("nan")
     for ratio in PAPER:
         col = f"qps_vs_{ratio.split('_vs_')[1]}"
+        c_lo, c_hi = f"{col}_ci_low", f"{col}_ci_high"
+        has_ci = c_lo in cos and c_hi in cos and cos[[c_lo, c_hi]].notna().any().any()
         nparam = cos.parameter.nunique()
         fig, axes = plt.subplots(1, len(fams), figsize=(5.2 * len(fams), 1.2 + 0.3 * nparam),
                                  squeeze=False)
         for ax, fam in zip(axes[0], fams):
             sub = cos[cos.dataset == fam]
-            d = float(sub[sub.level == "default"][col].iloc[0])
+            drow = sub[sub.level == "default"].iloc[0]
+            d = float(drow[col])
+
+            def ends(r):
+                if r is None:
+                    return d, nan, nan
+                return (float(getattr(r, col)), float(getattr(r, c_lo, nan)),
+                        float(getattr(r, c_hi, nan)))
+
             bars = []
             for param, g in sub.groupby("parameter", sort=False):
                 by = {r.level: r for r in g.itertuples()}
-                lo = getattr(by["low"], col) if "low" in by else d
-                hi = getattr(by["high"], col) if "high" in by else d
+                lo, hi = ends(by.get("low")), ends(by.get("high"))
                 label = f"{param} ({'/'.join(_fmt_value(by[lv].value) for lv in LEVELS if lv in by)})"
-                bars.append((max(abs(lo - d), abs(hi - d)), label, lo, hi))
-            bars.sort()
+                bars.append((max(abs(lo[0] - d), abs(hi[0] - d)), label, lo, hi,
+                             "low" in by, "high" in by))
+            bars.sort(key=lambda b: (b[0], b[1]))
             y = np.arange(len(bars))
-            ax.barh(y, [b[2] - d for b in bars], left=d, height=0.7, color="C0",
+            ax.barh(y, [b[2][0] - d for b in bars], left=d, height=0.7, color="C0",
                     label="low level")
-            ax.barh(y, [b[3] - d for b in bars], left=d, height=0.4, color="C1",
+            ax.barh(y, [b[3][0] - d for b in bars], left=d, height=0.4, color="C1",
                     label="high level")
+            if has_ci:
+                first = True
+                for k, color in ((2, "navy"), (3, "darkred")):
+                    keep = [i for i, b in enumerate(bars) if b[k + 2]
+                            and not math.isnan(b[k][1]) and not math.isnan(b[k][2])]
+                    if not keep:
+                        continue
+                    x = np.array([bars[i][k][0] for i in keep])
+                    err = np.array([[x_ - bars[i][k][1] for x_, i in zip(x, keep)],
+                                    [bars[i][k][2] - x_ for x_, i in zip(x, keep)]])
+                    err = np.where(np.isfinite(err), np.maximum(err, 0.0), 0.0)
+                    ax.errorbar(x, y[keep], xerr=err, fmt="none", ecolor=color, elinewidth=0.9,
+                                capsize=2.5, zorder=3,
+                                label="95 % interval of the level's ratio" if first else None)
+                    first = False
+                d_lo, d_hi = float(drow.get(c_lo, nan)), float(drow.get(c_hi, nan))
+                if np.isfinite(d_lo) and np.isfinite(d_hi):
+                    ax.axvline(d_lo, color="k", ls=":", lw=0.8, zorder=3,
+                               label="95 % interval at the defaults")
+                    ax.axvline(d_hi, color="k", ls=":", lw=0.8, zorder=3)
             ax.axvline(d, color="k", lw=0.8)
             target = PAPER[ratio].get(fam)
             if target is not None:
@@ -569,7 +888,7 @@ def plot(folder) -> None:
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, fontsize=7)
         height = fig.get_figheight()
-        fig.tight_layout(rect=(0, 0.35 / height, 1, 1))
+        fig.tight_layout(rect=(0, (0.35 if len(handles) <= 3 else 0.6) / height, 1, 1))
         save_figure(fig, folder, f"tornado_{ratio}")
         plt.close(fig)
 
@@ -581,13 +900,24 @@ def summary_md(folder) -> str:
     reg = pd.read_csv(folder / "regions.csv")
     reg["levels_within"] = reg["levels_within"].fillna("")
     reg["interval_within"] = reg["interval_within"].fillna("")
+    for c in ("levels_ci_overlap", "levels_ci_inside", "levels_no_ci", "interval_ci_overlap",
+              "interval_ci_inside"):
+        reg[c] = _text(reg[c]) if c in reg else ""
     orders["flips_at"] = orders["flips_at"].fillna("")
     lines = ["## Sensitivity of the headline ratios", "",
              "Each parameter varied alone, everything else at the default; six systems on each "
              "dataset at every point. Cosmos / Base and Cosmos / CXL-ANNS at each level "
              f"(paper: Cosmos / Base {PAPER['cosmos_vs_base']['sift']} on SIFT1B, "
              f"{PAPER['cosmos_vs_base']['deep']} on DEEP1B; Cosmos / CXL-ANNS "
-             f"{PAPER['cosmos_vs_cxl_anns']['sift']}).", ""]
+             f"{PAPER['cosmos_vs_cxl_anns']['sift']}), with the ratio's 95 % interval in "
+             "brackets where both runs have one (the delta method on the log ratio of the two "
+             "runs' batch-means intervals).", ""]
+    if "qps_vs_base_ci_low" in df:
+        n_ci = int(df.qps_ci_low.notna().sum())
+        stop = df["stopped"].astype(str).eq("ci-target").sum() if "stopped" in df else 0
+        lines += [f"{n_ci} of {len(df)} rows have a QPS interval; {stop} simulations "
+                  "stopped by the confidence-interval target (the others replayed their "
+                  "queries to the end).", ""]
     fams = list(dict.fromkeys(df.dataset))
     cos = df[df.system == "cosmos"]
     head = "| parameter | level | value | " + " | ".join(
@@ -597,8 +927,8 @@ def summary_md(folder) -> str:
         r0 = g.iloc[0]
         cells = []
         for f in fams:
-            gf = g[g.dataset == f]
-            cells += [f"{gf.qps_vs_base.iloc[0]:.2f}", f"{gf.qps_vs_cxl_anns.iloc[0]:.2f}"]
+            gf = g[g.dataset == f].iloc[0]
+            cells += [_with_ci(gf, "qps_vs_base"), _with_ci(gf, "qps_vs_cxl_anns")]
         reason = "" if level == "default" else str(r0.reason)
         lines.append(f"| {param} | {level} | {_fmt_value(r0.value)} {'' if pd.isna(r0.unit) else r0.unit} | "
                      + " | ".join(cells) + f" | {reason} |")
@@ -613,18 +943,26 @@ def summary_md(folder) -> str:
               "Ours at the defaults; whether it holds at every point; where it flips. The "
               "paper's order is that of its Fig. 4a (Base, DRAM-only, CXL-ANNS, Cosmos w/o "
               "rank PU, Cosmos w/o placement, Cosmos, rising).", "",
-              "| dataset | ours at default | paper agrees | holds everywhere | flips at |",
-              "|---|---|---|---|---|"]
+              "| dataset | ours at default | paper agrees | holds everywhere | flips at | "
+              "intervals apart (default; points) | tied at | flipped (intervals apart) at |",
+              "|---|---|---|---|---|---|---|---|"]
+    for c in ("tied_at", "flipped_at"):
+        orders[c] = _text(orders[c]) if c in orders else ""
     for r in orders.itertuples():
+        sep = (f"{getattr(r, 'default_separation', '')}; {getattr(r, 'separated', '')} of "
+               f"{r.points}" if hasattr(r, "separated") else "")
         lines.append(f"| {r.dataset} | {r.faster} > {r.slower} ({r.default_qps_ratio:.2f}x) | "
                      f"{'yes' if r.paper_agrees else 'no'} | "
-                     f"{'yes' if r.holds_everywhere else 'no'} | {r.flips_at} |")
+                     f"{'yes' if r.holds_everywhere else 'no'} | {r.flips_at} | {sep} | "
+                     f"{r.tied_at} | {r.flipped_at} |")
 
     lines += ["", f"### Where our model reproduces the paper's figures within "
               f"{TOLERANCE:.0%}", "",
               "Levels within the band, and the interval of the parameter's value where the "
               "ratio, linear between the simulated levels, is within it (an interpolation: only "
-              "the levels are simulated).", ""]
+              "the levels are simulated). With the ratios' 95 % intervals: \"surely within\" "
+              "where the interval lies wholly in the band, \"possibly\" where it reaches into "
+              "it (each end of the interval linear between the levels; `regions.csv`).", ""]
     for (fig_, fam), g in reg.groupby(["figure", "dataset"], sort=False):
         lines += [_region_line(fig_, fam, g)]
     missing = [p.key for p in PARAMETERS if not available(p)]
@@ -632,6 +970,21 @@ def summary_md(folder) -> str:
         lines += ["", "Not varied (the code does not offer the knob yet): " + ", ".join(missing)
                   + "."]
     return "\n".join(lines) + "\n"
+
+
+def _text(col: pd.Series) -> pd.Series:
+    """A text column read back from a CSV, "" where it is empty (pandas reads an all-empty
+    column as float NaN)."""
+    return col.astype(object).where(col.notna(), "")
+
+
+def _with_ci(row, col: str) -> str:
+    """``row[col]`` to two decimals, with its interval ``[low-high]`` where the row has one."""
+    lo, hi = row.get(f"{col}_ci_low"), row.get(f"{col}_ci_high")
+    text = f"{row[col]:.2f}"
+    if lo is not None and hi is not None and not (pd.isna(lo) or pd.isna(hi)):
+        text += f" [{lo:.2f}-{hi:.2f}]"
+    return text
 
 
 def _region_line(figure: str, fam: str, g: pd.DataFrame) -> str:
@@ -644,8 +997,13 @@ def _region_line(figure: str, fam: str, g: pd.DataFrame) -> str:
     ranges = {r.parameter: r for r in g.itertuples()}
 
     def span(r):
+        ci = ""
+        if r.levels_ci_overlap or r.levels_ci_inside or r.interval_ci_overlap:
+            ci = (f"; with the intervals: levels surely within {r.levels_ci_inside or 'none'}, "
+                  f"possibly within {r.levels_ci_overlap or 'none'}; values surely within "
+                  f"{r.interval_ci_inside or '-'}, possibly {r.interval_ci_overlap or '-'}")
         return (f"{r.parameter} in {r.interval_within or '-'} (simulated levels within: "
-                f"{r.levels_within or 'none'})")
+                f"{r.levels_within or 'none'}{ci})")
 
     if abs(d / target - 1) <= TOLERANCE:
         whole = [p for p, r in ranges.items() if set(r.levels_within.split(",")) >=
