@@ -231,3 +231,254 @@ def test_simulation_cost_counts_scan_lines(tiny_runs):
     assert 0 < cost["sift-exact-p1"] < cost["sift-exact-p2"]
     # a SIFT-like code is 16 bytes, a vector 128: the exact scan reads 8x the lines of IVF-PQ
     assert cost["sift-exact-p2"] > 4 * cost["sift-ivfpq-p2-r0"]
+
+
+# ------------------------------------------------------------------ winners with intervals
+
+
+def test_qps_interval_at_recall_on_a_hand_front():
+    """At a front point (and at a lower bound: the front's first point) the interval is that
+    run's; between two points the relative errors below and above are the root sum of
+    squares of (1 - t) and t times the two runs' (delta method on the log-linear
+    interpolation); no interval where a run has none or the target is not reached."""
+    f = R.pareto_front(pd.DataFrame({"recall": [0.8, 0.9, 1.0], "qps": [1000.0, 100.0, 10.0],
+                                     "qps_ci_low": [900.0, 95.0, 9.0],
+                                     "qps_ci_high": [1200.0, 110.0, 11.0]}))
+    assert R.qps_interval_at_recall(f, 0.9) == (95.0, 110.0)           # on a front point
+    assert R.qps_interval_at_recall(f, 0.5) == (900.0, 1200.0)         # a lower bound
+    q = R.qps_at_recall(f, 0.85)                                        # t = 0.5
+    lo, hi = R.qps_interval_at_recall(f, 0.85)
+    assert lo == pytest.approx(q * (1 - math.hypot(0.5 * 0.1, 0.5 * 0.05)))
+    assert hi == pytest.approx(q * (1 + math.hypot(0.5 * 0.2, 0.5 * 0.1)))
+    q = R.qps_at_recall(f, 0.92)                                        # t = 0.2
+    lo, hi = R.qps_interval_at_recall(f, 0.92)
+    assert lo == pytest.approx(q * (1 - math.hypot(0.8 * 0.05, 0.2 * 0.1)))
+    assert hi == pytest.approx(q * (1 + math.hypot(0.8 * 0.1, 0.2 * 0.1)))
+    assert all(math.isnan(v) for v in R.qps_interval_at_recall(f.iloc[:2], 0.95))
+    bare = R.pareto_front(pd.DataFrame({"recall": [0.8, 1.0], "qps": [1000.0, 10.0]}))
+    assert all(math.isnan(v) for v in R.qps_interval_at_recall(bare, 0.9))
+    half = f.assign(qps_ci_low=[900.0, float("nan"), 9.0])
+    assert math.isnan(R.qps_interval_at_recall(R.pareto_front(half), 0.85)[0])
+
+
+def test_winners_carry_the_intervals_of_the_runs():
+    """winners.csv's intervals on a hand-made frame: the winner on a front point has its
+    run's interval, the runner-up's is interpolated, and the margin's low end combines the
+    winner's low side with the runner-up's high side (and the reverse); without intervals
+    they are empty and ci_note says why."""
+    rows = [dict(dataset="s", system="cosmos", recall=0.8, qps=1000.0, qps_ci_low=950.0,
+                 qps_ci_high=1100.0),
+            dict(dataset="s", system="cosmos", recall=1.0, qps=10.0, qps_ci_low=9.0,
+                 qps_ci_high=11.0),
+            dict(dataset="s", system="ivfpq-pnm", recall=0.9, qps=800.0, qps_ci_low=760.0,
+                 qps_ci_high=880.0)]
+    (w,) = R.winners(pd.DataFrame(rows), targets=(0.9,)).itertuples()
+    assert (w.system, w.runner_up) == ("ivfpq-pnm", "cosmos")
+    assert (w.qps, w.qps_ci_low, w.qps_ci_high) == (800.0, 760.0, 880.0)
+    ru = 100.0                                    # sqrt(1000 * 10): halfway, log-linear
+    assert w.runner_up_qps == pytest.approx(ru)
+    assert w.runner_up_qps_ci_low == pytest.approx(ru * (1 - math.hypot(0.025, 0.05)))
+    assert w.runner_up_qps_ci_high == pytest.approx(ru * (1 + math.hypot(0.05, 0.05)))
+    r_dn, r_up = math.hypot(0.025, 0.05), math.hypot(0.05, 0.05)
+    assert w.margin == pytest.approx(8.0)
+    assert w.margin_ci_low == pytest.approx(8.0 * (1 - math.hypot(0.05, r_up)))
+    assert w.margin_ci_high == pytest.approx(8.0 * (1 + math.hypot(0.10, r_dn)))
+    assert w.ci_note == "" and list(R.winners(pd.DataFrame(rows)).columns) == R.WINNER_COLUMNS
+    line = R._winner_line(w)
+    assert "800 QPS (95 % CI 760-880)" in line and "8.00x (95 % CI" in line
+    bare = R.winners(pd.DataFrame(rows).drop(columns=["qps_ci_low", "qps_ci_high"]),
+                     targets=(0.9,)).iloc[0]
+    assert math.isnan(bare.qps_ci_low) and math.isnan(bare.margin_ci_high)
+    assert bare.ci_note == R.NO_RUN_INTERVAL and "CI" not in R._winner_line(bare)
+
+
+def _replications_frame():
+    """Three synthetic replications of one dataset (recall target 0.9): cosmos (graph) at
+    632.46 (sqrt(1000 x 400)), 848.53 (sqrt(1200 x 600)) and 900 QPS at the target;
+    ivfpq-pnm at 700, 650, 800; exact-pnm at 5000 in replication 0 only (it cannot reach 0.9
+    in the others); base low in all; exact-host never reaches it. Every run has a +-5 %
+    interval."""
+    pts = {0: {"cosmos": [(0.85, 1000), (0.95, 400)], "ivfpq-pnm": [(0.9, 700)],
+               "exact-pnm": [(0.92, 5000)], "base": [(0.95, 100)], "exact-host": [(0.8, 50)]},
+           1: {"cosmos": [(0.85, 1200), (0.95, 600)], "ivfpq-pnm": [(0.9, 650)],
+               "exact-pnm": [(0.85, 5000)], "base": [(0.95, 90)], "exact-host": [(0.8, 50)]},
+           2: {"cosmos": [(0.9, 900)], "ivfpq-pnm": [(0.9, 800)], "exact-pnm": [(0.85, 5000)],
+               "base": [(0.95, 80)], "exact-host": [(0.8, 50)]}}
+    return pd.DataFrame([dict(replication=r, seed=10 + r, dataset="s", system=s, recall=rc,
+                              qps=float(q), qps_ci_low=0.95 * q, qps_ci_high=1.05 * q)
+                         for r, systems in pts.items() for s, curve in systems.items()
+                         for rc, q in curve])
+
+
+def test_replicated_winners_on_synthetic_replications():
+    """The winner is the most mean QPS among the systems that reach the target in every
+    replication (exact-pnm's 5,000 in one replication does not count), with its Student-t
+    interval over the replications; it wins in 2 of 3 (replication 0's own winner is
+    exact-pnm), its family in 2 of 3; the margin is the mean of the replications' ratios
+    with their Student-t interval, above 1 in 2 of 3."""
+    from experiments.harness.replications import clopper_pearson, t_interval, within_interval
+
+    per = _replications_frame()
+    win, each = R.replicated_winners(per, targets=(0.9,))
+    assert list(win.columns) == R.WINNER_COLUMNS + R.REPLICATED_WINNER_COLUMNS
+    assert list(each.system) == ["exact-pnm", "cosmos", "cosmos"]
+    assert list(each.seed) == [10, 11, 12]
+    (w,) = win.itertuples()
+    cos = [math.sqrt(1000 * 400), math.sqrt(1200 * 600), 900.0]
+    ivf = [700.0, 650.0, 800.0]
+    assert (w.system, w.family, w.runner_up, w.runner_up_family) == (
+        "cosmos", "graph", "ivfpq-pnm", "ivfpq")
+    mean, lo, hi, sd = t_interval(cos)
+    assert (w.qps, w.qps_rep_ci_low, w.qps_rep_ci_high, w.qps_rep_sd) == pytest.approx(
+        (mean, lo, hi, sd))
+    # the runs' own intervals carried to the mean: cosmos's first two at t = 0.5 between
+    # two +-5 % runs (0.05 / sqrt(2) each way), the third on a point (5 %)
+    rel = [0.05 / math.sqrt(2), 0.05 / math.sqrt(2), 0.05]
+    assert (w.qps_ci_low, w.qps_ci_high) == pytest.approx(within_interval(
+        cos, [q * (1 - e) for q, e in zip(cos, rel)], [q * (1 + e) for q, e in zip(cos, rel)]))
+    assert w.runner_up_qps == pytest.approx(sum(ivf) / 3)
+    ratios = [c / i for c, i in zip(cos, ivf)]
+    mean, lo, hi, sd = t_interval(ratios)
+    assert (w.margin, w.margin_rep_ci_low, w.margin_rep_ci_high) == pytest.approx((mean, lo, hi))
+    assert (w.wins, w.family_wins, w.margin_holds) == (2, 2, 2)
+    assert (w.wins_ci_low, w.wins_ci_high) == pytest.approx(clopper_pearson(2, 3))
+    assert w.reached == "cosmos, ivfpq-pnm, base" and w.not_reached == "exact-host"
+    assert w.reached_in_some == "exact-pnm (1 of 3)"
+    assert w.lower_bounds == "exact-pnm, base" and w.replications == 3 and w.seeds == "10 11 12"
+    line = R._winner_line(w)
+    assert "wins in 2 of 3 replications" in line and "its family in 2 of 3" in line
+    assert "above it in 2 of 3 replications" in line and "exact-pnm (1 of 3)" in line
+    # a frame of one replication gives winners() of that replication
+    one = per[per.replication == 1]
+    w1, each1 = R.replicated_winners(one, targets=(0.9,))
+    pd.testing.assert_frame_equal(
+        each1.drop(columns=["replication", "seed"]),
+        R.winners(one.drop(columns=["replication", "seed"]), targets=(0.9,)))
+    assert w1.wins.iloc[0] == 1 and math.isnan(w1.qps_rep_ci_low.iloc[0])
+
+
+def test_aggregate_gives_each_points_means_over_the_replications():
+    from experiments.harness.replications import t_interval, within_interval
+
+    rows = []
+    for r, (rc, q) in enumerate([(0.90, 100.0), (0.92, 130.0), (0.91, 115.0)]):
+        base = {c: 1.0 for c in R.COLUMNS}
+        base.update(dataset="s", family="graph", system="cosmos", num_probes=2,
+                    cand_list_len=16, rerank=float("nan"), recall=rc, qps=q,
+                    qps_ci_low=q - 2, qps_ci_high=q + 2, steady_state=r != 1,
+                    ci_note="note" if r else "", latency_mean_ns=1000.0 * (r + 1),
+                    index_build_s=float("nan") if r == 2 else 1.0)
+        rows.append({"replication": r, "seed": r, **base})
+    agg = R.aggregate(pd.DataFrame(rows))
+    assert len(agg) == 1 and list(agg.columns[:len(R.COLUMNS)]) == R.COLUMNS
+    a = agg.iloc[0]
+    m, lo, hi, sd = t_interval([100.0, 130.0, 115.0])
+    assert (a.qps, a.qps_rep_ci_low, a.qps_rep_ci_high, a.qps_rep_sd) == pytest.approx(
+        (m, lo, hi, sd))
+    assert (a.qps_ci_low, a.qps_ci_high) == pytest.approx(within_interval(
+        [100, 130, 115], [98, 128, 113], [102, 132, 117]))
+    assert a.recall == pytest.approx(0.91) and a.latency_mean_ns == pytest.approx(2000.0)
+    assert math.isnan(a.index_build_s) and not a.steady_state and a.ci_note == "note"
+    assert a.replications == 3 and a.seeds == "0 1 2" and math.isnan(a.rerank)
+
+
+def test_winners_csv_of_the_tiny_run(tiny_runs):
+    """winners.csv is winners() of recall_qps.csv; at the tiny scale the runs have no
+    interval of their own (85 queries: too few completions for batch means), so the
+    intervals are empty and ci_note and summary.md say why."""
+    folder, _ = tiny_runs
+    df = R.read_table(folder)
+    assert df.qps_ci_low.isna().all()
+    got = R.read_winners(folder)
+    want = R.winners(df)
+    assert list(got.columns) == R.WINNER_COLUMNS and len(got) == 2 * len(R.TARGETS)
+    text = ["system", "family", "runner_up", "runner_up_family"]   # None where empty
+    pd.testing.assert_frame_equal(got.drop(columns=text), want.drop(columns=text),
+                                  check_dtype=False)
+    assert (got[text].fillna("") == want[text].fillna("")).all().all()
+    for col in ("qps_ci_low", "qps_ci_high", "margin_ci_low", "margin_ci_high"):
+        assert got[col].isna().all(), col
+    assert (got.ci_note == R.NO_RUN_INTERVAL).all()
+    md = (folder / "summary.md").read_text()
+    assert "no interval of their own at this scale" in md
+
+
+@pytest.fixture(scope="module")
+def replicated_runs(tiny_runs):
+    """recall_qps --replications 1 and --replications 2 at the tiny scale, with the
+    simulation cache of :func:`tiny_runs` (replication 0's simulations are read from it;
+    replication 1 builds its workloads and simulates)."""
+    root = tiny_runs[0].parent
+    mp = pytest.MonkeyPatch()
+    mp.setenv("COSMOS_CACHE", str(root / "cache"))
+    mp.setenv("MPLBACKEND", "Agg")
+    try:
+        for r in (1, 2):
+            assert main(["run", "recall_qps", "--scale", "tiny", "--replications", str(r),
+                         "--out", str(root / f"r{r}"), "--workers", "2", "--no-progress"]) == 0
+    finally:
+        mp.undo()
+    return root / "r1", root / "r2"
+
+
+def test_one_replication_is_todays_run(tiny_runs, replicated_runs):
+    """--replications 1 writes the files of the run without it with the same figures, and
+    replication 0 of a replicated run is that run (the run without --replications here
+    simulated everything itself: --no-sim-cache). index_build_s is a measured wall time."""
+    today, (r1, r2) = tiny_runs[1], replicated_runs
+    files = sorted(p.name for p in today.iterdir())
+    assert sorted(p.name for p in r1.iterdir()) == files and "winners.csv" in files
+    t = pd.read_csv(today / "recall_qps.csv").drop(columns="index_build_s")
+    pd.testing.assert_frame_equal(t, pd.read_csv(r1 / "recall_qps.csv").drop(
+        columns="index_build_s"), check_exact=True)
+    for name in ("winners.csv", "batch_sweep.csv", "summary.md"):
+        assert (today / name).read_bytes() == (r1 / name).read_bytes(), name
+    per = pd.read_csv(r2 / "recall_qps_replications.csv")
+    rep0 = per[per.replication == 0].drop(columns=["replication", "seed", "index_build_s"])
+    pd.testing.assert_frame_equal(t, rep0.reset_index(drop=True), check_exact=True,
+                                  check_dtype=False)
+    each = pd.read_csv(r2 / "winners_replications.csv")
+    each0 = each[each.replication == 0].drop(columns=["replication", "seed"])
+    pd.testing.assert_frame_equal(pd.read_csv(today / "winners.csv"),
+                                  each0.reset_index(drop=True), check_exact=True,
+                                  check_dtype=False)
+    assert (today / "batch_sweep.csv").read_bytes() == (r2 / "batch_sweep.csv").read_bytes()
+
+
+def test_two_replications_end_to_end(replicated_runs):
+    from experiments.harness.replications import t_interval
+
+    out = replicated_runs[1]
+    for f in ("recall_qps.csv", "recall_qps_replications.csv", "winners.csv",
+              "winners_replications.csv", "batch_sweep.csv", "summary.md", "recall_qps.png",
+              "traces/sift-exact-p1.npz", "traces/seed1/sift-exact-p1.npz",
+              "traces/seed1/deep-graph-p1-L16.npz"):
+        assert (out / f).is_file(), f
+    per = pd.read_csv(out / "recall_qps_replications.csv").rename(
+        columns={R.RECALL_COLUMN: "recall"})
+    agg = R.read_table(out)
+    assert sorted(per.seed.unique()) == [0, 1] and len(per) == 2 * len(agg)
+    assert (agg.replications == 2).all()
+    # distinct workloads: the recall of the points differs between the replications
+    key = ["dataset", "system", "num_probes", "cand_list_len", "rerank"]
+    wide = per.fillna({"cand_list_len": -1, "rerank": -1}).pivot_table(
+        index=key, columns="seed", values="recall")
+    assert (wide[0] != wide[1]).any()
+    (grp, sub), = list(per[(per.dataset == "sift") & (per.system == "cosmos")
+                           & (per.num_probes == 1) & (per.cand_list_len == 16)]
+                       .groupby("system"))
+    row = agg[(agg.dataset == "sift") & (agg.system == "cosmos") & (agg.num_probes == 1)
+              & (agg.cand_list_len == 16)].iloc[0]
+    mean, lo, hi, _ = t_interval(sub.qps)
+    assert (row.qps, row.qps_rep_ci_low, row.qps_rep_ci_high) == pytest.approx((mean, lo, hi))
+    win = R.read_winners(out)
+    want, each = R.replicated_winners(per.drop(columns=[]))
+    assert list(win.columns) == R.WINNER_COLUMNS + R.REPLICATED_WINNER_COLUMNS
+    assert list(win.system.fillna("")) == list(want.system.fillna(""))
+    assert len(pd.read_csv(out / "winners_replications.csv")) == 2 * len(win)
+    for r in win.itertuples():
+        if isinstance(r.system, str):
+            assert 0 <= r.wins <= 2 and r.family_wins >= r.wins
+    md = (out / "summary.md").read_text()
+    assert "2 replications" in md and "replications (95 % CI of the proportion" in md
+    assert "The batch-size sweep runs on replication 0 alone" in md

@@ -232,3 +232,15 @@ def test_one_replication_is_todays_run(runs):
         assert (runs / "today" / name).read_bytes() == (runs / "r1" / name).read_bytes()
     trace = Path(runs / "today" / "traces" / "sift.npz")
     assert trace.is_file()
+
+
+def test_recall_qps_is_replicated(tmp_path, capsys):
+    """recall_qps runs --replications R too (its R = 1 identity and R = 2 run:
+    tests/test_recall_qps.py); an experiment without replications names both in its refusal."""
+    from experiments.harness.runner import REPLICATED
+
+    assert {"fig4a_qps", "recall_qps"} <= set(REPLICATED)
+    rc = main(["run", "fig5a_lir", "--scale", "tiny", "--replications", "2",
+               "--out-root", str(tmp_path / "r"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "fig4a_qps, recall_qps" in err

@@ -56,7 +56,7 @@ REGISTRY = (
     # points of up to 2,000 queries each; an exact scan of 4 to 16 of 64 lists streams
     # 0.1-1.5 M DRAM requests per query, so its runs alone are tens of billions of requests,
     # hours on 2 cores
-    Experiment("recall_qps", full_on_request=True),
+    Experiment("recall_qps", full_on_request=True, replicated=True),
     # studies of the model itself, too long to be part of every reproduction
     Experiment("sensitivity", on_request=True),
     Experiment("scale_n", on_request=True),

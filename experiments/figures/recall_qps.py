@@ -35,6 +35,17 @@ lookup-table strategy (:data:`SAME_STRATEGY`) and the host's stream prefetcher o
 :data:`BATCH_SWEEP` on each workload's exact trace at its most probes (:func:`batch_sweep`:
 QPS per query, the batch's latency, one batch in flight, and the roofline's B*), drawn in
 ``batch_sweep.png`` and tabled in ``summary.md``.
+
+``winners.csv`` (:func:`winners`) has, per dataset and recall target, the winner and the best
+system of another family with the 95 % intervals of their QPS at the target and of the margin
+from the runs' own batch-means intervals (:func:`qps_interval_at_recall`; empty, with
+``ci_note`` saying why, where the runs have none: at the tiny and default scales). With
+``--replications R`` (R > 1, experiments.harness.replications; seeds SEED + r) every
+replication builds its own workloads and simulates the whole grid: ``recall_qps.csv`` holds
+each setting's means, ``recall_qps_replications.csv`` each replication's table, and
+``winners.csv`` the winner by mean QPS at the target with its Student-t interval over the
+replications, in how many replications it wins, and its margin over the runner-up with its
+interval (:func:`run_replications`, :func:`replicated_winners`, issue 54).
 """
 
 from __future__ import annotations
@@ -169,7 +180,7 @@ def _save(ctx, name: str, build) -> tuple[Path, dict]:
     from graphs import load_trace, save_trace
 
     folder = ctx.traces_dir or ctx.out / "traces"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)      # a replication's: traces/seed<S + r>/
     path = folder / f"{name}.npz"
     if path.exists():
         tr = load_trace(path, verify=False)
@@ -367,8 +378,9 @@ def bend_batch(sweep: pd.DataFrame, column: str = "qps_one_batch") -> dict:
             for fam, g in sweep.groupby("dataset", sort=False)}
 
 
-def run(ctx) -> dict:
-    pts = points(ctx)
+def _tasks(ctx, pts: list) -> tuple[list, list]:
+    """(closed-loop tasks, one-query-in-flight tasks) of the points ``pts`` (:func:`points`)
+    of context ``ctx`` (its seed): every system of each point's family."""
     tasks, lone = [], []
     for pt in pts:
         for system in SYSTEMS[pt["family"]]:
@@ -382,7 +394,13 @@ def run(ctx) -> dict:
             tasks.append({**task, "ci_target": ctx.scale.ci_target})
             if system in UNLOADED:
                 lone.append({**task, "max_inflight": 1})
-    rows = ctx.sweep(simulate_task, tasks + lone, desc="recall-QPS sweep")
+    return tasks, lone
+
+
+def _table(pts: list, tasks: list, lone: list, rows: list) -> pd.DataFrame:
+    """The rows of ``recall_qps.csv`` (:data:`COLUMNS`, ``recall`` by that name) of one
+    workload instance from its simulations' ``rows`` (``tasks`` then ``lone``, as
+    :func:`_tasks` made them for the points ``pts``)."""
     df = _per_query(pd.DataFrame(rows[:len(tasks)]))
     # (system, trace) -> mean latency with one query in flight
     unloaded = {(t["system"], t["trace_path"]): r["latency_mean_ns"]
@@ -397,16 +415,42 @@ def run(ctx) -> dict:
     df["index_build_s"] = [built[t["trace_path"]] for t in tasks]
     if "ci_note" not in df:
         df["ci_note"] = ""
-    df = df[COLUMNS]
+    return df[COLUMNS]
+
+
+def run(ctx) -> dict:
+    if ctx.replications > 1:
+        return run_replications(ctx)
+    pts = points(ctx)
+    tasks, lone = _tasks(ctx, pts)
+    rows = ctx.sweep(simulate_task, tasks + lone, desc="recall-QPS sweep")
+    df = _table(pts, tasks, lone, rows)
     write_csv(ctx.out / "recall_qps.csv", df.rename(columns={"recall": RECALL_COLUMN}))
     out = {}
     win = winners(df)
+    write_csv(ctx.out / "winners.csv", win[WINNER_COLUMNS])
     for r in win.itertuples():
         key = f"{r.dataset}_at_recall_{r.target:g}"
         out[key] = (f"{r.system} ({r.family}) {r.qps:,.0f} QPS, {r.margin:.2f}x over "
                     f"{r.runner_up}" if isinstance(r.system, str) and isinstance(r.runner_up, str)
                     else (f"{r.system} ({r.family}) only" if isinstance(r.system, str)
                           else "not reached"))
+        # the 95 % intervals where the runs around the target have theirs (left out
+        # otherwise, as fig4a's headline)
+        for col in ("qps", "margin"):
+            ci = [float(getattr(r, f"{col}_ci_{e}")) for e in ("low", "high")]
+            if all(v == v for v in ci):
+                out[f"{key}_{col}_ci95"] = [round(v, 3 if col == "margin" else 0) for v in ci]
+    out.update(_ratio_headline(df))
+    sweep = batch_sweep(ctx, pts)
+    out.update(_batch_headline(sweep))
+    return out
+
+
+def _ratio_headline(df: pd.DataFrame) -> dict:
+    """Headline ranges of ivfpq-pnm over ivfpq-host (lone-query latency) and of each
+    :data:`SAME_STRATEGY` pair (closed-loop QPS), per dataset."""
+    out = {}
     cham = chameleon_ratios(df)
     for fam, sub in cham.groupby("dataset", sort=False):
         out[f"{fam}_ivfpq_pnm_over_host_latency"] = [round(float(sub.latency_ratio.min()), 2),
@@ -415,12 +459,71 @@ def run(ctx) -> dict:
         for fam, sub in chameleon_ratios(df, host, pnm).groupby("dataset", sort=False):
             out[f"{fam}_{pnm}_over_{host}_qps"] = [round(float(sub.qps_ratio.min()), 2),
                                                    round(float(sub.qps_ratio.max()), 2)]
-    sweep = batch_sweep(ctx, pts)
+    return out
+
+
+def _batch_headline(sweep: pd.DataFrame) -> dict:
+    out = {}
     for fam, b in bend_batch(sweep).items():
         g = sweep[sweep.dataset == fam]
         out[f"{fam}_exact_pnm_batch_best_B"] = (
             f"{b} (roofline B* {g.roofline_batch.iloc[0]:.1f} at the unit's stream, "
             f"{g.roofline_batch_dram_share.iloc[0]:.1f} at its DRAM share)")
+    return out
+
+
+def run_replications(ctx) -> dict:
+    """recall_qps on ``ctx.replications`` workload instances (experiments.harness.replications):
+    each replication builds its own datasets, indexes and traces (``traces/seed<SEED + r>/``)
+    and simulates the whole grid with its seed, all in one sweep. Writes
+    ``recall_qps_replications.csv`` (each replication's table, led by ``replication`` and
+    ``seed``), ``recall_qps.csv`` (:func:`aggregate`: each point's means),
+    ``winners_replications.csv`` and ``winners.csv`` (:func:`replicated_winners`). The
+    batch-size sweep runs on replication 0 alone (``batch_sweep.csv`` as without
+    replications: it measures where exact-pnm-batch bends against the roofline, which the
+    winners do not use)."""
+    made = {}
+
+    def tasks_of(c):
+        pts = points(c)
+        tasks, lone = _tasks(c, pts)
+        made[c.seed] = (pts, tasks, lone)
+        return tasks + lone
+
+    rows = ctx.replicated_sweep(simulate_task, tasks_of, desc="recall-QPS sweep")
+    tables = []
+    for r, seed in enumerate(ctx.seeds):
+        own = [{k: v for k, v in row.items() if k not in ("replication", "seed")}
+               for row in rows if row["replication"] == r]
+        tables.append(_table(*made[seed], own).assign(replication=r, seed=seed))
+    per_rep = pd.concat(tables, ignore_index=True)
+    per_rep = per_rep[["replication", "seed"] + COLUMNS]
+    agg = aggregate(per_rep)
+
+    def csv_names(frame):
+        return frame.rename(columns={c: RECALL_COLUMN + c[len("recall"):] for c in frame.columns
+                                     if c == "recall" or c.startswith("recall_rep_")})
+
+    write_csv(ctx.out / "recall_qps.csv", csv_names(agg))
+    write_csv(ctx.out / "recall_qps_replications.csv", csv_names(per_rep))
+    win, each = replicated_winners(per_rep)
+    write_csv(ctx.out / "winners.csv", win)
+    write_csv(ctx.out / "winners_replications.csv", each)
+    n = ctx.replications
+    out = {"replications": n, "seeds": ctx.seeds}
+    for r in win.itertuples():
+        key = f"{r.dataset}_at_recall_{r.target:g}"
+        if not isinstance(r.system, str):
+            out[key] = "not reached in every replication"
+            continue
+        out[key] = (f"{r.system} ({r.family}) {r.qps:,.0f} QPS (over seeds "
+                    f"{_ci(r.qps_rep_ci_low, r.qps_rep_ci_high)}), wins in {int(r.wins)} of {n}"
+                    + (f", {r.margin:.2f}x over {r.runner_up} (over seeds "
+                       f"{_ci(r.margin_rep_ci_low, r.margin_rep_ci_high, '.2f')}), above it "
+                       f"in {int(r.margin_holds)} of {n}" if isinstance(r.runner_up, str)
+                       else " only"))
+    out.update(_ratio_headline(agg))
+    out.update(_batch_headline(batch_sweep(ctx, made[ctx.seed][0])))
     return out
 
 
@@ -440,20 +543,68 @@ def pareto_front(frame: pd.DataFrame) -> pd.DataFrame:
     return f.loc[keep].sort_values("recall", kind="mergesort")
 
 
+def _bracket(front: pd.DataFrame, target: float):
+    """Where recall ``target`` falls on ``front`` (:func:`pareto_front`): None if no point
+    reaches it; else (low point, point at or above the target, t) with log QPS at the target
+    = (1 - t) log QPS(low) + t log QPS(above); the low point is None (t = 1) when the front's
+    first point is at or above the target or one point is exactly on it."""
+    if front.empty or front.recall.max() < target:
+        return None
+    above = front[front.recall >= target].iloc[0]
+    below = front[front.recall < target]
+    if below.empty or above.recall == target:
+        return None, above, 1.0
+    lo = below.iloc[-1]
+    return lo, above, (target - lo.recall) / (above.recall - lo.recall)
+
+
 def qps_at_recall(front: pd.DataFrame, target: float) -> float:
     """The QPS a system reaches at recall ``target`` on its Pareto front (``front`` from
     :func:`pareto_front`): between the two front points around the target, log QPS
     interpolated linearly in recall; the front's first point if it is at or above the target
     already (its QPS: what the sweep shows at least); NaN if no point reaches the target."""
-    if front.empty or front.recall.max() < target:
+    br = _bracket(front, target)
+    if br is None:
         return float("nan")
-    above = front[front.recall >= target].iloc[0]
-    below = front[front.recall < target]
-    if below.empty or above.recall == target:
+    lo, above, t = br
+    if lo is None:
         return float(above.qps)
-    lo = below.iloc[-1]
-    t = (target - lo.recall) / (above.recall - lo.recall)
     return float(math.exp(math.log(lo.qps) + t * (math.log(above.qps) - math.log(lo.qps))))
+
+
+def _rel_errors(point) -> tuple:
+    """(relative distance down to ``qps_ci_low``, up to ``qps_ci_high``) of a row; NaN where
+    the row has no interval."""
+    q = float(point.qps)
+    lo, hi = (float(point.get(c, float("nan"))) for c in ("qps_ci_low", "qps_ci_high"))
+    return (q - lo) / q, (hi - q) / q
+
+
+def qps_interval_at_recall(front: pd.DataFrame, target: float) -> tuple:
+    """(low, high): the 95 % interval of :func:`qps_at_recall` from the runs' own intervals
+    (``qps_ci_low`` / ``qps_ci_high`` of the front's points, cosmos.metrics' batch means).
+    At a front point (or a lower bound: the front's first point) it is that run's interval.
+    Between two points, log QPS at the target is (1 - t) log q_lo + t log q_above of two
+    separate simulations, so to first order (delta method, as
+    experiments.harness.common.add_ratio_ci) its relative error is the root sum of squares
+    of (1 - t) and t times theirs, taken below and above separately. It covers the
+    simulations' sampling only: the recall of each point (a mean over ``recall_queries``
+    queries) and the workload draw are held fixed; the replications' interval
+    (:func:`replicated_at_recall`) covers those. NaN where a run used has no interval or no
+    point reaches the target."""
+    nan = (float("nan"), float("nan"))
+    br = _bracket(front, target)
+    if br is None:
+        return nan
+    lo, above, t = br
+    if lo is None:
+        return float(above.get("qps_ci_low", nan[0])), float(above.get("qps_ci_high", nan[0]))
+    q = qps_at_recall(front, target)
+    dn_a, up_a = _rel_errors(above)
+    dn_l, up_l = _rel_errors(lo)
+    dn = math.hypot((1 - t) * dn_l, t * dn_a)
+    up = math.hypot((1 - t) * up_l, t * up_a)
+    return q * (1 - dn), q * (1 + up)
 
 
 def is_lower_bound(frame: pd.DataFrame, target: float) -> bool:
@@ -464,37 +615,289 @@ def is_lower_bound(frame: pd.DataFrame, target: float) -> bool:
     return not r.empty and bool(r.min() > target)
 
 
+def at_recall(df: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
+    """One row per dataset, recall target and system of ``df`` (a ``recall_qps.csv`` table
+    with ``recall``): ``family``, ``qps`` at the target (:func:`qps_at_recall`, NaN if the
+    system cannot reach it), its interval ``qps_ci_low`` / ``qps_ci_high``
+    (:func:`qps_interval_at_recall`; NaN where the runs have none), ``lower_bound``
+    (:func:`is_lower_bound`) and ``best_recall`` (the sweep's highest)."""
+    rows = []
+    for fam, sub in df.groupby("dataset", sort=False):
+        for t in targets:
+            for s, g in sub.groupby("system", sort=False):
+                front = pareto_front(g)
+                lo, hi = qps_interval_at_recall(front, t)
+                rows.append(dict(dataset=fam, target=t, system=s, family=FAMILY_OF.get(s, s),
+                                 qps=qps_at_recall(front, t), qps_ci_low=lo, qps_ci_high=hi,
+                                 lower_bound=is_lower_bound(g, t),
+                                 best_recall=float(g.recall.max())))
+    return pd.DataFrame(rows, columns=["dataset", "target", "system", "family", "qps",
+                                       "qps_ci_low", "qps_ci_high", "lower_bound",
+                                       "best_recall"])
+
+
+#: why a winner's interval is empty (``ci_note`` of winners.csv)
+NO_RUN_INTERVAL = ("no interval: a run around the target has no 95 % interval of its own "
+                   "(its ci_note in recall_qps.csv says why: at the tiny and default scales "
+                   "too few completions for batch means)")
+
+#: columns of ``winners.csv``, one row per dataset and recall target: the winner (the
+#: system with the most QPS at the target) and the best system of another family (runner-up)
+#: with the 95 % intervals of their QPS at the target and of the margin (winner / runner-up)
+#: from the runs' own intervals (:func:`winners`); a replicated run adds
+#: :data:`REPLICATED_WINNER_COLUMNS`
+WINNER_COLUMNS = ["dataset", "target", "system", "family", "qps", "qps_ci_low", "qps_ci_high",
+                  "runner_up", "runner_up_family", "runner_up_qps", "runner_up_qps_ci_low",
+                  "runner_up_qps_ci_high", "margin", "margin_ci_low", "margin_ci_high",
+                  "lower_bounds", "reached", "not_reached", "ci_note"]
+#: the columns a replicated run adds to ``winners.csv`` (:func:`replicated_winners`)
+REPLICATED_WINNER_COLUMNS = [
+    "replications", "seeds", "qps_rep_ci_low", "qps_rep_ci_high", "qps_rep_sd",
+    "runner_up_qps_rep_ci_low", "runner_up_qps_rep_ci_high", "margin_rep_ci_low",
+    "margin_rep_ci_high", "margin_rep_sd", "wins", "wins_ci_low", "wins_ci_high",
+    "family_wins", "margin_holds", "reached_in_some"]
+
+
+def _margin_interval(w: dict, ru: dict) -> tuple:
+    """(low, high) of winner QPS / runner-up QPS from their intervals at the target: the
+    relative errors in root sum of squares (delta method for a ratio of two independent
+    estimates, as experiments.harness.common.add_ratio_ci), the ratio's low end from the
+    winner's low and the runner-up's high side."""
+    m = w["qps"] / ru["qps"]
+    dn_w, up_w = (w["qps"] - w["qps_ci_low"]) / w["qps"], (w["qps_ci_high"] - w["qps"]) / w["qps"]
+    dn_r, up_r = ((ru["qps"] - ru["qps_ci_low"]) / ru["qps"],
+                  (ru["qps_ci_high"] - ru["qps"]) / ru["qps"])
+    return m * (1 - math.hypot(dn_w, up_r)), m * (1 + math.hypot(up_w, dn_r))
+
+
+def _pick(candidates: dict) -> tuple:
+    """(winner, runner-up) among ``candidates`` (system -> QPS at the target): the most QPS
+    (ties to the later name), then the most QPS of another family; None where there is none."""
+    if not candidates:
+        return None, None
+    best = max(candidates, key=lambda s: (candidates[s], s))
+    fam = FAMILY_OF.get(best, best)
+    others = {s: q for s, q in candidates.items() if FAMILY_OF.get(s, s) != fam}
+    return best, (max(others, key=lambda s: (others[s], s)) if others else None)
+
+
 def winners(df: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
     """Per dataset and recall target: the system with the most QPS at the target (its family
     and QPS), the best system of any other family (``runner_up``, its family and QPS) and
     ``margin`` = winner QPS / runner-up QPS; ``lower_bounds`` lists the systems whose QPS at
-    the target is a lower bound (:func:`is_lower_bound`). ``reached`` lists the systems that reach the
-    target, ``not_reached`` those that do not; system and family are empty when none does,
-    runner-up empty (None or NaN) when no other family does (margin NaN)."""
+    the target is a lower bound (:func:`is_lower_bound`). ``reached`` lists the systems that
+    reach the target, ``not_reached`` those that do not; system and family are empty when none
+    does, runner-up empty (None or NaN) when no other family does (margin NaN). Beside each
+    QPS its 95 % interval (:func:`qps_interval_at_recall`) and beside the margin the
+    interval of the ratio (:func:`_margin_interval`); ``ci_note`` says why they are empty
+    when the runs have no intervals (:data:`NO_RUN_INTERVAL`). Columns: :data:`WINNER_COLUMNS`."""
+    at = at_recall(df, targets)
     rows = []
-    for fam, sub in df.groupby("dataset", sort=False):
-        for t in targets:
-            at, bounds = {}, []
-            for s, g in sub.groupby("system", sort=False):
-                front = pareto_front(g)
-                at[s] = qps_at_recall(front, t)
-                if is_lower_bound(g, t):
-                    bounds.append(s)
-            ok = {s: q for s, q in at.items() if q == q}
-            row = dict(dataset=fam, target=t, system=None, family=None, qps=float("nan"),
-                       runner_up=None, runner_up_family=None, runner_up_qps=float("nan"),
-                       margin=float("nan"), lower_bounds=", ".join(bounds), reached=", ".join(ok),
-                       not_reached=", ".join(s for s in at if s not in ok))
-            if ok:
-                best = max(ok, key=lambda s: (ok[s], s))
-                row.update(system=best, family=FAMILY_OF.get(best, best), qps=ok[best])
-                others = {s: q for s, q in ok.items() if FAMILY_OF.get(s, s) != row["family"]}
-                if others:
-                    ru = max(others, key=lambda s: (others[s], s))
-                    row.update(runner_up=ru, runner_up_family=FAMILY_OF.get(ru, ru),
-                               runner_up_qps=others[ru], margin=ok[best] / others[ru])
-            rows.append(row)
+    for (fam, t), sub in at.groupby(["dataset", "target"], sort=False):
+        by = {r["system"]: r for r in sub.to_dict("records")}
+        ok = {s: r["qps"] for s, r in by.items() if r["qps"] == r["qps"]}
+        nan = float("nan")
+        row = dict(dataset=fam, target=t, system=None, family=None, qps=nan, qps_ci_low=nan,
+                   qps_ci_high=nan, runner_up=None, runner_up_family=None, runner_up_qps=nan,
+                   runner_up_qps_ci_low=nan, runner_up_qps_ci_high=nan, margin=nan,
+                   margin_ci_low=nan, margin_ci_high=nan,
+                   lower_bounds=", ".join(s for s, r in by.items() if r["lower_bound"]),
+                   reached=", ".join(ok), not_reached=", ".join(s for s in by if s not in ok),
+                   ci_note="")
+        best, ru = _pick(ok)
+        if best is not None:
+            w = by[best]
+            row.update(system=best, family=w["family"], qps=w["qps"],
+                       qps_ci_low=w["qps_ci_low"], qps_ci_high=w["qps_ci_high"])
+            used = [w]
+            if ru is not None:
+                r = by[ru]
+                lo, hi = _margin_interval(w, r)
+                row.update(runner_up=ru, runner_up_family=r["family"], runner_up_qps=r["qps"],
+                           runner_up_qps_ci_low=r["qps_ci_low"],
+                           runner_up_qps_ci_high=r["qps_ci_high"], margin=w["qps"] / r["qps"],
+                           margin_ci_low=lo, margin_ci_high=hi)
+                used.append(r)
+            if any(u["qps_ci_low"] != u["qps_ci_low"] or u["qps_ci_high"] != u["qps_ci_high"]
+                   for u in used):
+                row["ci_note"] = NO_RUN_INTERVAL
+        rows.append(row)
+    return pd.DataFrame(rows, columns=WINNER_COLUMNS)
+
+
+# ------------------------------------------------------------------------------ replications
+#: figures of ``recall_qps.csv`` that a replicated run gives as the mean over the
+#: replications with their Student-t interval (``*_rep_ci_low`` / ``*_rep_ci_high``) and
+#: sample deviation (``*_rep_sd``)
+REPLICATED_FIGURES = ("recall", "qps")
+#: figures of a replicated ``recall_qps.csv`` given as the mean over the replications alone
+MEAN_ONLY = ("recall_queries", "index_bytes", "index_build_s", "latency_mean_ns",
+             "latency_p99_ns", "latency_unloaded_mean_ns", "dram_bytes_per_query",
+             "num_queries")
+#: a point of the grid: the columns that name it
+POINT = ["dataset", "family", "system", "num_probes", "cand_list_len", "rerank"]
+
+
+def aggregate(per_rep: pd.DataFrame) -> pd.DataFrame:
+    """The replications' recall_qps tables (one row per replication x point, led by
+    ``replication`` and ``seed``, ``recall`` by that name) -> one row per point (:data:`POINT`,
+    the same grid in every replication): :data:`COLUMNS` with ``recall`` and ``qps`` the means
+    over the replications, ``qps_ci_low`` / ``qps_ci_high`` the runs' own intervals carried to
+    the mean (experiments.harness.replications.within_interval), the other figures means
+    (``index_build_s`` NaN if any replication's is unknown), ``steady_state`` whether every
+    run had one and ``ci_note`` the distinct notes; then ``replications``, ``seeds`` and
+    ``recall_rep_*`` / ``qps_rep_*`` (t_interval over the replications)."""
+    from experiments.harness.replications import t_interval, within_interval
+
+    out = []
+    for key, sub in per_rep.groupby(POINT, sort=False, dropna=False):
+        row = dict(zip(POINT, key))
+        for col in REPLICATED_FIGURES:
+            mean, lo, hi, sd = t_interval(sub[col])
+            row[col] = mean
+            row.update({f"{col}_rep_ci_low": lo, f"{col}_rep_ci_high": hi,
+                        f"{col}_rep_sd": sd})
+        row["qps_ci_low"], row["qps_ci_high"] = within_interval(sub.qps, sub.qps_ci_low,
+                                                                sub.qps_ci_high)
+        for col in MEAN_ONLY:
+            row[col] = float(sub[col].astype(float).mean(skipna=False))
+        row["steady_state"] = bool(sub.steady_state.astype(bool).all())
+        row["ci_note"] = " | ".join(dict.fromkeys(str(n) for n in sub.ci_note.fillna("") if n))
+        row["replications"] = len(sub)
+        row["seeds"] = " ".join(str(int(s)) for s in sub["seed"])
+        out.append(row)
+    agg = pd.DataFrame(out)
+    return agg[COLUMNS + [c for c in agg.columns if c not in COLUMNS]]
+
+
+def replicated_at_recall(per_rep: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
+    """Per dataset, recall target and system, over the replications of ``per_rep`` (one row
+    per replication x point): :func:`at_recall` of each replication (its own curve: recall
+    and QPS both vary with the workload), then ``reached_in`` (in how many replications the
+    system reaches the target), ``qps`` the mean over them with its 95 % Student-t interval
+    (``qps_rep_ci_low`` / ``qps_rep_ci_high``, ``qps_rep_sd``; only when it reaches the
+    target in every replication, else NaN: a mean over the replications that reach it would
+    leave out the ones where its curve is lowest), ``qps_ci_low`` / ``qps_ci_high`` the
+    runs' own intervals carried to the mean (within_interval), and ``lower_bound`` if it is
+    one in any replication."""
+    from experiments.harness.replications import t_interval, within_interval
+
+    per = pd.concat([at_recall(g.drop(columns=["replication", "seed"]), targets)
+                     .assign(replication=r) for r, g in per_rep.groupby("replication",
+                                                                        sort=True)],
+                    ignore_index=True)
+    n = int(per_rep.replication.nunique())
+    rows = []
+    for (fam, t, s), g in per.groupby(["dataset", "target", "system"], sort=False):
+        k = int(g.qps.notna().sum())
+        nan = float("nan")
+        row = dict(dataset=fam, target=t, system=s, family=g.family.iloc[0], reached_in=k,
+                   replications=n, qps=nan, qps_rep_ci_low=nan, qps_rep_ci_high=nan,
+                   qps_rep_sd=nan, qps_ci_low=nan, qps_ci_high=nan,
+                   lower_bound=bool(g.lower_bound.any()), best_recall=float(g.best_recall.mean()))
+        if k == n:
+            mean, lo, hi, sd = t_interval(g.qps)
+            row.update(qps=mean, qps_rep_ci_low=lo, qps_rep_ci_high=hi, qps_rep_sd=sd)
+            row["qps_ci_low"], row["qps_ci_high"] = within_interval(g.qps, g.qps_ci_low,
+                                                                    g.qps_ci_high)
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def wins_text(k: int, n: int, what: str = "wins") -> str:
+    """"wins in k of n replications (95 % Clopper-Pearson interval of the proportion lo-hi)"."""
+    from experiments.harness.replications import clopper_pearson
+
+    lo, hi = clopper_pearson(k, n)
+    return (f"{what} in {k} of {n} replications (95 % CI of the proportion "
+            f"{lo:.2f}-{hi:.2f})")
+
+
+def replicated_winners(per_rep: pd.DataFrame, targets=TARGETS) -> tuple:
+    """(winners.csv of a replicated run, each replication's :func:`winners` led by
+    ``replication`` and ``seed``). Per dataset and target, among the systems that reach it in
+    every replication (:func:`replicated_at_recall`), the winner has the most mean QPS at the
+    target and the runner-up the most of another family. ``qps`` / ``runner_up_qps`` are the
+    means with the runs' own intervals carried to them (``*_ci_*``) and their Student-t
+    intervals over the replications (``*_rep_ci_*``); ``margin`` is the mean over the
+    replications of winner / runner-up QPS at the target (each replication compares them on
+    one workload), with ``margin_rep_ci_*`` its Student-t interval and ``margin_ci_*`` the
+    replications' own ratio intervals (:func:`_margin_interval`) carried to the mean;
+    ``margin_holds`` counts the replications in which the winner's QPS is above the
+    runner-up's; ``wins`` those in which the winner is that replication's winner (with its
+    Clopper-Pearson interval, ``wins_ci_*``), ``family_wins`` those in which its family is;
+    ``reached_in_some`` names the systems that reach the target in some replications but
+    not all ("system (k of R)"); ``not_reached`` those that reach it in none."""
+    from experiments.harness.replications import clopper_pearson, t_interval, within_interval
+
+    seeds = {int(r): int(g.seed.iloc[0]) for r, g in per_rep.groupby("replication")}
+    n = len(seeds)
+    each = pd.concat([winners(g.drop(columns=["replication", "seed"]), targets)
+                      .assign(replication=r, seed=seeds[r])
+                      for r, g in per_rep.groupby("replication", sort=True)], ignore_index=True)
+    each = each[["replication", "seed"] + WINNER_COLUMNS]
+    per = pd.concat([at_recall(g.drop(columns=["replication", "seed"]), targets)
+                     .assign(replication=r) for r, g in per_rep.groupby("replication",
+                                                                        sort=True)],
+                    ignore_index=True)
+    agg = replicated_at_recall(per_rep, targets)
+    rows = []
+    nan = float("nan")
+    for (fam, t), sub in agg.groupby(["dataset", "target"], sort=False):
+        by = {r["system"]: r for r in sub.to_dict("records")}
+        ok = {s: r["qps"] for s, r in by.items() if r["reached_in"] == n}
+        row = dict(dataset=fam, target=t, system=None, family=None, qps=nan, qps_ci_low=nan,
+                   qps_ci_high=nan, runner_up=None, runner_up_family=None, runner_up_qps=nan,
+                   runner_up_qps_ci_low=nan, runner_up_qps_ci_high=nan, margin=nan,
+                   margin_ci_low=nan, margin_ci_high=nan,
+                   lower_bounds=", ".join(s for s, r in by.items() if r["lower_bound"]),
+                   reached=", ".join(ok),
+                   not_reached=", ".join(s for s, r in by.items() if r["reached_in"] == 0),
+                   ci_note="", replications=n, seeds=" ".join(map(str, seeds.values())),
+                   qps_rep_ci_low=nan, qps_rep_ci_high=nan, qps_rep_sd=nan,
+                   runner_up_qps_rep_ci_low=nan, runner_up_qps_rep_ci_high=nan,
+                   margin_rep_ci_low=nan, margin_rep_ci_high=nan, margin_rep_sd=nan,
+                   wins=nan, wins_ci_low=nan, wins_ci_high=nan, family_wins=nan,
+                   margin_holds=nan,
+                   reached_in_some=", ".join(f"{s} ({r['reached_in']} of {n})"
+                                             for s, r in by.items() if 0 < r["reached_in"] < n))
+        best, ru = _pick(ok)
+        mine = each[(each.dataset == fam) & (each.target == t)]
+        if best is not None:
+            w = by[best]
+            k = int((mine.system == best).sum())
+            row.update(system=best, family=w["family"], qps=w["qps"], qps_ci_low=w["qps_ci_low"],
+                       qps_ci_high=w["qps_ci_high"], qps_rep_ci_low=w["qps_rep_ci_low"],
+                       qps_rep_ci_high=w["qps_rep_ci_high"], qps_rep_sd=w["qps_rep_sd"], wins=k,
+                       family_wins=int((mine.family == w["family"]).sum()))
+            row["wins_ci_low"], row["wins_ci_high"] = clopper_pearson(k, n)
+            used = [w]
+            if ru is not None:
+                r = by[ru]
+                p = per[(per.dataset == fam) & (per.target == t)].set_index(
+                    ["replication", "system"])
+                ratios, lows, highs = [], [], []
+                for rep in sorted(seeds):
+                    a, b = p.loc[(rep, best)].to_dict(), p.loc[(rep, ru)].to_dict()
+                    ratios.append(a["qps"] / b["qps"])
+                    lo, hi = _margin_interval(a, b)
+                    lows.append(lo)
+                    highs.append(hi)
+                mean, lo, hi, sd = t_interval(ratios)
+                wlo, whi = within_interval(ratios, lows, highs)
+                row.update(runner_up=ru, runner_up_family=r["family"], runner_up_qps=r["qps"],
+                           runner_up_qps_ci_low=r["qps_ci_low"],
+                           runner_up_qps_ci_high=r["qps_ci_high"],
+                           runner_up_qps_rep_ci_low=r["qps_rep_ci_low"],
+                           runner_up_qps_rep_ci_high=r["qps_rep_ci_high"], margin=mean,
+                           margin_ci_low=wlo, margin_ci_high=whi, margin_rep_ci_low=lo,
+                           margin_rep_ci_high=hi, margin_rep_sd=sd,
+                           margin_holds=int(sum(x > 1 for x in ratios)))
+                used.append(r)
+            if any(u["qps_ci_low"] != u["qps_ci_low"] for u in used):
+                row["ci_note"] = NO_RUN_INTERVAL
+        rows.append(row)
+    return pd.DataFrame(rows, columns=WINNER_COLUMNS + REPLICATED_WINNER_COLUMNS), each
 
 
 def chameleon_ratios(df: pd.DataFrame, host: str = "ivfpq-host",
@@ -524,14 +927,22 @@ _MARKERS = {"base": "o", "cxl-anns": "s", "cosmos": "D", "ivfpq-host": "v", "ivf
 
 
 def read_table(folder) -> pd.DataFrame:
-    """``recall_qps.csv`` of ``folder`` with its recall column as ``recall``."""
-    return pd.read_csv(Path(folder) / "recall_qps.csv").rename(columns={RECALL_COLUMN: "recall"})
+    """``recall_qps.csv`` of ``folder`` with its recall column as ``recall`` (and, in a
+    replicated run, its ``recall_at_10_rep_*`` columns as ``recall_rep_*``)."""
+    df = pd.read_csv(Path(folder) / "recall_qps.csv")
+    return df.rename(columns={c: "recall" + c[len(RECALL_COLUMN):] for c in df.columns
+                              if c.startswith(RECALL_COLUMN)})
 
 
 def plot(folder) -> None:
     plt = pyplot()
 
     df = read_table(folder)
+    # a replicated run: points are each setting's means over the replications, error bars
+    # their 95 % Student-t interval
+    rep = "replications" in df
+    bars = ((lambda g: error_bars(g, "qps", "qps_rep_ci_low", "qps_rep_ci_high")) if rep
+            else (lambda g: error_bars(g, "qps")))
     fams = list(dict.fromkeys(df.dataset))
     systems = list(dict.fromkeys(df.system))
     fig, axes = plt.subplots(1, len(fams), figsize=(5.0 * len(fams), 3.8), squeeze=False)
@@ -542,7 +953,7 @@ def plot(folder) -> None:
             if g.empty:
                 continue
             colour = f"C{i}"
-            ax.errorbar(g.recall, g.qps, yerr=error_bars(g, "qps"), fmt=_MARKERS.get(s, "o"),
+            ax.errorbar(g.recall, g.qps, yerr=bars(g), fmt=_MARKERS.get(s, "o"),
                         color=colour, ms=4, capsize=2, lw=0.8, alpha=0.8, label=s)
             front = pareto_front(g)
             ax.step(front.recall, front.qps, where="pre", color=colour, lw=1.1)
@@ -551,7 +962,9 @@ def plot(folder) -> None:
         ax.set_yscale("log")
         ax.set_xlabel("recall@10")
         ax.set_ylabel("QPS (closed loop)")
-        ax.set_title(f"{fam}: recall against QPS", fontsize=9)
+        ax.set_title(f"{fam}: recall against QPS" + (
+            f" (means of {int(df.replications.iloc[0])} replications)" if rep else ""),
+            fontsize=9)
         ax.legend(frameon=False, fontsize=7)
     fig.tight_layout()
     save_figure(fig, folder, "recall_qps")
@@ -587,48 +1000,155 @@ def plot_batch_sweep(folder) -> None:
     plt.close(fig)
 
 
+def _ci(lo, hi, spec: str = ",.0f") -> str:
+    """"lo-hi" ("lo to hi" when lo is negative: a Student-t interval over two or three
+    replications can reach below zero), or "" where either end is missing."""
+    if pd.isna(lo) or pd.isna(hi):
+        return ""
+    return f"{lo:{spec}}{' to ' if lo < 0 else '-'}{hi:{spec}}"
+
+
 def _winner_line(r) -> str:
+    """One recall target's line of summary.md from a row of winners.csv (:func:`winners`, or
+    :func:`replicated_winners` when it has ``replications``)."""
     t = f"{r.target:g}"
+    g = lambda name: getattr(r, name, float("nan"))       # noqa: E731 (older tables)
+    n = g("replications")
+    rep = n == n and n is not None and int(n) > 1
     if not isinstance(r.system, str):
-        return f"- recall {t}: no system reaches it (best recall in the sweep is below)."
-    line = f"- recall {t}: **{r.family}** wins with {r.system}, {r.qps:,.0f} QPS"
-    if isinstance(r.runner_up, str):
-        line += (f", {r.margin:.2f}x the best other family ({r.runner_up_family}: "
-                 f"{r.runner_up}, {r.runner_up_qps:,.0f} QPS)")
+        return (f"- recall {t}: no system reaches it"
+                + (f" in every one of the {int(n)} replications" if rep else "")
+                + " (best recall in the sweep is below)."
+                + (f" Reaches it in some: {r.reached_in_some}." if rep and isinstance(
+                    g("reached_in_some"), str) and g("reached_in_some") else ""))
+    if rep:
+        n = int(n)
+        line = (f"- recall {t}: **{r.family}** wins with {r.system}, {r.qps:,.0f} QPS (mean of "
+                f"{n} replications; 95 % CI over seeds {_ci(r.qps_rep_ci_low, r.qps_rep_ci_high)}"
+                + (f", within runs {_ci(r.qps_ci_low, r.qps_ci_high)}"
+                   if _ci(r.qps_ci_low, r.qps_ci_high) else "")
+                + f"); {wins_text(int(r.wins), n)}, its family in {int(r.family_wins)} of {n}")
+        if isinstance(r.runner_up, str):
+            line += (f"; {r.margin:.2f}x the best other family ({r.runner_up_family}: "
+                     f"{r.runner_up}, {r.runner_up_qps:,.0f} QPS, over seeds "
+                     f"{_ci(r.runner_up_qps_rep_ci_low, r.runner_up_qps_rep_ci_high)}), margin "
+                     f"95 % CI over seeds {_ci(r.margin_rep_ci_low, r.margin_rep_ci_high, '.2f')}"
+                     + (f", within runs {_ci(r.margin_ci_low, r.margin_ci_high, '.2f')}"
+                        if _ci(r.margin_ci_low, r.margin_ci_high) else "")
+                     + f"; above it in {int(r.margin_holds)} of {n} replications")
+        else:
+            line += " (no system of another family reaches it in every replication)"
     else:
-        line += " (no system of another family reaches it)"
+        own = _ci(g("qps_ci_low"), g("qps_ci_high"))
+        line = (f"- recall {t}: **{r.family}** wins with {r.system}, {r.qps:,.0f} QPS"
+                + (f" (95 % CI {own})" if own else ""))
+        if isinstance(r.runner_up, str):
+            m = _ci(g("margin_ci_low"), g("margin_ci_high"), ".2f")
+            ru = _ci(g("runner_up_qps_ci_low"), g("runner_up_qps_ci_high"))
+            line += (f", {r.margin:.2f}x" + (f" (95 % CI {m})" if m else "")
+                     + f" the best other family ({r.runner_up_family}: {r.runner_up}, "
+                     f"{r.runner_up_qps:,.0f} QPS" + (f", 95 % CI {ru}" if ru else "") + ")")
+        else:
+            line += " (no system of another family reaches it)"
     if r.not_reached:
-        line += f"; cannot reach {t}: {r.not_reached}"
+        line += f"; cannot reach {t}" + (" in any replication" if rep else "") + \
+            f": {r.not_reached}"
+    if rep and isinstance(g("reached_in_some"), str) and g("reached_in_some"):
+        line += f"; reach {t} in some replications only: {r.reached_in_some}"
     if r.lower_bounds:
-        line += (f"; at least (every swept setting is above {t}, less effort was not swept): "
-                 f"{r.lower_bounds}")
+        line += (f"; at least (every swept setting is above {t}, less effort was not swept"
+                 + (", in some replication" if rep else "") + f"): {r.lower_bounds}")
     return line + "."
+
+
+def read_winners(folder, df: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``winners.csv`` of ``folder`` (its lists empty strings where empty), or :func:`winners`
+    of ``df`` (its ``recall_qps.csv``) for a folder written before winners.csv existed."""
+    path = Path(folder) / "winners.csv"
+    if not path.exists():
+        return winners(read_table(folder) if df is None else df)
+    win = pd.read_csv(path)
+    for col in ("lower_bounds", "reached", "not_reached", "ci_note", "reached_in_some"):
+        if col in win:
+            win[col] = win[col].astype(object).where(win[col].notna(), "")
+    return win
+
+
+def _system_cells(df: pd.DataFrame, folder, rep: bool) -> dict:
+    """dataset -> [(system, [cell per target], best recall)] of summary.md's per-system
+    table: QPS at each target (with its interval; '>=' a lower bound), from recall_qps.csv,
+    or over the replications (recall_qps_replications.csv) in a replicated run."""
+    if rep:
+        per = pd.read_csv(Path(folder) / "recall_qps_replications.csv").rename(
+            columns={RECALL_COLUMN: "recall"})
+        at = replicated_at_recall(per)
+    else:
+        at = at_recall(df)
+    out = {}
+    for (fam, s), g in at.groupby(["dataset", "system"], sort=False):
+        cells = []
+        for r in g.itertuples():
+            if rep and 0 < r.reached_in < r.replications:
+                cells.append(f"reaches it in {r.reached_in} of {r.replications}")
+                continue
+            if r.qps != r.qps:
+                cells.append("cannot reach")
+                continue
+            ci = (_ci(r.qps_rep_ci_low, r.qps_rep_ci_high) if rep else
+                  _ci(r.qps_ci_low, r.qps_ci_high))
+            cells.append((">= " if r.lower_bound else "") + f"{r.qps:,.0f}"
+                         + (f" ({ci})" if ci else ""))
+        out.setdefault(fam, []).append((s, cells, float(g.best_recall.iloc[0])))
+    return out
 
 
 def summary_md(folder) -> str:
     df = read_table(folder)
-    lines = ["## Recall@10 against QPS: graph vs IVF-PQ vs exact scan", "",
+    rep = "replications" in df
+    n = int(df["replications"].iloc[0]) if rep else 1
+    win = read_winners(folder, df)
+    lines = ["## Recall@10 against QPS: graph vs IVF-PQ vs exact scan"
+             + (f", {n} replications" if rep else ""), "",
              "QPS at each recall target is read off each system's Pareto front (log QPS "
              "interpolated linearly in recall between the two front points around the target); "
              "'>=' marks a system whose every swept setting is above the target (the QPS of "
-             "its lowest-effort setting: a lower bound).",
-             ""]
-    win = winners(df)
+             "its lowest-effort setting: a lower bound).", ""]
+    if rep:
+        lines += [f"Each replication (seeds {df['seeds'].iloc[0]}: dataset draw, k-means, "
+                  "indexes, query set and placement seed each; experiments.harness.replications) "
+                  "has its own curves, read at each target; a system's QPS at a target is the "
+                  f"mean over the {n} replications with its 95 % Student-t interval over them "
+                  "(\"over seeds\", in parentheses in the tables), given for the systems that "
+                  "reach the target in every replication. The winner has the most mean QPS; "
+                  "\"wins in k of R\" counts the replications whose own winner it is (95 % "
+                  "Clopper-Pearson interval of the proportion); the margin is the mean over the "
+                  "replications of its QPS over the runner-up's. Points and curves: "
+                  "`recall_qps_replications.csv`; each replication's winners: "
+                  "`winners_replications.csv`; `recall_qps.csv` holds each point's means.", ""]
+    else:
+        lines += ["Intervals (95 %) come from the runs' own batch-means intervals "
+                  "(cosmos.metrics): at a front point its run's, between two points both runs' "
+                  "relative errors weighted by the interpolation (delta method); the margin's "
+                  "from the winner's "
+                  "and runner-up's. They cover the simulations' sampling, not the workload draw "
+                  "(`--replications R` does). All in `winners.csv`.", ""]
+    if win["ci_note"].fillna("").astype(bool).any() or (not rep and df.qps_ci_low.isna().all()):
+        lines += ["The runs around the targets have no interval of their own at this scale "
+                  "(too few completions for batch means: `ci_note` in `recall_qps.csv`), so "
+                  + ("the within-runs intervals are empty and only the interval over seeds "
+                     "is given." if rep else "the QPS and margins below have no interval; "
+                     "run `--scale full` (its runs stop at a 1 % interval) or "
+                     "`--replications R`."), ""]
+    cells = _system_cells(df, folder, rep)
     for fam, sub in win.groupby("dataset", sort=False):
         lines += [f"### {fam}", ""]
         lines += [_winner_line(r) for r in sub.itertuples()]
         lines += ["", "| system | QPS at recall " + " | QPS at recall ".join(
-            f"{t:g}" for t in TARGETS) + " | best recall in the sweep |",
+            f"{t:g}" for t in TARGETS) + " | best recall in the sweep"
+            + (" (mean)" if rep else "") + " |",
             "|---|" + "---|" * (len(TARGETS) + 1)]
-        d = df[df.dataset == fam]
-        for s, g in d.groupby("system", sort=False):
-            front = pareto_front(g)
-            cells = []
-            for t in TARGETS:
-                q = qps_at_recall(front, t)
-                cells.append("cannot reach" if q != q else
-                             (">= " if is_lower_bound(g, t) else "") + f"{q:,.0f}")
-            lines.append(f"| {s} | " + " | ".join(cells) + f" | {g.recall.max():.3f} |")
+        for s, cs, best in cells.get(fam, []):
+            lines.append(f"| {s} | " + " | ".join(cs) + f" | {best:.3f} |")
         lines.append("")
     cham = chameleon_ratios(df)
     lines += ["### Near-memory IVF-PQ over the host: ours beside Chameleon", "",
@@ -656,9 +1176,15 @@ def summary_md(folder) -> str:
               "mean latency of one query at a time (no other query in flight) on sets of the "
               "run's scale, with modeled scan units "
               "(cosmos.config scan_unit, with its sources)."]
+    if rep:
+        lines += ["", f"In this replicated run the ratios above and below are of each setting's "
+                      f"mean figures over the {n} replications (`recall_qps.csv`)."]
     lines += _same_strategy_md(df)
     if (Path(folder) / "batch_sweep.csv").exists():
         lines += _batch_sweep_md(pd.read_csv(Path(folder) / "batch_sweep.csv"))
+        if rep:
+            lines += ["", f"The batch-size sweep runs on replication 0 alone (seed "
+                          f"{df['seeds'].iloc[0].split()[0]})."]
     return "\n".join(lines) + "\n"
 
 
