@@ -54,10 +54,14 @@ def journal_offenses(path: Path, text: str) -> list[str]:
     return out
 
 
+def strip_fenced(text: str) -> str:
+    """The markdown without fenced code blocks (their lines kept, empty)."""
+    return re.sub(r"^```.*?^```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S | re.M)
+
+
 def strip_code(text: str) -> str:
     """The markdown without fenced code blocks and inline code (their brackets are not links)."""
-    text = re.sub(r"^```.*?^```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S | re.M)
-    return re.sub(r"`[^`\n]*`", "``", text)
+    return re.sub(r"`[^`\n]*`", "``", strip_fenced(text))
 
 
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -65,7 +69,10 @@ LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"
 
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
-    h = re.sub(r"[`*_]", "", heading.strip().lower())
+    h = heading.strip().lower()
+    h = re.sub(r"`([^`]*)`", lambda m: m.group(1).replace("*", "\0"), h)  # code: kept as is
+    h = re.sub(r"(?<!\w)_+|_+(?!\w)", "", h)   # _emphasis_ markers, not snake_case's _
+    h = h.replace("*", "").replace("\0", "*")
     h = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", h)
     h = re.sub(r"[^\w\- ]", "", h)
     return h.replace(" ", "-")
@@ -74,7 +81,7 @@ def slug(heading: str) -> str:
 def anchors(path: Path) -> set[str]:
     seen: dict[str, int] = {}
     out = set()
-    for line in strip_code(path.read_text()).splitlines():
+    for line in strip_fenced(path.read_text()).splitlines():
         m = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
         if m:
             s = slug(m.group(1))
