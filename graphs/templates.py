@@ -10,8 +10,11 @@ built. A templated workload has
   ``min(N, sample_rows)`` vectors of the family's base stream, which are the first rows of the
   N-vector set itself (``graphs.synthetic``: a smaller set is a prefix of a larger one). The
   centroids come from :func:`graphs.kmeans.kmeans`, which trains on at most 256 vectors per
-  centroid (faiss' default) whatever N is, so they are those of the N-vector build whenever
-  the sample holds that many; every sample vector is then assigned to its nearest centroid and
+  centroid (faiss' default) whatever N is: the same training-set size and procedure as the
+  N-vector build, but with ``N > sample_rows`` another random draw of the training vectors
+  (the build draws them from all N), so another, equally likely k-means of the family (a
+  real index's own centroids can be given instead, ``centroids=``); every sample vector is
+  then assigned to its nearest centroid and
   the sizes are ``N x`` the sample's shares (largest remainder, so they sum to N). With
   ``N <= sample_rows`` the geometry *is* the real index's: the same k-means on the same
   vectors, the same assignment. Each cluster's proximity order (Algorithm 1's adjacency) is
@@ -207,14 +210,22 @@ def _scaled_sizes(counts: np.ndarray, n: int) -> np.ndarray:
     return sizes
 
 
-def logical_geometry(p: TemplateParams, metric: str, kmeans_iters: int = 20) -> LogicalGeometry:
+def logical_geometry(p: TemplateParams, metric: str, kmeans_iters: int = 20,
+                     centroids: np.ndarray | None = None) -> LogicalGeometry:
     """The logical index's centroids and sizes (module docstring): k-means and assignment on
     the first ``min(n, sample_rows)`` vectors of the family, as :func:`graphs.index.build_index`
-    runs them on a real set."""
+    runs them on a real set. ``centroids`` (C, d): use these instead of k-means (the sample is
+    assigned to them), e.g. a real index's, to compare templates with it at the same geometry."""
     rows = min(p.n, p.sample_rows)
     x, modes = synthetic.generate_with_modes(p.family, rows, p.seed)
     C = p.num_clusters
-    if C == 1:
+    if centroids is not None:
+        centroids = np.ascontiguousarray(centroids, np.float32)
+        if centroids.shape != (C, x.shape[1]):
+            raise UserError(f"centroids: expected shape ({C}, {x.shape[1]}) (num_clusters x "
+                            f"the family's dimension), got {centroids.shape}")
+        labels = assign(x, centroids, metric).astype(np.int64)
+    elif C == 1:
         centroids = np.asarray(x, dtype=np.float64).mean(axis=0, keepdims=True).astype(np.float32)
         labels = np.zeros(rows, np.int64)
     else:
@@ -368,11 +379,13 @@ class TemplateIndex:
 def build_templates(p: TemplateParams, index: IndexParams = IndexParams(),
                     threads: int | None = None, progress: bool = True,
                     geometry: LogicalGeometry | None = None,
-                    timings: dict | None = None) -> TemplateIndex:
+                    timings: dict | None = None,
+                    centroids: np.ndarray | None = None) -> TemplateIndex:
     """Geometry, templates and their graphs (module docstring). Refuses (UserError) a request
     that cannot be built or would not fit this machine's memory, before building anything.
-    ``geometry``: the one :func:`logical_geometry` gave for ``p`` (else it is computed);
-    ``timings``: a dict that receives the wall seconds of ``grow`` and ``graphs``."""
+    ``geometry``: the one :func:`logical_geometry` gave for ``p`` (else it is computed, on
+    ``centroids`` if given); ``timings``: a dict that receives the wall seconds of ``grow`` and
+    ``graphs``."""
     spec = synthetic.SPECS[p.family] if p.family in synthetic.SPECS else None
     if spec is None:
         raise UserError(f"family={p.family!r}: expected one of {', '.join(synthetic.SPECS)}")
@@ -381,7 +394,8 @@ def build_templates(p: TemplateParams, index: IndexParams = IndexParams(),
     if index.num_clusters != p.num_clusters:
         index = IndexParams(**{**index.key_dict(), "num_clusters": p.num_clusters})
     _check_fits(p, index, None, threads)
-    geo = geometry if geometry is not None else logical_geometry(p, metric, index.kmeans_iters)
+    geo = geometry if geometry is not None else logical_geometry(p, metric, index.kmeans_iters,
+                                                                 centroids)
     _check_fits(p, index, geo.sizes, threads)
     templates = choose_templates(geo.sizes, p.num_templates)
     template_of = template_assignment(geo.sizes, templates)
@@ -679,13 +693,23 @@ def trace_templates(ti: TemplateIndex, queries: np.ndarray, num_probes: int = 8,
 _TEMPLATE_ARRAYS = ("centroids", "sizes", "templates", "template_of", "vectors", "grown_rows")
 
 
+def _centroids_key(centroids: np.ndarray | None) -> dict:
+    """Cache-key entry of given centroids: their digest (nothing when k-means makes them, so
+    those keys are what they were before centroids could be given)."""
+    if centroids is None:
+        return {}
+    c = np.ascontiguousarray(centroids, np.float32)
+    return {"centroids": hashlib.blake2b(c.tobytes(), digest_size=16).hexdigest()}
+
+
 def cached_templates(p: TemplateParams, index: IndexParams, cache: Path,
-                     threads: int | None = None, progress: bool = True) -> TemplateIndex:
+                     threads: int | None = None, progress: bool = True,
+                     centroids: np.ndarray | None = None) -> TemplateIndex:
     """:func:`build_templates`, built once and cached (kind ``indexes``: the templates'
     :class:`ClusteredIndex` and their vectors and logical geometry, under a key of every
     parameter), so the traces of several probe counts or query sets share one build."""
     request = {"kind": "templates", "v": TEMPLATE_VERSION, "gen": synthetic.GENERATOR_VERSION,
-               "p": p.to_dict(), "index": index.key_dict()}
+               "p": p.to_dict(), "index": index.key_dict(), **_centroids_key(centroids)}
     key = cacheio.key_of(request)
     short = hashlib.blake2b(json.dumps(request, sort_keys=True).encode(), digest_size=8).hexdigest()
     stem = f"templates-{p.family}-N{p.n}-C{p.num_clusters}-T{p.num_templates}-{short}"
@@ -704,7 +728,7 @@ def cached_templates(p: TemplateParams, index: IndexParams, cache: Path,
                                  arrays["grown_rows"])
         except (ValueError, KeyError, OSError) as exc:
             cacheio.report(ipath, f"does not load ({exc})")
-    ti = build_templates(p, index, threads, progress)
+    ti = build_templates(p, index, threads, progress, centroids=centroids)
     arrays = {name: getattr(ti, name) for name in _TEMPLATE_ARRAYS}
     cacheio.store_files(record, "indexes", key, {
         ipath: lambda f: ti.index.save(f, overwrite=True),
@@ -719,13 +743,16 @@ def make_template_workload(family: str, n: int, num_queries: int, num_clusters: 
                            entry: str = "medoid", sample_rows: int = DEFAULT_SAMPLE_ROWS,
                            cache_dir: str | os.PathLike | None = None,
                            threads: int | None = None, progress: bool = True,
-                           carry: str = "surrogate") -> LogicalTrace:
+                           carry: str = "surrogate",
+                           centroids: np.ndarray | None = None) -> LogicalTrace:
     """The templated trace of ``family`` at logical size ``n`` (module docstring), built once
     and cached (kind ``traces``, under a key of every parameter) like every other trace.
 
     ``index`` gives the graph parameters (default :class:`graphs.index.IndexParams`; its
     ``num_clusters`` and ``seed`` are set from these arguments). The queries are the family's
-    query stream, as for :func:`graphs.make_workload`."""
+    query stream, as for :func:`graphs.make_workload`. ``centroids`` (num_clusters x dim):
+    the logical centroids to use instead of k-means on the sample (:func:`logical_geometry`),
+    e.g. a real index's, so that a comparison with it is at one geometry."""
     base = index or IndexParams()
     ip = IndexParams(**{**base.key_dict(), "num_clusters": int(num_clusters), "seed": int(seed)})
     p = TemplateParams(family, int(n), int(num_clusters), int(num_templates), int(seed),
@@ -736,7 +763,8 @@ def make_template_workload(family: str, n: int, num_queries: int, num_clusters: 
                "gen": synthetic.GENERATOR_VERSION, "p": p.to_dict(), "index": ip.key_dict(),
                "q": int(num_queries), "s": {"num_probes": int(num_probes),
                                            "cand_list_len": int(cand_list_len), "k": int(k),
-                                           "entry": entry}, "carry": carry}
+                                           "entry": entry}, "carry": carry,
+               **_centroids_key(centroids)}
     key = cacheio.key_of(request)
     short = hashlib.blake2b(json.dumps(request, sort_keys=True).encode(), digest_size=8).hexdigest()
     path = cache / "traces" / f"{family}-N{n}-C{num_clusters}-T{num_templates}-{short}.npz"
@@ -746,7 +774,7 @@ def make_template_workload(family: str, n: int, num_queries: int, num_clusters: 
             return load_trace(path, verify=False)
         except ValueError as exc:
             cacheio.report(path, f"does not load ({exc})")
-    ti = cached_templates(p, ip, cache, threads, progress)
+    ti = cached_templates(p, ip, cache, threads, progress, centroids)
     queries = synthetic.generate(family, int(num_queries), int(seed), queries=True)
     tr = trace_templates(ti, queries, num_probes, cand_list_len, k, entry, progress=progress,
                          carry=carry)

@@ -50,6 +50,26 @@ def test_every_cluster_its_own_template_is_the_real_trace(real, identity):
     np.testing.assert_array_equal(identity.template_of, np.arange(SMALL["num_clusters"]))
 
 
+def test_given_centroids_replace_kmeans(real, identity, cache):
+    """``centroids=`` a real index's: within the sample the same trace as the k-means one
+    (they are the same centroids); other centroids give their own geometry, under their own
+    cache key, and a wrong shape is one line."""
+    same = make_template_workload("sift", num_templates=SMALL["num_clusters"], **SMALL,
+                                  cache_dir=cache, progress=False, centroids=real.centroids)
+    a, b = positional(identity), positional(same)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    other_c = real.centroids[::-1].copy()                 # the same centroids, renumbered
+    other = make_template_workload("sift", num_templates=4, **SMALL, cache_dir=cache,
+                                   progress=False, centroids=other_c)
+    np.testing.assert_array_equal(other.centroids, other_c)
+    sizes = np.diff(np.asarray(real.cluster_ptr))
+    np.testing.assert_array_equal(np.diff(np.asarray(other.cluster_ptr)), sizes[::-1])
+    with pytest.raises(UserError, match=r"centroids: expected shape \(16, 128\)"):
+        make_template_workload("sift", num_templates=4, **SMALL, cache_dir=cache,
+                               progress=False, centroids=real.centroids[:8])
+
+
 @pytest.mark.parametrize("system", PAPER_SYSTEMS)
 def test_every_cluster_its_own_template_simulates_identically(real, identity, system):
     cfg = get_preset(system)

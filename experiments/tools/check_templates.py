@@ -9,6 +9,13 @@ dataset and exits 1 if a difference is above the tolerance::
     python experiments/tools/check_templates.py --scale default          # 50k vectors, 64 clusters
     python experiments/tools/check_templates.py --scale full --templates 8
     python experiments/tools/check_templates.py --scale full --n 4000000 --datasets sift
+    python experiments/tools/check_templates.py --scale full --n 4000000 --datasets sift --real-centroids
+
+Beyond the sample (``--n`` above graphs.templates.DEFAULT_SAMPLE_ROWS) the templated workload's
+k-means trains on vectors drawn from the sample, the real index's on vectors drawn from all n:
+two equally likely k-means of the family, whose placements differ. ``--real-centroids`` gives
+the templated workload the real index's centroids, so that the comparison tests the template
+method alone.
 
 ``--n`` and ``--clusters`` change the scale's size and cluster count (the rest of the scale
 stays: queries, probes, simulated queries), for a real index larger than the scales' own.
@@ -45,14 +52,16 @@ def _placement_load(tr) -> tuple[float, int]:
 
 
 def compare(family: str, scale, templates: int, systems, queries: int | None,
-            cache_dir=None, progress: bool = False) -> list[dict]:
-    """Rows ``{metric, real, templated, rel}`` of one dataset (module docstring)."""
+            cache_dir=None, progress: bool = False, real_centroids: bool = False) -> list[dict]:
+    """Rows ``{metric, real, templated, rel}`` of one dataset (module docstring);
+    ``real_centroids``: the templated workload on the real index's centroids."""
     sc = get_scale(scale)
     real = workload(family, sc, cache_dir=cache_dir, progress=progress)
     tmpl = make_template_workload(family, n=sc.n, num_queries=sc.num_queries,
                                   num_clusters=sc.num_clusters, num_templates=templates,
                                   num_probes=sc.num_probes, cache_dir=cache_dir,
-                                  progress=progress)
+                                  progress=progress,
+                                  centroids=real.centroids if real_centroids else None)
     rows = []
 
     def add(metric, a, b):
@@ -104,6 +113,11 @@ def main(argv=None) -> int:
                     help="queries simulated per run (default: the scale's sweep_queries)")
     ap.add_argument("--tolerance", type=float, default=0.05,
                     help="largest relative difference accepted (default 0.05)")
+    ap.add_argument("--real-centroids", action="store_true",
+                    help="build the templated workload on the real index's centroids instead "
+                         "of k-means on its sample: beyond the sample (--n above 2,000,000) the "
+                         "two k-means draw different training vectors, and this separates the "
+                         "template method from that draw")
     ap.add_argument("--cache-dir", type=Path, default=None)
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args(argv)
@@ -119,7 +133,8 @@ def main(argv=None) -> int:
     worst = 0.0
     print(f"scale {sc.name}: {sc.n:,} vectors, {sc.num_clusters} clusters, {T} templates")
     for family in [d for d in args.datasets.split(",") if d]:
-        rows = compare(family, sc, T, systems, args.queries, args.cache_dir, args.progress)
+        rows = compare(family, sc, T, systems, args.queries, args.cache_dir, args.progress,
+                       args.real_centroids)
         print()
         print(table(family, rows, args.tolerance))
         worst = max(worst, max(abs(r["rel"]) for r in rows))
