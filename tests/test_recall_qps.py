@@ -10,6 +10,8 @@ import pytest
 
 from cosmos.cli import main
 from experiments.figures import recall_qps as R
+from experiments.figures.parts import batch_sweep as B
+from experiments.figures.parts import recall_winners as W
 from experiments.harness.workloads import get_scale
 
 
@@ -50,12 +52,12 @@ def test_csv_has_every_system_and_knob_point(tiny_runs):
     for fam in ("sift", "deep"):
         for p in grid.graph_probes:
             for L in grid.cand_list_len:
-                want |= {(fam, s, p, L, -1) for s in R.SYSTEMS["graph"]}
+                want |= {(fam, s, p, L, -1) for s in W.SYSTEMS["graph"]}
         for p in grid.ivfpq_probes:
             for r in grid.rerank:
-                want |= {(fam, s, p, -1, r) for s in R.SYSTEMS["ivfpq"]}
+                want |= {(fam, s, p, -1, r) for s in W.SYSTEMS["ivfpq"]}
         for p in grid.exact_probes:
-            want |= {(fam, s, p, -1, -1) for s in R.SYSTEMS["exact"]}
+            want |= {(fam, s, p, -1, -1) for s in W.SYSTEMS["exact"]}
     assert all(p <= clusters for p in grid.graph_probes + grid.ivfpq_probes + grid.exact_probes)
     got = {(r.dataset, r.system, int(r.num_probes), int(r.cand_list_len), int(r.rerank))
            for r in df.fillna(-1).itertuples()}
@@ -63,7 +65,7 @@ def test_csv_has_every_system_and_knob_point(tiny_runs):
     for col in ("recall", "index_bytes", "qps", "latency_mean_ns", "dram_bytes_per_query"):
         assert np.isfinite(df[col]).all() and (df[col] > 0).all(), col
     assert ((df.recall > 0) & (df.recall <= 1)).all()
-    assert (df.family == df.system.map(R.FAMILY_OF)).all()
+    assert (df.family == df.system.map(W.FAMILY_OF)).all()
     # exact scan of the probed lists finds every neighbour the lists hold: more probes, no
     # less recall; re-ranking never lowers IVF-PQ recall at the same probes
     for (fam, s), g in df[df.family == "exact"].groupby(["dataset", "system"]):
@@ -98,16 +100,16 @@ def test_batch_size_sweep(tiny_runs):
     roofline's B* at the unit's stream rate (cosmos.systems.roofline_batch)."""
     folder, _ = tiny_runs
     sw = pd.read_csv(folder / "batch_sweep.csv")
-    assert list(sw.columns) == R.BATCH_COLUMNS
-    assert len(sw) == 2 * len(R.BATCH_SWEEP) and set(sw.dataset) == {"sift", "deep"}
+    assert list(sw.columns) == B.BATCH_COLUMNS
+    assert len(sw) == 2 * len(B.BATCH_SWEEP) and set(sw.dataset) == {"sift", "deep"}
     for col in ("qps", "latency_mean_ns", "dram_bytes_per_query", "qps_one_batch",
                 "latency_one_batch_ns", "roofline_batch", "roofline_batch_dram_share"):
         assert np.isfinite(sw[col]).all() and (sw[col] > 0).all(), col
     df = R.read_table(folder)
-    bend = R.bend_batch(sw)
+    bend = B.bend_batch(sw)
     for fam, g in sw.groupby("dataset"):
         g = g.sort_values("batch_queries")
-        assert list(g.batch_queries) == list(R.BATCH_SWEEP)
+        assert list(g.batch_queries) == list(B.BATCH_SWEEP)
         p = int(g.num_probes.iloc[0])
         assert p == max(R.GRIDS["tiny"].exact_probes)
         pnm = df[(df.dataset == fam) & (df.system == "exact-pnm") & (df.num_probes == p)]
@@ -137,26 +139,26 @@ def test_two_runs_are_identical(tiny_runs):
 def test_pareto_front_on_a_hand_made_set():
     pts = pd.DataFrame({"recall": [0.5, 0.6, 0.6, 0.7, 0.8, 0.8, 0.9, 0.55, float("nan")],
                         "qps": [1000, 900, 950, 500, 600, 600, 100, 800, 5000]})
-    front = R.pareto_front(pts)
+    front = W.pareto_front(pts)
     # (0.5, 1000), (0.6, 950), (0.8, 600) once, (0.9, 100); dominated: (0.6, 900),
     # (0.7, 500) by (0.8, 600), (0.55, 800) by (0.6, 950); the NaN row is ignored
     assert list(zip(front.recall, front.qps)) == [(0.5, 1000), (0.6, 950), (0.8, 600),
                                                   (0.9, 100)]
     assert front.qps.is_monotonic_decreasing
-    assert R.pareto_front(pts.iloc[:0]).empty
+    assert W.pareto_front(pts.iloc[:0]).empty
 
 
 def test_qps_at_recall_interpolates_on_the_front():
-    front = R.pareto_front(pd.DataFrame({"recall": [0.8, 0.9, 1.0], "qps": [1000, 100, 10]}))
-    assert R.qps_at_recall(front, 0.9) == 100                       # a point on the front
-    assert R.qps_at_recall(front, 0.85) == pytest.approx(math.sqrt(1000 * 100))  # log-linear
-    assert R.qps_at_recall(front, 0.5) == 1000     # below the sweep: its lowest-effort point
-    assert R.is_lower_bound(front, 0.5) and not R.is_lower_bound(front, 0.8)
-    assert not R.is_lower_bound(front, 0.85)
+    front = W.pareto_front(pd.DataFrame({"recall": [0.8, 0.9, 1.0], "qps": [1000, 100, 10]}))
+    assert W.qps_at_recall(front, 0.9) == 100                       # a point on the front
+    assert W.qps_at_recall(front, 0.85) == pytest.approx(math.sqrt(1000 * 100))  # log-linear
+    assert W.qps_at_recall(front, 0.5) == 1000     # below the sweep: its lowest-effort point
+    assert W.is_lower_bound(front, 0.5) and not W.is_lower_bound(front, 0.8)
+    assert not W.is_lower_bound(front, 0.85)
     # a low-recall point the front drops still counts as swept: not a bound
     swept = pd.DataFrame({"recall": [0.5, 0.92], "qps": [10, 20]})
-    assert len(R.pareto_front(swept)) == 1 and not R.is_lower_bound(swept, 0.9)
-    assert math.isnan(R.qps_at_recall(front.iloc[:2], 0.95))       # cannot reach
+    assert len(W.pareto_front(swept)) == 1 and not W.is_lower_bound(swept, 0.9)
+    assert math.isnan(W.qps_at_recall(front.iloc[:2], 0.95))       # cannot reach
 
 
 def test_winners_on_a_hand_made_frame():
@@ -171,7 +173,7 @@ def test_winners_on_a_hand_made_frame():
     add("ivfpq-host", [(0.88, 300), (0.93, 100)])
     add("exact-pnm", [(1.0, 100)])
     add("cosmos", [(0.5, 100)], dataset="deep")           # nobody reaches either target
-    win = R.winners(pd.DataFrame(rows))
+    win = W.winners(pd.DataFrame(rows))
 
     def at(dataset, target):
         (i,) = win.index[(win.dataset == dataset) & (win.target == target)]
@@ -197,7 +199,7 @@ def test_winners_on_a_hand_made_frame():
     assert pd.isna(d.system) and pd.isna(d.runner_up) and math.isnan(d.margin)
     assert "no system reaches" in R._winner_line(d)
     # a winner whose family alone reaches the target: no margin
-    only = R.winners(pd.DataFrame([dict(dataset="x", system="cosmos", recall=0.99, qps=5),
+    only = W.winners(pd.DataFrame([dict(dataset="x", system="cosmos", recall=0.99, qps=5),
                                    dict(dataset="x", system="base", recall=0.99, qps=1),
                                    dict(dataset="x", system="ivfpq-pnm", recall=0.5, qps=9)]))
     o = only.iloc[0]
@@ -241,24 +243,24 @@ def test_qps_interval_at_recall_on_a_hand_front():
     run's; between two points the relative errors below and above are the root sum of
     squares of (1 - t) and t times the two runs' (delta method on the log-linear
     interpolation); no interval where a run has none or the target is not reached."""
-    f = R.pareto_front(pd.DataFrame({"recall": [0.8, 0.9, 1.0], "qps": [1000.0, 100.0, 10.0],
+    f = W.pareto_front(pd.DataFrame({"recall": [0.8, 0.9, 1.0], "qps": [1000.0, 100.0, 10.0],
                                      "qps_ci_low": [900.0, 95.0, 9.0],
                                      "qps_ci_high": [1200.0, 110.0, 11.0]}))
-    assert R.qps_interval_at_recall(f, 0.9) == (95.0, 110.0)           # on a front point
-    assert R.qps_interval_at_recall(f, 0.5) == (900.0, 1200.0)         # a lower bound
-    q = R.qps_at_recall(f, 0.85)                                        # t = 0.5
-    lo, hi = R.qps_interval_at_recall(f, 0.85)
+    assert W.qps_interval_at_recall(f, 0.9) == (95.0, 110.0)           # on a front point
+    assert W.qps_interval_at_recall(f, 0.5) == (900.0, 1200.0)         # a lower bound
+    q = W.qps_at_recall(f, 0.85)                                        # t = 0.5
+    lo, hi = W.qps_interval_at_recall(f, 0.85)
     assert lo == pytest.approx(q * (1 - math.hypot(0.5 * 0.1, 0.5 * 0.05)))
     assert hi == pytest.approx(q * (1 + math.hypot(0.5 * 0.2, 0.5 * 0.1)))
-    q = R.qps_at_recall(f, 0.92)                                        # t = 0.2
-    lo, hi = R.qps_interval_at_recall(f, 0.92)
+    q = W.qps_at_recall(f, 0.92)                                        # t = 0.2
+    lo, hi = W.qps_interval_at_recall(f, 0.92)
     assert lo == pytest.approx(q * (1 - math.hypot(0.8 * 0.05, 0.2 * 0.1)))
     assert hi == pytest.approx(q * (1 + math.hypot(0.8 * 0.1, 0.2 * 0.1)))
-    assert all(math.isnan(v) for v in R.qps_interval_at_recall(f.iloc[:2], 0.95))
-    bare = R.pareto_front(pd.DataFrame({"recall": [0.8, 1.0], "qps": [1000.0, 10.0]}))
-    assert all(math.isnan(v) for v in R.qps_interval_at_recall(bare, 0.9))
+    assert all(math.isnan(v) for v in W.qps_interval_at_recall(f.iloc[:2], 0.95))
+    bare = W.pareto_front(pd.DataFrame({"recall": [0.8, 1.0], "qps": [1000.0, 10.0]}))
+    assert all(math.isnan(v) for v in W.qps_interval_at_recall(bare, 0.9))
     half = f.assign(qps_ci_low=[900.0, float("nan"), 9.0])
-    assert math.isnan(R.qps_interval_at_recall(R.pareto_front(half), 0.85)[0])
+    assert math.isnan(W.qps_interval_at_recall(W.pareto_front(half), 0.85)[0])
 
 
 def test_winners_carry_the_intervals_of_the_runs():
@@ -272,7 +274,7 @@ def test_winners_carry_the_intervals_of_the_runs():
                  qps_ci_high=11.0),
             dict(dataset="s", system="ivfpq-pnm", recall=0.9, qps=800.0, qps_ci_low=760.0,
                  qps_ci_high=880.0)]
-    (w,) = R.winners(pd.DataFrame(rows), targets=(0.9,)).itertuples()
+    (w,) = W.winners(pd.DataFrame(rows), targets=(0.9,)).itertuples()
     assert (w.system, w.runner_up) == ("ivfpq-pnm", "cosmos")
     assert (w.qps, w.qps_ci_low, w.qps_ci_high) == (800.0, 760.0, 880.0)
     ru = 100.0                                    # sqrt(1000 * 10): halfway, log-linear
@@ -283,13 +285,13 @@ def test_winners_carry_the_intervals_of_the_runs():
     assert w.margin == pytest.approx(8.0)
     assert w.margin_ci_low == pytest.approx(8.0 * (1 - math.hypot(0.05, r_up)))
     assert w.margin_ci_high == pytest.approx(8.0 * (1 + math.hypot(0.10, r_dn)))
-    assert w.ci_note == "" and list(R.winners(pd.DataFrame(rows)).columns) == R.WINNER_COLUMNS
+    assert w.ci_note == "" and list(W.winners(pd.DataFrame(rows)).columns) == W.WINNER_COLUMNS
     line = R._winner_line(w)
     assert "800 QPS (95 % CI 760-880)" in line and "8.00x (95 % CI" in line
-    bare = R.winners(pd.DataFrame(rows).drop(columns=["qps_ci_low", "qps_ci_high"]),
+    bare = W.winners(pd.DataFrame(rows).drop(columns=["qps_ci_low", "qps_ci_high"]),
                      targets=(0.9,)).iloc[0]
     assert math.isnan(bare.qps_ci_low) and math.isnan(bare.margin_ci_high)
-    assert bare.ci_note == R.NO_RUN_INTERVAL and "CI" not in R._winner_line(bare)
+    assert bare.ci_note == W.NO_RUN_INTERVAL and "CI" not in R._winner_line(bare)
 
 
 def _replications_frame():
@@ -319,8 +321,8 @@ def test_replicated_winners_on_synthetic_replications():
     from experiments.harness.replications import clopper_pearson, t_interval, within_interval
 
     per = _replications_frame()
-    win, each = R.replicated_winners(per, targets=(0.9,))
-    assert list(win.columns) == R.WINNER_COLUMNS + R.REPLICATED_WINNER_COLUMNS
+    win, each = W.replicated_winners(per, targets=(0.9,))
+    assert list(win.columns) == W.WINNER_COLUMNS + W.REPLICATED_WINNER_COLUMNS
     assert list(each.system) == ["exact-pnm", "cosmos", "cosmos"]
     assert list(each.seed) == [10, 11, 12]
     (w,) = win.itertuples()
@@ -350,10 +352,10 @@ def test_replicated_winners_on_synthetic_replications():
     assert "above it in 2 of 3 replications" in line and "exact-pnm (1 of 3)" in line
     # a frame of one replication gives winners() of that replication
     one = per[per.replication == 1]
-    w1, each1 = R.replicated_winners(one, targets=(0.9,))
+    w1, each1 = W.replicated_winners(one, targets=(0.9,))
     pd.testing.assert_frame_equal(
         each1.drop(columns=["replication", "seed"]),
-        R.winners(one.drop(columns=["replication", "seed"]), targets=(0.9,)))
+        W.winners(one.drop(columns=["replication", "seed"]), targets=(0.9,)))
     assert w1.wins.iloc[0] == 1 and math.isnan(w1.qps_rep_ci_low.iloc[0])
 
 
@@ -390,15 +392,15 @@ def test_winners_csv_of_the_tiny_run(tiny_runs):
     df = R.read_table(folder)
     assert df.qps_ci_low.isna().all()
     got = R.read_winners(folder)
-    want = R.winners(df)
-    assert list(got.columns) == R.WINNER_COLUMNS and len(got) == 2 * len(R.TARGETS)
+    want = W.winners(df)
+    assert list(got.columns) == W.WINNER_COLUMNS and len(got) == 2 * len(W.TARGETS)
     text = ["system", "family", "runner_up", "runner_up_family"]   # None where empty
     pd.testing.assert_frame_equal(got.drop(columns=text), want.drop(columns=text),
                                   check_dtype=False)
     assert (got[text].fillna("") == want[text].fillna("")).all().all()
     for col in ("qps_ci_low", "qps_ci_high", "margin_ci_low", "margin_ci_high"):
         assert got[col].isna().all(), col
-    assert (got.ci_note == R.NO_RUN_INTERVAL).all()
+    assert (got.ci_note == W.NO_RUN_INTERVAL).all()
     md = (folder / "summary.md").read_text()
     assert "no interval of their own at this scale" in md
 
@@ -472,8 +474,8 @@ def test_two_replications_end_to_end(replicated_runs):
     mean, lo, hi, _ = t_interval(sub.qps)
     assert (row.qps, row.qps_rep_ci_low, row.qps_rep_ci_high) == pytest.approx((mean, lo, hi))
     win = R.read_winners(out)
-    want, each = R.replicated_winners(per.drop(columns=[]))
-    assert list(win.columns) == R.WINNER_COLUMNS + R.REPLICATED_WINNER_COLUMNS
+    want, each = W.replicated_winners(per.drop(columns=[]))
+    assert list(win.columns) == W.WINNER_COLUMNS + W.REPLICATED_WINNER_COLUMNS
     assert list(win.system.fillna("")) == list(want.system.fillna(""))
     assert len(pd.read_csv(out / "winners_replications.csv")) == 2 * len(win)
     for r in win.itertuples():

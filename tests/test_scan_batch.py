@@ -161,23 +161,23 @@ def test_batch_of_one_is_exact_pnms_work():
 
 
 def test_roofline_batches_and_the_bend_on_hand_cases():
-    """recall_qps.roofline_batches: B* at the unit's stream (64 B x 0.5 GHz against 128 MACs
+    """batch_sweep.roofline_batches: B* at the unit's stream (64 B x 0.5 GHz against 128 MACs
     x 0.5 GHz) and at its share of a device's peak DRAM bandwidth (8 DDR5-4800 subchannels,
     one 64-B burst per nBL = 8 cycles of 416 ps each, shared by the device's 16 contexts);
     bend_batch picks the B of the most queries per second."""
     import pandas as pd
 
-    from experiments.figures import recall_qps as R
+    from experiments.figures.parts import batch_sweep as B
 
     share = 8 * 64 / (8 * 416e-12) / 16                   # bytes/s per context
     for vb, dim in ((512, 128), (128, 128), (384, 96)):
-        unit, dram = R.roofline_batches(vb, dim)
+        unit, dram = B.roofline_batches(vb, dim)
         assert unit == pytest.approx(64e9 * vb / (dim * 32e9))
         assert dram == pytest.approx(64e9 * vb / (dim * share))
-    assert R.roofline_batches(512, 128)[0] == pytest.approx(8.0)     # float32
-    assert R.roofline_batches(128, 128)[0] == pytest.approx(2.0)     # uint8 (SIFT)
+    assert B.roofline_batches(512, 128)[0] == pytest.approx(8.0)     # float32
+    assert B.roofline_batches(128, 128)[0] == pytest.approx(2.0)     # uint8 (SIFT)
     sweep = pd.DataFrame({"dataset": ["a"] * 4 + ["b"] * 3, "batch_queries": [1, 2, 4, 8, 1, 2, 4],
                           "qps_one_batch": [1.0, 3.0, 2.0, 2.5, 5.0, 4.0, 1.0],
                           "qps": [9.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0]})
-    assert R.bend_batch(sweep) == {"a": 2, "b": 1}
-    assert R.bend_batch(sweep, "qps") == {"a": 1, "b": 4}
+    assert B.bend_batch(sweep) == {"a": 2, "b": 1}
+    assert B.bend_batch(sweep, "qps") == {"a": 1, "b": 4}

@@ -294,7 +294,8 @@ def test_the_strategies_compute_the_same_distances_so_the_same_recall():
     assert set(NEW[:4]) <= set(ivf) and {"ivfpq-host", "ivfpq-pnm"} <= set(ivf)
     assert "exact-host-prefetch" in presets_for_index("exact")
     from experiments.figures import recall_qps as R
-    assert set(R.SYSTEMS["ivfpq"]) == set(ivf) and set(R.SYSTEMS["exact"]) == set(
+    from experiments.figures.parts.recall_winners import SYSTEMS
+    assert set(SYSTEMS["ivfpq"]) == set(ivf) and set(SYSTEMS["exact"]) == set(
         presets_for_index("exact"))
     for _, host, pnm in R.SAME_STRATEGY:
         assert model_for(get_preset(host)).index == model_for(get_preset(pnm)).index == "ivfpq"

@@ -27,30 +27,35 @@ and DRAM bytes per query from the closed-loop simulation of the scale's first
 trace is simulated once per system for all of them). ``recall_qps.csv`` holds one row per
 (workload, system, knob values); the plot draws recall against QPS (log axis) with each
 system's Pareto front as a step line; ``summary.md`` says which family and system gives the
-most QPS at recall 0.9 and 0.95 (the Pareto front interpolated, :func:`qps_at_recall`) and
-puts Chameleon's reported near-memory over CPU figure beside our ``ivfpq-pnm`` over
-``ivfpq-host`` at the same index and knobs, then the host against near memory at the same
-lookup-table strategy (:data:`SAME_STRATEGY`) and the host's stream prefetcher on and off
-(:data:`PREFETCH_PAIRS`), issue 54. ``batch_sweep.csv`` sweeps exact-pnm-batch's B over
-:data:`BATCH_SWEEP` on each workload's exact trace at its most probes (:func:`batch_sweep`:
-QPS per query, the batch's latency, one batch in flight, and the roofline's B*), drawn in
-``batch_sweep.png`` and tabled in ``summary.md``.
+most QPS at recall 0.9 and 0.95 (the Pareto front interpolated) and puts Chameleon's reported
+near-memory over CPU figure beside our ``ivfpq-pnm`` over ``ivfpq-host`` at the same index and
+knobs, then the host against near memory at the same lookup-table strategy
+(:data:`SAME_STRATEGY`) and the host's stream prefetcher on and off (:data:`PREFETCH_PAIRS`),
+issue 54. ``batch_sweep.csv`` sweeps exact-pnm-batch's B on each
+workload's exact trace at its most probes (QPS per query, the batch's latency, one batch in
+flight, and the roofline's B*), drawn in ``batch_sweep.png`` and tabled in ``summary.md``.
 
-``winners.csv`` (:func:`winners`) has, per dataset and recall target, the winner and the best
-system of another family with the 95 % intervals of their QPS at the target and of the margin
-from the runs' own batch-means intervals (:func:`qps_interval_at_recall`; empty, with
-``ci_note`` saying why, where the runs have none: at the tiny and default scales). With
-``--replications R`` (R > 1, experiments.harness.replications; seeds SEED + r) every
-replication builds its own workloads and simulates the whole grid: ``recall_qps.csv`` holds
-each setting's means, ``recall_qps_replications.csv`` each replication's table, and
-``winners.csv`` the winner by mean QPS at the target with its Student-t interval over the
-replications, in how many replications it wins, and its margin over the runner-up with its
-interval (:func:`run_replications`, :func:`replicated_winners`, issue 54).
+``winners.csv`` has, per dataset and recall target, the winner and the best system of another
+family with the 95 % intervals of their QPS at the target and of the margin from the runs'
+own batch-means intervals (empty, with ``ci_note`` saying why, where the runs have none: at
+the tiny and default scales). With ``--replications R`` (R > 1,
+experiments.harness.replications; seeds SEED + r) every replication builds its own workloads
+and simulates the whole grid: ``recall_qps.csv`` holds each setting's means,
+``recall_qps_replications.csv`` each replication's table, and ``winners.csv`` the winner by
+mean QPS at the target with its Student-t interval over the replications, in how many
+replications it wins, and its margin over the runner-up with its interval
+(:func:`run_replications`, issue 54).
+
+This module is the experiment: its grid, points, simulation tasks, table, run, plot and
+summary. Two concerns live in their own modules, which import nothing of this one:
+experiments/figures/parts/recall_winners.py, the winners at a recall level (Pareto fronts,
+QPS at a recall target with its interval, ``winners.csv``, the replicated winners: pure
+functions over the tables), and experiments/figures/parts/batch_sweep.py, the batch-size
+sweep of exact-pnm-batch (its tasks, ``batch_sweep.csv``, plot and summary section).
 """
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +65,12 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
+from experiments.figures.parts.batch_sweep import (batch_headline, batch_sweep, batch_sweep_md,
+                                                  batched_trace_file, plot_batch_sweep)
+from experiments.figures.parts.recall_winners import (SYSTEMS, TARGETS, WINNER_COLUMNS,
+                                                     at_recall, pareto_front,
+                                                     replicated_at_recall,
+                                                     replicated_winners, winners)
 from experiments.harness.capacity import trace_index_bytes
 from experiments.harness.common import error_bars, pyplot, save_figure, write_csv
 from experiments.harness.sim import simulate_task
@@ -67,30 +78,8 @@ from experiments.harness.sim import simulate_task
 NAME = "recall_qps"
 TITLE = "Recall@10 against QPS: graph vs IVF-PQ vs exact scan, host vs near memory"
 
-#: retrieval family -> the systems that replay its traces (cosmos.presets)
-SYSTEMS = {
-    "graph": ("base", "cxl-anns", "cosmos"),
-    "ivfpq": ("ivfpq-host", "ivfpq-host-precomputed", "ivfpq-host-precomputed-prefetch",
-              "ivfpq-pnm", "ivfpq-pnm-chamvs", "ivfpq-pnm-chamvs-perlist"),
-    "exact": ("exact-host", "exact-host-prefetch", "exact-pnm", "exact-pnm-batch"),
-}
 #: systems that replay batches of queries (cosmos.systems.batch_trace), not single queries
 BATCHED = ("exact-pnm-batch",)
-#: The batch-size sweep of exact-pnm-batch (``batch_sweep.csv``, issue 54): B =
-#: scan_unit.batch_queries doubled from 1 (one query per pass: exact-pnm's work) past the
-#: roofline's B* (8 at the unit's own figures) to 32, on each workload's exact trace at the
-#: grid's most probes (the most vectors per pass)
-BATCH_SWEEP = (1, 2, 4, 8, 16, 32)
-BATCH_SYSTEM = "exact-pnm-batch"
-#: columns of batch_sweep.csv: closed-loop QPS per query (batches/s x B), the batch's
-#: latency, DRAM bytes per query; with one batch in flight (each device's lists on one unit,
-#: at its own stream rate: the roofline's setting) the batch's mean latency and the queries
-#: per second it gives, B / that latency; the roofline's B* at the unit's stream rate and at
-#: its share of the device's peak DRAM bandwidth (:func:`roofline_batches`)
-BATCH_COLUMNS = ["dataset", "num_probes", "batch_queries", "qps", "qps_ci_low", "qps_ci_high",
-                 "latency_mean_ns", "latency_p99_ns", "dram_bytes_per_query", "num_queries",
-                 "steady_state", "latency_one_batch_ns", "qps_one_batch",
-                 "roofline_batch", "roofline_batch_dram_share"]
 #: (lookup-table strategy and data flow, host system, near-memory system): pairs that use the
 #: same strategy (cosmos.systems.LUT_STRATEGIES) on both sides, compared in summary.md
 SAME_STRATEGY = (
@@ -103,9 +92,6 @@ SAME_STRATEGY = (
 #: (without, with) the host's L2 stream prefetcher on the list reads
 PREFETCH_PAIRS = (("exact-host", "exact-host-prefetch"),
                   ("ivfpq-host-precomputed", "ivfpq-host-precomputed-prefetch"))
-FAMILY_OF = {s: fam for fam, systems in SYSTEMS.items() for s in systems}
-#: recall@10 targets of the summary
-TARGETS = (0.9, 0.95)
 K = 10
 
 #: Chameleon (Jiang et al., "Chameleon: a Heterogeneous and Disaggregated Accelerator System
@@ -264,30 +250,6 @@ def _batch_of(system: str) -> int:
     return int(get_preset(system).scan_unit.batch_queries) if system in BATCHED else 1
 
 
-def _batched_trace(trace_path: str, batch: int) -> str:
-    """The exact trace at ``trace_path`` batched by cosmos.systems.batch_trace, saved once
-    beside it as ``NAME-bB.npz`` (with its arrays' checksums, as graphs.save_trace)."""
-    import json
-
-    import numpy as np
-
-    from cosmos.systems import batch_trace
-    from cosmos.trace_input import as_trace
-    from graphs.io import atomic_write_bytes
-    from graphs.trace import array_checksum
-
-    src = Path(trace_path)
-    path = src.with_name(f"{src.stem}-b{batch}.npz")
-    if path.exists():
-        return str(path)
-    bt = batch_trace(as_trace(str(src)), batch)
-    arrays = {k: v for k, v in vars(bt).items() if k != "meta" and v is not None}
-    meta = dict(bt.meta, checksums={k: array_checksum(v) for k, v in arrays.items()})
-    arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
-    atomic_write_bytes(path, lambda f: np.savez(f, **arrays))
-    return str(path)
-
-
 def _per_query(df: pd.DataFrame) -> pd.DataFrame:
     """Rows of :data:`BATCHED` systems per query: QPS and its interval x B (each simulated
     completion is a batch of B queries), DRAM bytes / B, queries simulated x B; latency
@@ -303,81 +265,6 @@ def _per_query(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def roofline_batches(vector_bytes: int, dim: int, system: str = BATCH_SYSTEM) -> tuple:
-    """(B* at the unit's stream rate, B* at its share of the DRAM): the batch at which a
-    pass of ``system``'s unit over vectors of ``vector_bytes`` bytes and ``dim`` dimensions
-    turns compute bound (cosmos.systems.roofline_batch), with the bandwidth the unit's own
-    stream (scan_unit.dot_bytes_per_cycle at scan_unit.clock_GHz: B* = 8 at float32), and
-    with a device's peak DRAM bandwidth (its channels' data buses) shared by all the
-    device's search contexts, each driving a unit: what a unit gets when every one is busy,
-    so B* is larger there (the pass stays memory bound longer)."""
-    from cosmos.presets import get_preset
-    from cosmos.simulate import dram_config_for
-    from cosmos.systems import roofline_batch
-    from cosmos.units import unit
-
-    cfg = get_preset(system)
-    su = cfg.scan_unit
-    macs = su.gemm_macs_per_cycle * su.clock_GHz * 1e9
-    stream = su.dot_bytes_per_cycle * su.clock_GHz * 1e9
-    units = unit("gpc").contexts_per_place(cfg)
-    share = dram_config_for(cfg).peak_bandwidth_GBps * 1e9 / units
-    return (roofline_batch(stream, macs, vector_bytes, dim),
-            roofline_batch(share, macs, vector_bytes, dim))
-
-
-def batch_sweep(ctx, pts: list) -> pd.DataFrame:
-    """exact-pnm-batch at each B of :data:`BATCH_SWEEP` on each workload's exact trace at its
-    most probes (``pts``: :func:`points`), the batched traces made by
-    :func:`_batched_trace` over the same first ``sweep_queries`` queries: one row per
-    (dataset, B) with QPS per query, the batch's latency, DRAM bytes per query and the
-    roofline's B* (:func:`roofline_batches`). Written as ``batch_sweep.csv``."""
-    import json
-
-    import numpy as np
-
-    exact = {}
-    for pt in pts:
-        if pt["family"] == "exact" and pt["num_probes"] >= exact.get(
-                pt["dataset"], {"num_probes": 0})["num_probes"]:
-            exact[pt["dataset"]] = pt
-    tasks, roof = [], {}
-    for fam, pt in exact.items():
-        with np.load(pt["trace_path"]) as z:
-            meta = json.loads(str(z["meta"]))
-        roof[fam] = roofline_batches(int(meta["vector_bytes"]), int(meta["dim"]))
-        for b in BATCH_SWEEP:
-            tasks.append(dict(system=BATCH_SYSTEM, trace_path=_batched_trace(pt["trace_path"], b),
-                              overrides={"scan_unit.batch_queries": b},
-                              num_queries=-(-ctx.scale.sweep_queries // b), seed=ctx.seed,
-                              ci_target=ctx.scale.ci_target,
-                              tags=dict(dataset=fam, num_probes=pt["num_probes"],
-                                        batch_queries=b)))
-    lone = [dict(t, max_inflight=1, ci_target=None) for t in tasks]
-    rows = ctx.sweep(simulate_task, tasks + lone, desc="exact-pnm-batch B sweep")
-    df = pd.DataFrame(rows[:len(tasks)])
-    b = df.batch_queries
-    df["latency_one_batch_ns"] = [r["latency_mean_ns"] for r in rows[len(tasks):]]
-    df["qps_one_batch"] = b / df.latency_one_batch_ns * 1e9
-    for col in ("qps", "qps_ci_low", "qps_ci_high"):
-        df[col] = df[col] * b          # per query: each completion is a batch of B queries
-    df["dram_bytes_per_query"] = df.dram_bytes_per_query / b
-    df["num_queries"] = df.num_queries * b
-    df["roofline_batch"] = [roof[f][0] for f in df.dataset]
-    df["roofline_batch_dram_share"] = [roof[f][1] for f in df.dataset]
-    df = df[BATCH_COLUMNS]
-    write_csv(ctx.out / "batch_sweep.csv", df)
-    return df
-
-
-def bend_batch(sweep: pd.DataFrame, column: str = "qps_one_batch") -> dict:
-    """Per dataset of ``batch_sweep.csv``: the B of the highest ``column`` (by default the
-    queries per second of one batch in flight, the roofline's setting): where the measured
-    curve bends, more B past it costing more compute than the reads it saves."""
-    return {fam: int(g.loc[g[column].idxmax(), "batch_queries"])
-            for fam, g in sweep.groupby("dataset", sort=False)}
-
-
 def _tasks(ctx, pts: list) -> tuple[list, list]:
     """(closed-loop tasks, one-query-in-flight tasks) of the points ``pts`` (:func:`points`)
     of context ``ctx`` (its seed): every system of each point's family."""
@@ -388,7 +275,7 @@ def _tasks(ctx, pts: list) -> tuple[list, list]:
                                         "rerank", "recall", "recall_queries", "index_bytes")}
             b = _batch_of(system)
             task = dict(system=system, trace_path=pt["trace_path"] if b == 1 else
-                        _batched_trace(pt["trace_path"], b),
+                        batched_trace_file(pt["trace_path"], b),
                         num_queries=-(-ctx.scale.sweep_queries // b), seed=ctx.seed,
                         tags={**tags, "system": system})
             tasks.append({**task, "ci_target": ctx.scale.ci_target})
@@ -410,7 +297,7 @@ def _table(pts: list, tasks: list, lone: list, rows: list) -> pd.DataFrame:
     # a measurement, not a tag: kept out of the tasks (and so of every cache key)
     built = {pt["trace_path"]: pt["index_build_s"] for pt in pts}
     # a batched system's trace is its point's trace batched: the same index
-    built.update({_batched_trace(pt["trace_path"], _batch_of(s)): pt["index_build_s"]
+    built.update({batched_trace_file(pt["trace_path"], _batch_of(s)): pt["index_build_s"]
                   for pt in pts for s in SYSTEMS[pt["family"]] if s in BATCHED})
     df["index_build_s"] = [built[t["trace_path"]] for t in tasks]
     if "ci_note" not in df:
@@ -443,7 +330,7 @@ def run(ctx) -> dict:
                 out[f"{key}_{col}_ci95"] = [round(v, 3 if col == "margin" else 0) for v in ci]
     out.update(_ratio_headline(df))
     sweep = batch_sweep(ctx, pts)
-    out.update(_batch_headline(sweep))
+    out.update(batch_headline(sweep))
     return out
 
 
@@ -459,16 +346,6 @@ def _ratio_headline(df: pd.DataFrame) -> dict:
         for fam, sub in chameleon_ratios(df, host, pnm).groupby("dataset", sort=False):
             out[f"{fam}_{pnm}_over_{host}_qps"] = [round(float(sub.qps_ratio.min()), 2),
                                                    round(float(sub.qps_ratio.max()), 2)]
-    return out
-
-
-def _batch_headline(sweep: pd.DataFrame) -> dict:
-    out = {}
-    for fam, b in bend_batch(sweep).items():
-        g = sweep[sweep.dataset == fam]
-        out[f"{fam}_exact_pnm_batch_best_B"] = (
-            f"{b} (roofline B* {g.roofline_batch.iloc[0]:.1f} at the unit's stream, "
-            f"{g.roofline_batch_dram_share.iloc[0]:.1f} at its DRAM share)")
     return out
 
 
@@ -523,206 +400,8 @@ def run_replications(ctx) -> dict:
                        f"in {int(r.margin_holds)} of {n}" if isinstance(r.runner_up, str)
                        else " only"))
     out.update(_ratio_headline(agg))
-    out.update(_batch_headline(batch_sweep(ctx, made[ctx.seed][0])))
+    out.update(batch_headline(batch_sweep(ctx, made[ctx.seed][0])))
     return out
-
-
-# ------------------------------------------------------------------------------- analysis
-def pareto_front(frame: pd.DataFrame) -> pd.DataFrame:
-    """The points of ``frame`` (columns ``recall``, ``qps``) that no other point beats on both:
-    none has recall >= and QPS >= with one of them strictly greater. Sorted by recall
-    ascending (so QPS descending); of exact duplicates one is kept. Rows with a missing
-    recall or QPS are ignored."""
-    f = frame.dropna(subset=["recall", "qps"])
-    f = f.sort_values(["recall", "qps"], ascending=[False, False], kind="mergesort")
-    keep, best = [], -math.inf
-    for idx, q in zip(f.index, f.qps):
-        if q > best:          # more QPS than every point of higher (or equal) recall
-            keep.append(idx)
-            best = q
-    return f.loc[keep].sort_values("recall", kind="mergesort")
-
-
-def _bracket(front: pd.DataFrame, target: float):
-    """Where recall ``target`` falls on ``front`` (:func:`pareto_front`): None if no point
-    reaches it; else (low point, point at or above the target, t) with log QPS at the target
-    = (1 - t) log QPS(low) + t log QPS(above); the low point is None (t = 1) when the front's
-    first point is at or above the target or one point is exactly on it."""
-    if front.empty or front.recall.max() < target:
-        return None
-    above = front[front.recall >= target].iloc[0]
-    below = front[front.recall < target]
-    if below.empty or above.recall == target:
-        return None, above, 1.0
-    lo = below.iloc[-1]
-    return lo, above, (target - lo.recall) / (above.recall - lo.recall)
-
-
-def qps_at_recall(front: pd.DataFrame, target: float) -> float:
-    """The QPS a system reaches at recall ``target`` on its Pareto front (``front`` from
-    :func:`pareto_front`): between the two front points around the target, log QPS
-    interpolated linearly in recall; the front's first point if it is at or above the target
-    already (its QPS: what the sweep shows at least); NaN if no point reaches the target."""
-    br = _bracket(front, target)
-    if br is None:
-        return float("nan")
-    lo, above, t = br
-    if lo is None:
-        return float(above.qps)
-    return float(math.exp(math.log(lo.qps) + t * (math.log(above.qps) - math.log(lo.qps))))
-
-
-def _rel_errors(point) -> tuple:
-    """(relative distance down to ``qps_ci_low``, up to ``qps_ci_high``) of a row; NaN where
-    the row has no interval."""
-    q = float(point.qps)
-    lo, hi = (float(point.get(c, float("nan"))) for c in ("qps_ci_low", "qps_ci_high"))
-    return (q - lo) / q, (hi - q) / q
-
-
-def qps_interval_at_recall(front: pd.DataFrame, target: float) -> tuple:
-    """(low, high): the 95 % interval of :func:`qps_at_recall` from the runs' own intervals
-    (``qps_ci_low`` / ``qps_ci_high`` of the front's points, cosmos.metrics' batch means).
-    At a front point (or a lower bound: the front's first point) it is that run's interval.
-    Between two points, log QPS at the target is (1 - t) log q_lo + t log q_above of two
-    separate simulations, so to first order (delta method, as
-    experiments.harness.common.add_ratio_ci) its relative error is the root sum of squares
-    of (1 - t) and t times theirs, taken below and above separately. It covers the
-    simulations' sampling only: the recall of each point (a mean over ``recall_queries``
-    queries) and the workload draw are held fixed; the replications' interval
-    (:func:`replicated_at_recall`) covers those. NaN where a run used has no interval or no
-    point reaches the target."""
-    nan = (float("nan"), float("nan"))
-    br = _bracket(front, target)
-    if br is None:
-        return nan
-    lo, above, t = br
-    if lo is None:
-        return float(above.get("qps_ci_low", nan[0])), float(above.get("qps_ci_high", nan[0]))
-    q = qps_at_recall(front, target)
-    dn_a, up_a = _rel_errors(above)
-    dn_l, up_l = _rel_errors(lo)
-    dn = math.hypot((1 - t) * dn_l, t * dn_a)
-    up = math.hypot((1 - t) * up_l, t * up_a)
-    return q * (1 - dn), q * (1 + up)
-
-
-def is_lower_bound(frame: pd.DataFrame, target: float) -> bool:
-    """True when every swept point of a system (``frame``) is above recall ``target``:
-    :func:`qps_at_recall` is then the QPS of a setting with more recall than needed, and a
-    setting of less effort (not swept) could reach the target faster."""
-    r = frame.recall.dropna()
-    return not r.empty and bool(r.min() > target)
-
-
-def at_recall(df: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
-    """One row per dataset, recall target and system of ``df`` (a ``recall_qps.csv`` table
-    with ``recall``): ``family``, ``qps`` at the target (:func:`qps_at_recall`, NaN if the
-    system cannot reach it), its interval ``qps_ci_low`` / ``qps_ci_high``
-    (:func:`qps_interval_at_recall`; NaN where the runs have none), ``lower_bound``
-    (:func:`is_lower_bound`) and ``best_recall`` (the sweep's highest)."""
-    rows = []
-    for fam, sub in df.groupby("dataset", sort=False):
-        for t in targets:
-            for s, g in sub.groupby("system", sort=False):
-                front = pareto_front(g)
-                lo, hi = qps_interval_at_recall(front, t)
-                rows.append(dict(dataset=fam, target=t, system=s, family=FAMILY_OF.get(s, s),
-                                 qps=qps_at_recall(front, t), qps_ci_low=lo, qps_ci_high=hi,
-                                 lower_bound=is_lower_bound(g, t),
-                                 best_recall=float(g.recall.max())))
-    return pd.DataFrame(rows, columns=["dataset", "target", "system", "family", "qps",
-                                       "qps_ci_low", "qps_ci_high", "lower_bound",
-                                       "best_recall"])
-
-
-#: why a winner's interval is empty (``ci_note`` of winners.csv)
-NO_RUN_INTERVAL = ("no interval: a run around the target has no 95 % interval of its own "
-                   "(its ci_note in recall_qps.csv says why: at the tiny and default scales "
-                   "too few completions for batch means)")
-
-#: columns of ``winners.csv``, one row per dataset and recall target: the winner (the
-#: system with the most QPS at the target) and the best system of another family (runner-up)
-#: with the 95 % intervals of their QPS at the target and of the margin (winner / runner-up)
-#: from the runs' own intervals (:func:`winners`); a replicated run adds
-#: :data:`REPLICATED_WINNER_COLUMNS`
-WINNER_COLUMNS = ["dataset", "target", "system", "family", "qps", "qps_ci_low", "qps_ci_high",
-                  "runner_up", "runner_up_family", "runner_up_qps", "runner_up_qps_ci_low",
-                  "runner_up_qps_ci_high", "margin", "margin_ci_low", "margin_ci_high",
-                  "lower_bounds", "reached", "not_reached", "ci_note"]
-#: the columns a replicated run adds to ``winners.csv`` (:func:`replicated_winners`)
-REPLICATED_WINNER_COLUMNS = [
-    "replications", "seeds", "qps_rep_ci_low", "qps_rep_ci_high", "qps_rep_sd",
-    "runner_up_qps_rep_ci_low", "runner_up_qps_rep_ci_high", "margin_rep_ci_low",
-    "margin_rep_ci_high", "margin_rep_sd", "wins", "wins_ci_low", "wins_ci_high",
-    "family_wins", "margin_holds", "reached_in_some"]
-
-
-def _margin_interval(w: dict, ru: dict) -> tuple:
-    """(low, high) of winner QPS / runner-up QPS from their intervals at the target: the
-    relative errors in root sum of squares (delta method for a ratio of two independent
-    estimates, as experiments.harness.common.add_ratio_ci), the ratio's low end from the
-    winner's low and the runner-up's high side."""
-    m = w["qps"] / ru["qps"]
-    dn_w, up_w = (w["qps"] - w["qps_ci_low"]) / w["qps"], (w["qps_ci_high"] - w["qps"]) / w["qps"]
-    dn_r, up_r = ((ru["qps"] - ru["qps_ci_low"]) / ru["qps"],
-                  (ru["qps_ci_high"] - ru["qps"]) / ru["qps"])
-    return m * (1 - math.hypot(dn_w, up_r)), m * (1 + math.hypot(up_w, dn_r))
-
-
-def _pick(candidates: dict) -> tuple:
-    """(winner, runner-up) among ``candidates`` (system -> QPS at the target): the most QPS
-    (ties to the later name), then the most QPS of another family; None where there is none."""
-    if not candidates:
-        return None, None
-    best = max(candidates, key=lambda s: (candidates[s], s))
-    fam = FAMILY_OF.get(best, best)
-    others = {s: q for s, q in candidates.items() if FAMILY_OF.get(s, s) != fam}
-    return best, (max(others, key=lambda s: (others[s], s)) if others else None)
-
-
-def winners(df: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
-    """Per dataset and recall target: the system with the most QPS at the target (its family
-    and QPS), the best system of any other family (``runner_up``, its family and QPS) and
-    ``margin`` = winner QPS / runner-up QPS; ``lower_bounds`` lists the systems whose QPS at
-    the target is a lower bound (:func:`is_lower_bound`). ``reached`` lists the systems that
-    reach the target, ``not_reached`` those that do not; system and family are empty when none
-    does, runner-up empty (None or NaN) when no other family does (margin NaN). Beside each
-    QPS its 95 % interval (:func:`qps_interval_at_recall`) and beside the margin the
-    interval of the ratio (:func:`_margin_interval`); ``ci_note`` says why they are empty
-    when the runs have no intervals (:data:`NO_RUN_INTERVAL`). Columns: :data:`WINNER_COLUMNS`."""
-    at = at_recall(df, targets)
-    rows = []
-    for (fam, t), sub in at.groupby(["dataset", "target"], sort=False):
-        by = {r["system"]: r for r in sub.to_dict("records")}
-        ok = {s: r["qps"] for s, r in by.items() if r["qps"] == r["qps"]}
-        nan = float("nan")
-        row = dict(dataset=fam, target=t, system=None, family=None, qps=nan, qps_ci_low=nan,
-                   qps_ci_high=nan, runner_up=None, runner_up_family=None, runner_up_qps=nan,
-                   runner_up_qps_ci_low=nan, runner_up_qps_ci_high=nan, margin=nan,
-                   margin_ci_low=nan, margin_ci_high=nan,
-                   lower_bounds=", ".join(s for s, r in by.items() if r["lower_bound"]),
-                   reached=", ".join(ok), not_reached=", ".join(s for s in by if s not in ok),
-                   ci_note="")
-        best, ru = _pick(ok)
-        if best is not None:
-            w = by[best]
-            row.update(system=best, family=w["family"], qps=w["qps"],
-                       qps_ci_low=w["qps_ci_low"], qps_ci_high=w["qps_ci_high"])
-            used = [w]
-            if ru is not None:
-                r = by[ru]
-                lo, hi = _margin_interval(w, r)
-                row.update(runner_up=ru, runner_up_family=r["family"], runner_up_qps=r["qps"],
-                           runner_up_qps_ci_low=r["qps_ci_low"],
-                           runner_up_qps_ci_high=r["qps_ci_high"], margin=w["qps"] / r["qps"],
-                           margin_ci_low=lo, margin_ci_high=hi)
-                used.append(r)
-            if any(u["qps_ci_low"] != u["qps_ci_low"] or u["qps_ci_high"] != u["qps_ci_high"]
-                   for u in used):
-                row["ci_note"] = NO_RUN_INTERVAL
-        rows.append(row)
-    return pd.DataFrame(rows, columns=WINNER_COLUMNS)
 
 
 # ------------------------------------------------------------------------------ replications
@@ -770,40 +449,6 @@ def aggregate(per_rep: pd.DataFrame) -> pd.DataFrame:
     return agg[COLUMNS + [c for c in agg.columns if c not in COLUMNS]]
 
 
-def replicated_at_recall(per_rep: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
-    """Per dataset, recall target and system, over the replications of ``per_rep`` (one row
-    per replication x point): :func:`at_recall` of each replication (its own curve: recall
-    and QPS both vary with the workload), then ``reached_in`` (in how many replications the
-    system reaches the target), ``qps`` the mean over them with its 95 % Student-t interval
-    (``qps_rep_ci_low`` / ``qps_rep_ci_high``, ``qps_rep_sd``; only when it reaches the
-    target in every replication, else NaN: a mean over the replications that reach it would
-    leave out the ones where its curve is lowest), ``qps_ci_low`` / ``qps_ci_high`` the
-    runs' own intervals carried to the mean (within_interval), and ``lower_bound`` if it is
-    one in any replication."""
-    from experiments.harness.replications import t_interval, within_interval
-
-    per = pd.concat([at_recall(g.drop(columns=["replication", "seed"]), targets)
-                     .assign(replication=r) for r, g in per_rep.groupby("replication",
-                                                                        sort=True)],
-                    ignore_index=True)
-    n = int(per_rep.replication.nunique())
-    rows = []
-    for (fam, t, s), g in per.groupby(["dataset", "target", "system"], sort=False):
-        k = int(g.qps.notna().sum())
-        nan = float("nan")
-        row = dict(dataset=fam, target=t, system=s, family=g.family.iloc[0], reached_in=k,
-                   replications=n, qps=nan, qps_rep_ci_low=nan, qps_rep_ci_high=nan,
-                   qps_rep_sd=nan, qps_ci_low=nan, qps_ci_high=nan,
-                   lower_bound=bool(g.lower_bound.any()), best_recall=float(g.best_recall.mean()))
-        if k == n:
-            mean, lo, hi, sd = t_interval(g.qps)
-            row.update(qps=mean, qps_rep_ci_low=lo, qps_rep_ci_high=hi, qps_rep_sd=sd)
-            row["qps_ci_low"], row["qps_ci_high"] = within_interval(g.qps, g.qps_ci_low,
-                                                                    g.qps_ci_high)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 def wins_text(k: int, n: int, what: str = "wins") -> str:
     """"wins in k of n replications (95 % Clopper-Pearson interval of the proportion lo-hi)"."""
     from experiments.harness.replications import clopper_pearson
@@ -811,93 +456,6 @@ def wins_text(k: int, n: int, what: str = "wins") -> str:
     lo, hi = clopper_pearson(k, n)
     return (f"{what} in {k} of {n} replications (95 % CI of the proportion "
             f"{lo:.2f}-{hi:.2f})")
-
-
-def replicated_winners(per_rep: pd.DataFrame, targets=TARGETS) -> tuple:
-    """(winners.csv of a replicated run, each replication's :func:`winners` led by
-    ``replication`` and ``seed``). Per dataset and target, among the systems that reach it in
-    every replication (:func:`replicated_at_recall`), the winner has the most mean QPS at the
-    target and the runner-up the most of another family. ``qps`` / ``runner_up_qps`` are the
-    means with the runs' own intervals carried to them (``*_ci_*``) and their Student-t
-    intervals over the replications (``*_rep_ci_*``); ``margin`` is the mean over the
-    replications of winner / runner-up QPS at the target (each replication compares them on
-    one workload), with ``margin_rep_ci_*`` its Student-t interval and ``margin_ci_*`` the
-    replications' own ratio intervals (:func:`_margin_interval`) carried to the mean;
-    ``margin_holds`` counts the replications in which the winner's QPS is above the
-    runner-up's; ``wins`` those in which the winner is that replication's winner (with its
-    Clopper-Pearson interval, ``wins_ci_*``), ``family_wins`` those in which its family is;
-    ``reached_in_some`` names the systems that reach the target in some replications but
-    not all ("system (k of R)"); ``not_reached`` those that reach it in none."""
-    from experiments.harness.replications import clopper_pearson, t_interval, within_interval
-
-    seeds = {int(r): int(g.seed.iloc[0]) for r, g in per_rep.groupby("replication")}
-    n = len(seeds)
-    each = pd.concat([winners(g.drop(columns=["replication", "seed"]), targets)
-                      .assign(replication=r, seed=seeds[r])
-                      for r, g in per_rep.groupby("replication", sort=True)], ignore_index=True)
-    each = each[["replication", "seed"] + WINNER_COLUMNS]
-    per = pd.concat([at_recall(g.drop(columns=["replication", "seed"]), targets)
-                     .assign(replication=r) for r, g in per_rep.groupby("replication",
-                                                                        sort=True)],
-                    ignore_index=True)
-    agg = replicated_at_recall(per_rep, targets)
-    rows = []
-    nan = float("nan")
-    for (fam, t), sub in agg.groupby(["dataset", "target"], sort=False):
-        by = {r["system"]: r for r in sub.to_dict("records")}
-        ok = {s: r["qps"] for s, r in by.items() if r["reached_in"] == n}
-        row = dict(dataset=fam, target=t, system=None, family=None, qps=nan, qps_ci_low=nan,
-                   qps_ci_high=nan, runner_up=None, runner_up_family=None, runner_up_qps=nan,
-                   runner_up_qps_ci_low=nan, runner_up_qps_ci_high=nan, margin=nan,
-                   margin_ci_low=nan, margin_ci_high=nan,
-                   lower_bounds=", ".join(s for s, r in by.items() if r["lower_bound"]),
-                   reached=", ".join(ok),
-                   not_reached=", ".join(s for s, r in by.items() if r["reached_in"] == 0),
-                   ci_note="", replications=n, seeds=" ".join(map(str, seeds.values())),
-                   qps_rep_ci_low=nan, qps_rep_ci_high=nan, qps_rep_sd=nan,
-                   runner_up_qps_rep_ci_low=nan, runner_up_qps_rep_ci_high=nan,
-                   margin_rep_ci_low=nan, margin_rep_ci_high=nan, margin_rep_sd=nan,
-                   wins=nan, wins_ci_low=nan, wins_ci_high=nan, family_wins=nan,
-                   margin_holds=nan,
-                   reached_in_some=", ".join(f"{s} ({r['reached_in']} of {n})"
-                                             for s, r in by.items() if 0 < r["reached_in"] < n))
-        best, ru = _pick(ok)
-        mine = each[(each.dataset == fam) & (each.target == t)]
-        if best is not None:
-            w = by[best]
-            k = int((mine.system == best).sum())
-            row.update(system=best, family=w["family"], qps=w["qps"], qps_ci_low=w["qps_ci_low"],
-                       qps_ci_high=w["qps_ci_high"], qps_rep_ci_low=w["qps_rep_ci_low"],
-                       qps_rep_ci_high=w["qps_rep_ci_high"], qps_rep_sd=w["qps_rep_sd"], wins=k,
-                       family_wins=int((mine.family == w["family"]).sum()))
-            row["wins_ci_low"], row["wins_ci_high"] = clopper_pearson(k, n)
-            used = [w]
-            if ru is not None:
-                r = by[ru]
-                p = per[(per.dataset == fam) & (per.target == t)].set_index(
-                    ["replication", "system"])
-                ratios, lows, highs = [], [], []
-                for rep in sorted(seeds):
-                    a, b = p.loc[(rep, best)].to_dict(), p.loc[(rep, ru)].to_dict()
-                    ratios.append(a["qps"] / b["qps"])
-                    lo, hi = _margin_interval(a, b)
-                    lows.append(lo)
-                    highs.append(hi)
-                mean, lo, hi, sd = t_interval(ratios)
-                wlo, whi = within_interval(ratios, lows, highs)
-                row.update(runner_up=ru, runner_up_family=r["family"], runner_up_qps=r["qps"],
-                           runner_up_qps_ci_low=r["qps_ci_low"],
-                           runner_up_qps_ci_high=r["qps_ci_high"],
-                           runner_up_qps_rep_ci_low=r["qps_rep_ci_low"],
-                           runner_up_qps_rep_ci_high=r["qps_rep_ci_high"], margin=mean,
-                           margin_ci_low=wlo, margin_ci_high=whi, margin_rep_ci_low=lo,
-                           margin_rep_ci_high=hi, margin_rep_sd=sd,
-                           margin_holds=int(sum(x > 1 for x in ratios)))
-                used.append(r)
-            if any(u["qps_ci_low"] != u["qps_ci_low"] for u in used):
-                row["ci_note"] = NO_RUN_INTERVAL
-        rows.append(row)
-    return pd.DataFrame(rows, columns=WINNER_COLUMNS + REPLICATED_WINNER_COLUMNS), each
 
 
 def chameleon_ratios(df: pd.DataFrame, host: str = "ivfpq-host",
@@ -971,33 +529,6 @@ def plot(folder) -> None:
     plt.close(fig)
     if (Path(folder) / "batch_sweep.csv").exists():
         plot_batch_sweep(folder)
-
-
-def plot_batch_sweep(folder) -> None:
-    """``batch_sweep.png``: QPS per query and the batch's mean latency against B (log 2
-    axis), one line per workload, the roofline's B* at the unit's stream (dashed) and at its
-    DRAM share (dotted) marked."""
-    plt = pyplot()
-    df = pd.read_csv(Path(folder) / "batch_sweep.csv")
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.4))
-    for i, (fam, g) in enumerate(df.groupby("dataset", sort=False)):
-        colour = f"C{i}"
-        a.errorbar(g.batch_queries, g.qps, yerr=error_bars(g, "qps"), fmt="o-", color=colour,
-                   ms=4, capsize=2, lw=1.0, label=f"{fam} ({g.num_probes.iloc[0]} probes)")
-        b.plot(g.batch_queries, g.latency_mean_ns / 1e3, "o-", color=colour, ms=4, lw=1.0,
-               label=fam)
-        for ax in (a, b):
-            ax.axvline(g.roofline_batch.iloc[0], color=colour, ls="--", lw=0.7)
-            ax.axvline(g.roofline_batch_dram_share.iloc[0], color=colour, ls=":", lw=0.7)
-    for ax, ylabel in ((a, "QPS per query (closed loop)"), (b, "batch latency, mean (us)")):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("B = scan_unit.batch_queries")
-        ax.set_ylabel(ylabel)
-        ax.legend(frameon=False, fontsize=7)
-    a.set_title("exact-pnm-batch: B* dashed (unit stream), dotted (DRAM share)", fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, folder, "batch_sweep")
-    plt.close(fig)
 
 
 def _ci(lo, hi, spec: str = ",.0f") -> str:
@@ -1181,41 +712,11 @@ def summary_md(folder) -> str:
                       f"mean figures over the {n} replications (`recall_qps.csv`)."]
     lines += _same_strategy_md(df)
     if (Path(folder) / "batch_sweep.csv").exists():
-        lines += _batch_sweep_md(pd.read_csv(Path(folder) / "batch_sweep.csv"))
+        lines += batch_sweep_md(pd.read_csv(Path(folder) / "batch_sweep.csv"))
         if rep:
             lines += ["", f"The batch-size sweep runs on replication 0 alone (seed "
                           f"{df['seeds'].iloc[0].split()[0]})."]
     return "\n".join(lines) + "\n"
-
-
-def _batch_sweep_md(sweep: pd.DataFrame) -> list:
-    """The batch-size sweep of exact-pnm-batch: QPS per query and batch latency per B, the
-    B of the most QPS beside the roofline's B*."""
-    lines = ["", "### Batched exact scan: B queries per pass (exact-pnm-batch)", "",
-             "B = scan_unit.batch_queries queries share one read of each probed list of their "
-             "union; the unit does B dot products per vector (the VCK5000 study's GEMM reuse). "
-             "QPS is per query; latency is a batch's. B* is where the roofline says a pass "
-             "turns compute bound (cosmos.systems.roofline_batch): at the unit's own stream "
-             "rate, and at its share of the device's peak DRAM bandwidth (every context "
-             "busy). With one batch in flight each device's lists run on one unit at its own "
-             "stream rate, the roofline's setting: B / its latency is the rate the pass "
-             "gives; the closed loop (every context busy) adds the DRAM's sharing and, at "
-             "small scales, the drain of few batches.", "",
-             "| dataset | probes | B | QPS per query, closed loop | batch latency, mean (us) "
-             "| DRAM bytes per query | one batch in flight: latency (us) | queries/s (B / "
-             "latency) |", "|---|---|---|---|---|---|---|---|"]
-    for r in sweep.itertuples():
-        lines.append(f"| {r.dataset} | {r.num_probes} | {r.batch_queries} | {r.qps:,.0f} | "
-                     f"{r.latency_mean_ns / 1e3:,.1f} | {r.dram_bytes_per_query:,.0f} | "
-                     f"{r.latency_one_batch_ns / 1e3:,.2f} | {r.qps_one_batch:,.0f} |")
-    lines.append("")
-    for fam, b in bend_batch(sweep).items():
-        g = sweep[sweep.dataset == fam]
-        lines.append(f"- {fam}: one batch in flight gives the most queries/s at B = {b} "
-                     f"(closed loop: B = {bend_batch(g, 'qps')[fam]}); roofline B* = "
-                     f"{g.roofline_batch.iloc[0]:.1f} at the unit's stream, "
-                     f"{g.roofline_batch_dram_share.iloc[0]:.1f} at its DRAM share.")
-    return lines
 
 
 def _ratio_range(s) -> str:
