@@ -15,6 +15,7 @@ from cosmos.cli import main
 from cosmos.config import RANGES, SOURCE, with_overrides
 from cosmos.presets import PRESETS, get_preset
 from experiments.figures import sensitivity as S
+from experiments.figures.parts import sensitivity_regions as R
 from experiments.harness.workloads import get_scale
 
 #: the two parameters the end-to-end run varies (a couple, to keep it short on 2 cores)
@@ -52,7 +53,7 @@ def test_csv_has_six_systems_at_every_parameter_and_level(tiny_run):
     for ratio, ref in (("qps_vs_base", "base"), ("qps_vs_cxl_anns", "cxl-anns")):
         den = df[df.system == ref].set_index(["parameter", "level", "dataset"])
         d = den.reindex(pd.MultiIndex.from_frame(df[["parameter", "level", "dataset"]]))
-        lo, hi = S.ratio_ci(df.qps, df.qps_ci_low, df.qps_ci_high, d.qps.to_numpy(),
+        lo, hi = R.ratio_ci(df.qps, df.qps_ci_low, df.qps_ci_high, d.qps.to_numpy(),
                             d.qps_ci_low.to_numpy(), d.qps_ci_high.to_numpy(),
                             same=(df.system == ref).to_numpy())
         assert np.allclose(df[f"{ratio}_ci_low"], lo, equal_nan=True)
@@ -63,7 +64,7 @@ def test_csv_has_six_systems_at_every_parameter_and_level(tiny_run):
     assert set(df.parameter) == set(E2E)
     assert set(df.dataset) == {"sift", "deep"}
     for (param, level, fam), g in df.groupby(["parameter", "level", "dataset"]):
-        assert sorted(g.system) == sorted(S.SYSTEMS), (param, level, fam)
+        assert sorted(g.system) == sorted(R.SYSTEMS), (param, level, fam)
         assert (g.qps > 0).all()
         assert sorted(g["rank"]) == sorted(g.qps.rank(ascending=False, method="min"))
         base = g[g.system == "base"].qps.iloc[0]
@@ -120,13 +121,13 @@ def test_orderings_and_regions_files_cover_every_pair_and_figure(tiny_run):
     assert ((orders.separated + orders.tied + orders.flipped + orders.no_interval)
             == orders.points).all()
     reg = pd.read_csv(tiny_run / "regions.csv")
-    assert set(zip(reg.figure, reg.dataset)) == {(f, d) for f in S.PAPER for d in ("sift", "deep")}
+    assert set(zip(reg.figure, reg.dataset)) == {(f, d) for f in R.PAPER for d in ("sift", "deep")}
     assert set(reg.parameter) == set(E2E)
     for col in ("levels_ci_overlap", "levels_ci_inside", "levels_no_ci", "interval_ci_overlap",
                 "interval_ci_inside", "low_ratio_ci_low", "high_ratio_ci_high"):
         assert col in reg.columns, col
     for r in reg.astype(object).where(reg.notna(), "").itertuples():     # every level in exactly one of the lists' cases
-        levels = [lv for lv in S.LEVELS if getattr(r, f"{lv}_ratio") != ""]
+        levels = [lv for lv in R.LEVELS if getattr(r, f"{lv}_ratio") != ""]
         inside, overlap = set(filter(None, r.levels_ci_inside.split(","))), \
             set(filter(None, r.levels_ci_overlap.split(",")))
         none = set(filter(None, r.levels_no_ci.split(",")))
@@ -166,10 +167,10 @@ def test_derived_levels():
     assert ops["low"]["gpc.partial_sum_cycles"] == 0.5
     assert all(k.startswith("gpc.") for k in ops["high"])
     cl = {pt.level: pt for pt in S.points(table["workload.num_clusters"], scale)}
-    assert [cl[lv].value for lv in S.LEVELS] == [32, 64, 128]
+    assert [cl[lv].value for lv in R.LEVELS] == [32, 64, 128]
     assert dict(cl["low"].workload) == {"num_clusters": 32, "num_probes": 8}
     pr = {pt.level: pt for pt in S.points(table["workload.num_probes"], scale)}
-    assert [pr[lv].value for lv in S.LEVELS] == [4, 8, 16]
+    assert [pr[lv].value for lv in R.LEVELS] == [4, 8, 16]
     # probes are capped at the clusters; a level equal to the default is left out
     small = dataclasses.replace(scale, num_clusters=8, num_probes=8)
     assert [pt.level for pt in S.points(table["workload.num_probes"], small)] == \
@@ -247,14 +248,14 @@ def test_unknown_parameter_is_named():
 
 def test_within_intervals_hand_worked():
     # ratio 4 -> 6 -> 10 at values 1, 2, 4; target 6 +- 15 % = [5.1, 6.9]
-    spans = S.within_intervals([4, 1, 2], [10.0, 4.0, 6.0], 6.0)
+    spans = R.within_intervals([4, 1, 2], [10.0, 4.0, 6.0], 6.0)
     assert len(spans) == 1
     lo, hi = spans[0]
     assert lo == pytest.approx(1.55) and hi == pytest.approx(2.45)
-    assert S.within_intervals([1, 2], [1.0, 2.0], 6.0) == []
-    assert S.within_intervals([1, 2], [6.0, 6.0], 6.0) == [(1.0, 2.0)]
+    assert R.within_intervals([1, 2], [1.0, 2.0], 6.0) == []
+    assert R.within_intervals([1, 2], [6.0, 6.0], 6.0) == [(1.0, 2.0)]
     # in the band at both ends, out of it in the middle: two intervals
-    spans = S.within_intervals([0, 1, 2], [6.0, 12.0, 6.0], 6.0)
+    spans = R.within_intervals([0, 1, 2], [6.0, 12.0, 6.0], 6.0)
     assert len(spans) == 2 and spans[0][0] == 0 and spans[1][1] == 2
 
 
@@ -263,8 +264,8 @@ def test_orderings_find_the_flips():
     for param, level, q in [("a", "default", (1, 2, 3, 4, 5, 6)), ("a", "low", (1, 2, 3, 4, 6, 5)),
                             ("b", "default", (1, 2, 3, 4, 5, 6)), ("b", "high", (2, 1, 3, 4, 5, 6))]:
         rows += [{"parameter": param, "level": level, "value": 1.0, "dataset": "sift",
-                  "system": s, "qps": float(v)} for s, v in zip(S.SYSTEMS, q)]
-    o = S.orderings(pd.DataFrame(rows)).set_index(["faster", "slower"])
+                  "system": s, "qps": float(v)} for s, v in zip(R.SYSTEMS, q)]
+    o = R.orderings(pd.DataFrame(rows)).set_index(["faster", "slower"])
     assert len(o) == 15
     assert o.loc[("cosmos", "cosmos-noalgo"), "flips_at"] == "a=1 (low)"
     assert o.loc[("dram-only", "base"), "flips_at"] == "b=1 (high)"
@@ -287,7 +288,7 @@ def test_ratio_ci_hand_worked():
     e = np.exp
     # 200 QPS known to within x e^+-0.03, over 100 known to within x e^+-0.04: the logs'
     # half-widths add in quadrature, sqrt(0.03^2 + 0.04^2) = 0.05, about the ratio 2
-    lo, hi = S.ratio_ci(200.0, 200 * e(-0.03), 200 * e(0.03), 100.0, 100 * e(-0.04),
+    lo, hi = R.ratio_ci(200.0, 200 * e(-0.03), 200 * e(0.03), 100.0, 100 * e(-0.04),
                         100 * e(0.04))
     assert lo == pytest.approx(1.902459, abs=1e-6) and hi == pytest.approx(2.102542, abs=1e-6)
     # a +-1 % interval on each run (as the --full stop rule leaves them): on the log scale
@@ -295,16 +296,16 @@ def test_ratio_ci_hand_worked():
     # [3 e^-0.0141426, 3 e^0.0141426] = [2.957871, 3.042729]; the linear delta method of fig4a
     # (experiments.harness.common.add_ratio_ci) gives 3 (1 +- 0.0141421) = [2.957574, 3.042426]:
     # about 0.01 % of the ratio apart
-    lo, hi = S.ratio_ci(300.0, 297.0, 303.0, 100.0, 99.0, 101.0)
+    lo, hi = R.ratio_ci(300.0, 297.0, 303.0, 100.0, 99.0, 101.0)
     assert lo == pytest.approx(2.957871, abs=2e-6) and hi == pytest.approx(3.042729, abs=2e-6)
     # the interval of den / num is the reciprocal of that of num / den
-    lo2, hi2 = S.ratio_ci(100.0, 99.0, 101.0, 300.0, 297.0, 303.0)
+    lo2, hi2 = R.ratio_ci(100.0, 99.0, 101.0, 300.0, 297.0, 303.0)
     assert lo2 == pytest.approx(1 / hi) and hi2 == pytest.approx(1 / lo)
     # no interval on either run: none on the ratio; a run over itself: [1, 1]
-    lo, hi = S.ratio_ci([2.0, 2.0], [np.nan, 1.9], [np.nan, 2.1], [1.0, 1.0], [0.9, np.nan],
+    lo, hi = R.ratio_ci([2.0, 2.0], [np.nan, 1.9], [np.nan, 2.1], [1.0, 1.0], [0.9, np.nan],
                         [1.1, np.nan])
     assert np.isnan(lo).all() and np.isnan(hi).all()
-    lo, hi = S.ratio_ci([5.0], [4.0], [6.0], [5.0], [4.0], [6.0], same=[True])
+    lo, hi = R.ratio_ci([5.0], [4.0], [6.0], [5.0], [4.0], [6.0], same=[True])
     assert lo[0] == 1.0 and hi[0] == 1.0
 
 
@@ -327,7 +328,7 @@ def _synthetic(cosmos_low_ci=True):
     rows = []
     for param, level, value, noalgo, cosmos in levels:
         qps = {**others, "cosmos-noalgo": noalgo, "cosmos": cosmos}
-        for s in S.SYSTEMS:
+        for s in R.SYSTEMS:
             w = 0.03 if s == "base" else 0.04
             lo, hi = qps[s] * e(-w), qps[s] * e(w)
             if (param, level, s) == ("q", "low", "cosmos") and not cosmos_low_ci:
@@ -352,7 +353,7 @@ def test_tidy_carries_the_ratio_intervals():
 
 
 def test_regions_carry_the_intervals_hand_worked():
-    reg = S.regions(_synthetic(cosmos_low_ci=False))
+    reg = R.regions(_synthetic(cosmos_low_ci=False))
     r = reg[(reg.figure == "cosmos_vs_base") & (reg.parameter == "p")].iloc[0]
     assert (r.band_low, r.band_high) == (pytest.approx(5.712), pytest.approx(7.728))
     assert r.low_ratio_ci_low == pytest.approx(5.6 * np.exp(-0.05))
@@ -387,9 +388,9 @@ def test_band_intervals_bracket_the_point_interval():
         v = np.sort(rng.uniform(0, 10, 3))
         r = rng.uniform(3, 10, 3)
         w = rng.uniform(0, 0.2, 3)
-        inside = S.band_intervals(v, r * np.exp(-w), r * np.exp(w), 6.72, how="inside")
-        point = S.within_intervals(v, r, 6.72)
-        overlap = S.band_intervals(v, r * np.exp(-w), r * np.exp(w), 6.72, how="overlaps")
+        inside = R.band_intervals(v, r * np.exp(-w), r * np.exp(w), 6.72, how="inside")
+        point = R.within_intervals(v, r, 6.72)
+        overlap = R.band_intervals(v, r * np.exp(-w), r * np.exp(w), 6.72, how="overlaps")
 
         def length(spans):
             return sum(b - a for a, b in spans)
@@ -398,11 +399,11 @@ def test_band_intervals_bracket_the_point_interval():
         for a, b in inside:          # every surely-within value is within by the points too
             assert any(c - 1e-9 <= a and b <= d + 1e-9 for c, d in point)
     with pytest.raises(ValueError, match="how must be"):
-        S.band_intervals([1, 2], [1, 1], [2, 2], 1.5, how="around")
+        R.band_intervals([1, 2], [1, 1], [2, 2], 1.5, how="around")
 
 
 def test_orderings_mark_overlaps_as_ties():
-    o = S.orderings(_synthetic(cosmos_low_ci=False)).set_index(["faster", "slower"])
+    o = R.orderings(_synthetic(cosmos_low_ci=False)).set_index(["faster", "slower"])
     r = o.loc[("cosmos", "cosmos-noalgo")]
     # by the point estimates both non-default points of p are flips (as before)
     assert r.flips == 2 and not r.holds_everywhere
@@ -416,13 +417,13 @@ def test_orderings_mark_overlaps_as_ties():
     r = o.loc[("cosmos", "base")]
     assert r.holds_everywhere and r.separated == 2 and r.no_interval == 1
     assert not r.holds_everywhere_ci
-    o = S.orderings(_synthetic(cosmos_low_ci=True)).set_index(["faster", "slower"])
+    o = R.orderings(_synthetic(cosmos_low_ci=True)).set_index(["faster", "slower"])
     assert o.loc[("cosmos", "base"), "holds_everywhere_ci"]
     assert o.loc[("cxl-anns", "dram-only"), "holds_everywhere_ci"]
-    assert S.separation(10, 9, 11, 10.5, 10.2, 10.8) == "tied"
-    assert S.separation(10, 9, 11, 5, 4, 6) == "holds"
-    assert S.separation(10, 9, 11, 20, 19, 21) == "flipped"
-    assert S.separation(10, 9, 11, 20, float("nan"), 21) == "no interval"
+    assert R.separation(10, 9, 11, 10.5, 10.2, 10.8) == "tied"
+    assert R.separation(10, 9, 11, 5, 4, 6) == "holds"
+    assert R.separation(10, 9, 11, 20, 19, 21) == "flipped"
+    assert R.separation(10, 9, 11, 20, float("nan"), 21) == "no interval"
 
 
 def _ctx(scale):
@@ -459,7 +460,7 @@ def test_full_scale_simulations_stop_by_the_scales_interval_rule():
 def _folder(tmp_path, df, old=False):
     """A results folder of ``df``'s sensitivity.csv, orderings.csv and regions.csv; with
     ``old``, without every column the intervals added (as a folder written before them)."""
-    orders, reg = S.orderings(df), S.regions(df)
+    orders, reg = R.orderings(df), R.regions(df)
     if old:
         new = [c for c in df.columns if "_ci_" in c] + ["qps_window"]
         df = df.drop(columns=[c for c in new if c in df.columns])
