@@ -14,6 +14,7 @@ from cosmos.config import with_overrides
 from cosmos.presets import PRESETS, get_preset
 from experiments.figures import calibration as C
 from experiments.figures import sensitivity as S
+from experiments.figures.parts import sensitivity_regions as R
 from experiments.figures.fig4a_qps import CONCLUSIONS
 from experiments.harness.workloads import get_scale
 
@@ -58,7 +59,7 @@ def _synthetic(points):
     for p, per_fam in points.items():
         for fam, qps in per_fam.items():
             rows += [{"point": p, "dataset": fam, "system": s, "qps": float(qps[s]),
-                      "steady_state": True} for s in S.SYSTEMS]
+                      "steady_state": True} for s in R.SYSTEMS]
     return pd.DataFrame(rows)
 
 
@@ -71,7 +72,7 @@ def _qps(cosmos, base, cxl, **extra):
 
 def test_a_point_passes_only_with_four_figures_within_and_every_ordering():
     des = C.design(get_scale("tiny"), seed=0).iloc[:4]
-    paper = {fam: (S.PAPER["cosmos_vs_base"][fam], S.PAPER["cosmos_vs_cxl_anns"][fam])
+    paper = {fam: (R.PAPER["cosmos_vs_base"][fam], R.PAPER["cosmos_vs_cxl_anns"][fam])
              for fam in ("sift", "deep")}
     good = {fam: _qps(100.0, 100.0 / vb, 100.0 / vc) for fam, (vb, vc) in paper.items()}
     df = _synthetic({
@@ -141,7 +142,7 @@ def test_same_seed_same_csvs(two_runs):
     pts = pd.read_csv(a / "points.csv")
     assert len(pts) == C.DESIGN_POINTS["tiny"] + 1 and pts.steady_state.all()
     cal = pd.read_csv(a / "calibration.csv")
-    assert len(cal) == len(pts) * 2 * len(S.SYSTEMS)
+    assert len(cal) == len(pts) * 2 * len(R.SYSTEMS)
     assert (cal.qps > 0).all()
     assert (a / "calibration.png").stat().st_size > 5_000
     summary = (a / "summary.md").read_text()

@@ -13,7 +13,7 @@ from cosmos.cli import main
 from cosmos.config import with_overrides
 from cosmos.presets import PRESETS, get_preset
 from experiments.figures import lever_maps as L
-from experiments.figures import sensitivity as S
+from experiments.figures.parts import sensitivity_regions as R
 from experiments.harness.workloads import get_scale
 
 
@@ -84,8 +84,8 @@ def test_tiny_maps_hold_every_point_and_the_physics(tiny_maps):
     m = r.merge(q.reset_index(), on=["map", "dataset", "x_value", "y_value"])
     assert np.allclose(m.cosmos_vs_base, m.cosmos / m.base)
     assert np.allclose(m.cosmos_vs_cxl_anns, m.cosmos / m["cxl-anns"])
-    assert set(r[r.dataset == "deep"].paper_cosmos_vs_base) == {S.PAPER["cosmos_vs_base"]["deep"]}
-    within = (r.cosmos_vs_base / r.paper_cosmos_vs_base - 1).abs() <= S.TOLERANCE
+    assert set(r[r.dataset == "deep"].paper_cosmos_vs_base) == {R.PAPER["cosmos_vs_base"]["deep"]}
+    within = (r.cosmos_vs_base / r.paper_cosmos_vs_base - 1).abs() <= R.TOLERANCE
     assert (within == r.cosmos_vs_base_within).all()
     # the shared default point was simulated once and is the same on both maps
     d1 = q.loc[("upstream_x_contexts", "sift", 1.0, 16)]

@@ -7,7 +7,7 @@ space-filling design (:func:`latin_hypercube`: a Latin hypercube of ``numpy.rand
 ``--seed``) over the :data:`FACTORS`, each within the sensitivity table's documented range
 (its low and high levels, whose reasons that table gives), plus the defaults as point 0. At
 every point the six systems of Fig. 4a run on both datasets. A point **passes** when all four
-figures are within :data:`experiments.figures.sensitivity.TOLERANCE` of the paper's and every
+figures are within :data:`experiments.figures.parts.sensitivity_regions.TOLERANCE` of the paper's and every
 ordering the paper's Fig. 4a shows holds (:data:`experiments.figures.fig4a_qps.CONCLUSIONS`:
 Cosmos above each other system, Cosmos w/o placement and CXL-ANNS above Base, Cosmos w/o rank
 PUs above CXL-ANNS).
@@ -57,13 +57,14 @@ import numpy as np
 import pandas as pd
 
 from experiments.figures import sensitivity as S
+from experiments.figures.parts import sensitivity_regions as R
 from experiments.figures.fig4a_qps import CONCLUSIONS
 from experiments.harness.common import atomic_write_text, pyplot, save_figure, write_csv
 from experiments.harness.sim import simulate_task, simulation_identity
 
 NAME = "calibration"
 TITLE = "Joint calibration of the unstated parameters against the paper's four headline figures"
-SYSTEMS = S.SYSTEMS
+SYSTEMS = R.SYSTEMS
 #: The factors of the design: the levers of every system's speed whose values the paper does
 #: not give, one or two per system, each over the sensitivity table's range (low - high).
 #: key -> why it is in the design
@@ -84,10 +85,10 @@ FACTORS = {
 #: default scale's run under an hour on 2 cores)
 DESIGN_POINTS = {"tiny": 8, "default": 48, "full": 48, "paper": 48}
 #: the four headline figures: name -> (ratio column of points.csv, dataset, the paper's value)
-FIGURES = {f"{ratio}_{fam}": (ratio, fam, S.PAPER[ratio][fam])
-           for ratio in S.PAPER for fam in ("sift", "deep")}
+FIGURES = {f"{ratio}_{fam}": (ratio, fam, R.PAPER[ratio][fam])
+           for ratio in R.PAPER for fam in ("sift", "deep")}
 #: the tolerance as the summary writes it
-TOL_TEXT = f"{S.TOLERANCE:.0%}"
+TOL_TEXT = f"{R.TOLERANCE:.0%}"
 #: stream of the design's random generator (numpy.random.default_rng([seed, DESIGN_STREAM])),
 #: so that the design and the workload (seeded by the same --seed) draw different numbers
 DESIGN_STREAM = 50
@@ -242,7 +243,7 @@ def point_table(des: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
         v = (q["cosmos"] / q[other]).xs(fam, level="dataset")
         out[name] = v
         out[f"{name}_miss"] = v / paper - 1
-        within += (out[f"{name}_miss"].abs() <= S.TOLERANCE).astype(int)
+        within += (out[f"{name}_miss"].abs() <= R.TOLERANCE).astype(int)
     out["figures_within"] = within
     held, total = pd.Series(0, index=out.index), 0
     broken = {p: [] for p in out.index}
@@ -290,7 +291,7 @@ def pairs(pts: pd.DataFrame) -> pd.DataFrame:
     why = {n: _strongest(pts, n) for n in FIGURES}
     for a, b in itertools.combinations(FIGURES, 2):
         ma, mb = pts[f"{a}_miss"].abs(), pts[f"{b}_miss"].abs()
-        both = int(((ma <= S.TOLERANCE) & (mb <= S.TOLERANCE)).sum())
+        both = int(((ma <= R.TOLERANCE) & (mb <= R.TOLERANCE)).sum())
         corr = float(np.corrcoef(pts[a], pts[b])[0, 1]) if len(pts) > 2 else float("nan")
         quot = pts[a] / pts[b]
         paper_q = FIGURES[a][2] / FIGURES[b][2]
@@ -341,7 +342,7 @@ def calibrated_set(passing: pd.DataFrame, scale, seed: int) -> str:
     best = passing.sort_values(["worst_miss", "point"]).iloc[0]
     ov = point_overrides(best, scale)
     head = (f"# CALIBRATED to the Cosmos paper's four headline figures (within "
-            f"{S.TOLERANCE:.0%}) and its orderings, at scale {scale.name}, seed {seed}: design "
+            f"{R.TOLERANCE:.0%}) and its orderings, at scale {scale.name}, seed {seed}: design "
             f"point {int(best.point)} of experiments/figures/calibration.py (worst miss "
             f"{best.worst_miss:.1%}). Not a default, not a source: a fit. Use it as\n"
             f"#   cosmos simulate SYSTEM TRACE $(grep -v '^#' calibrated_set.txt)\n")
@@ -361,7 +362,7 @@ def plot(folder) -> None:
     for i, (name, (ratio, fam, paper)) in enumerate(FIGURES.items()):
         for j, k in enumerate(FACTORS):
             ax = axes[i][j]
-            ax.axhspan(paper * (1 - S.TOLERANCE), paper * (1 + S.TOLERANCE), color="0.88")
+            ax.axhspan(paper * (1 - R.TOLERANCE), paper * (1 + R.TOLERANCE), color="0.88")
             ax.axhline(paper, color="0.4", ls="--", lw=0.8)
             sel = ~dflt & ~ok
             ax.scatter(pts[k][sel], pts[name][sel], s=10, color="C0")
@@ -377,7 +378,7 @@ def plot(folder) -> None:
                 ax.set_ylabel(f"{label}\n{fam} (paper {paper})", fontsize=7)
     axes[0][0].legend(fontsize=6, loc="best")
     fig.suptitle(f"{int((~dflt).sum())} design points; {int(ok.sum())} pass (all four within "
-                 f"{S.TOLERANCE:.0%} and the paper's orderings)", fontsize=9)
+                 f"{R.TOLERANCE:.0%} and the paper's orderings)", fontsize=9)
     fig.tight_layout()
     save_figure(fig, folder, "calibration")
     plt.close(fig)
@@ -394,9 +395,9 @@ def summary_md(folder) -> str:
              f"A Latin hypercube of {n} points (and the defaults) over {len(FACTORS)} "
              "parameters the paper does not give, each within the sensitivity table's range; "
              "the six systems on both datasets at each point. A point passes when all four "
-             f"figures are within {S.TOLERANCE:.0%} of the paper's (Cosmos / Base "
-             f"{S.PAPER['cosmos_vs_base']['sift']}x SIFT, {S.PAPER['cosmos_vs_base']['deep']}x "
-             f"DEEP; Cosmos / CXL-ANNS {S.PAPER['cosmos_vs_cxl_anns']['sift']}x) and every "
+             f"figures are within {R.TOLERANCE:.0%} of the paper's (Cosmos / Base "
+             f"{R.PAPER['cosmos_vs_base']['sift']}x SIFT, {R.PAPER['cosmos_vs_base']['deep']}x "
+             f"DEEP; Cosmos / CXL-ANNS {R.PAPER['cosmos_vs_cxl_anns']['sift']}x) and every "
              "ordering of the paper's Fig. 4a holds.", "",
              "| factor | range | why in the design | range among passing points |",
              "|---|---|---|---|"]

@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.figures import sensitivity as S
+from experiments.figures.parts import sensitivity_regions as R
 from experiments.harness.common import pyplot, save_figure, write_csv
 from experiments.harness.sim import simulate_task, simulation_identity
 
@@ -66,8 +67,8 @@ CONTEXTS = "gpc.contexts_per_device"
 MAPS = {"upstream_x_contexts": ("switch.upstream_ports", CONTEXTS),
         "host_x_contexts": ("host.threads", CONTEXTS)}
 #: the ratios mapped: column of lever_ratios.csv -> (the paper's figures by dataset, label)
-RATIOS = {"cosmos_vs_base": (S.PAPER["cosmos_vs_base"], "Cosmos / Base"),
-          "cosmos_vs_cxl_anns": (S.PAPER["cosmos_vs_cxl_anns"], "Cosmos / CXL-ANNS")}
+RATIOS = {"cosmos_vs_base": (R.PAPER["cosmos_vs_base"], "Cosmos / Base"),
+          "cosmos_vs_cxl_anns": (R.PAPER["cosmos_vs_cxl_anns"], "Cosmos / CXL-ANNS")}
 
 
 def _param(key: str) -> S.Parameter:
@@ -223,7 +224,7 @@ def run(ctx) -> dict:
 
 def ratio_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per map, grid point and dataset: Cosmos over Base and over CXL-ANNS, the paper's
-    figures and whether ours is within :data:`experiments.figures.sensitivity.TOLERANCE`."""
+    figures and whether ours is within :data:`experiments.figures.parts.sensitivity_regions.TOLERANCE`."""
     key = ["map", "x_parameter", "x_value", "y_parameter", "y_value", "dataset"]
     piv = df.pivot_table(index=key, columns="system", values="qps", aggfunc="first",
                          sort=False).reset_index()
@@ -234,7 +235,7 @@ def ratio_table(df: pd.DataFrame) -> pd.DataFrame:
     out["cosmos_vs_cxl_anns"] = piv["cosmos"] / piv["cxl-anns"]
     for col, (paper, _) in RATIOS.items():
         out[f"paper_{col}"] = [paper.get(f, float("nan")) for f in out.dataset]
-        out[f"{col}_within"] = (out[col] / out[f"paper_{col}"] - 1).abs() <= S.TOLERANCE
+        out[f"{col}_within"] = (out[col] / out[f"paper_{col}"] - 1).abs() <= R.TOLERANCE
     out["steady_state"] = piv["steady_state"]
     return out
 
@@ -270,8 +271,8 @@ def plot(folder) -> None:
                     cs = ax.contourf(X, Y, Z, levels=12, cmap="viridis")
                     fig.colorbar(cs, ax=ax, shrink=0.85)
                     if target is not None:
-                        band = [v for v in (target * (1 - S.TOLERANCE), target,
-                                            target * (1 + S.TOLERANCE))
+                        band = [v for v in (target * (1 - R.TOLERANCE), target,
+                                            target * (1 + R.TOLERANCE))
                                 if np.nanmin(Z) < v < np.nanmax(Z)]
                         if band:
                             c = ax.contour(X, Y, Z, levels=sorted(band), colors="w",
@@ -307,9 +308,9 @@ def summary_md(folder) -> str:
     r = pd.read_csv(folder / "lever_ratios.csv")
     lines = ["## Two-parameter maps of the strongest levers", "",
              "Each ratio over a grid of two parameters, everything else at the default "
-             f"(paper: Cosmos / Base {S.PAPER['cosmos_vs_base']['sift']}x on SIFT1B, "
-             f"{S.PAPER['cosmos_vs_base']['deep']}x on DEEP1B; Cosmos / CXL-ANNS "
-             f"{S.PAPER['cosmos_vs_cxl_anns']['sift']}x). GPC contexts per device = cores x "
+             f"(paper: Cosmos / Base {R.PAPER['cosmos_vs_base']['sift']}x on SIFT1B, "
+             f"{R.PAPER['cosmos_vs_base']['deep']}x on DEEP1B; Cosmos / CXL-ANNS "
+             f"{R.PAPER['cosmos_vs_cxl_anns']['sift']}x). GPC contexts per device = cores x "
              "threads per core.", "",
              "| map | dataset | ratio | paper | at the defaults | lowest (where) | "
              "highest (where) | grid points within 15 % |", "|---|---|---|---|---|---|---|---|"]
