@@ -69,7 +69,7 @@ import cosmos.config as _config
 import cosmos.systems as _systems
 from cosmos.layout import LINE_BYTES, Layout
 from cosmos.systems import (CATEGORIES, COUNTS, LUT_ENTRY_BYTES, MAX_MESSAGE_BYTES, PLACES,
-                            Costs, Read, Send, model_for, term_table_bytes)
+                            Costs, Read, Send, model_for)
 from cosmos.units import SEGMENT_BIT, route_mask, search_unit_at, unit
 from cosmos_common import UserError
 from dram.jitcache import drop_stale
@@ -651,6 +651,13 @@ def _build(tab, tw, tg):
             sa[3][:si], sa[4][:si], ca[0], ca[1], ca[3])
 
 
+def term_table_bytes(pq_m: int) -> int:
+    """Bytes of one list's precomputed term table (faiss IndexIVFPQ ``precomputed_table``):
+    pq_m x 256 entries of LUT_ENTRY_BYTES (16 KiB at pq_m = 16), the same table the host adds
+    per probed list (``host_lut_add`` x ``lut-entries``)."""
+    return int(pq_m) * PQ_KSUB * LUT_ENTRY_BYTES
+
+
 _CATEGORY_CODE = {name: i for i, name in enumerate(CATEGORIES)}
 _OBJ_CODE = {"entry-vector": OBJ_VECTOR, "adjacency": OBJ_ADJACENCY, "hop-vectors": OBJ_READS,
              "list-codes": OBJ_RANGE, "list-vectors": OBJ_RANGE, "list-terms": OBJ_TERMS,
@@ -811,7 +818,7 @@ def build_program(cfg: SystemConfig, trace, layout: Layout, cluster_device: np.n
     batched = int(meta.get("batch_queries", 1))
     if batched != model.batch_queries:
         raise UserError(
-            f"trace: a trace of " + (f"batches of {batched} queries" if batched > 1 else
+            "trace: a trace of " + (f"batches of {batched} queries" if batched > 1 else
                                      "single queries") + " cannot be replayed by system "
             f"model {model.name!r}, which replays " + (
                 f"batches of {model.batch_queries} (cosmos.systems.batch_trace of an exact "

@@ -27,10 +27,11 @@ from cosmos.layout import (AddressFields, CapacityError, Layout, build_layout,
 from cosmos.metrics import (CI_MIN_BATCHES, batch_means_ci, ci_controls,
                             query_instance_requests, steady_window)
 from cosmos.metrics import summary as _summary
-from cosmos.program import MAX_CYCLES, Program, agent_pool, build_program, pool_sizes
+from cosmos.program import (MAX_CYCLES, Program, agent_pool, build_program, pool_sizes,
+                            term_table_bytes)
 from cosmos.specialize import (build_status, is_compiled, mark_compiled, specialized_engine,
                                use_specialized)
-from cosmos.systems import SystemModel, model_for, term_table_bytes, validate_system
+from cosmos.systems import SystemModel, model_for, validate_system
 from cosmos.trace_input import TraceArrays, as_trace, check_trace_for
 from cosmos.units import unit
 from cosmos_common import UserError

@@ -121,8 +121,8 @@ SEQUENTIAL_OBJECTS = ("list-codes", "list-vectors")
 SCAN_OBJECT = {"ivfpq": "list-codes", "exact": "list-vectors"}
 #: the per-list table of an IVF-PQ index with precomputed tables (faiss
 #: ``use_precomputed_table``): a probed list's term table, pq_m x 256 float32 entries
-#: (:func:`term_table_bytes`), kept in the device DRAM with the lists (cosmos.layout's term
-#: region) by the near-memory systems that read it
+#: (cosmos.program.term_table_bytes), kept in the device DRAM with the lists (cosmos.layout's
+#: term region) by the near-memory systems that read it
 TERM_OBJECT = "list-terms"
 #: A step's breakdown category (the paper's Fig. 4b); cosmos.program numbers them (CAT_*).
 CATEGORIES = ("traversal", "distance", "candidate", "transfer", "queue")
@@ -787,15 +787,6 @@ LUT_ENTRY_BYTES = 4
 LIST_ID_BYTES = 4
 
 
-def term_table_bytes(pq_m: int) -> int:
-    """Bytes of one list's precomputed term table (faiss IndexIVFPQ ``precomputed_table``):
-    pq_m x 256 entries of :data:`LUT_ENTRY_BYTES` (16 KiB at pq_m = 16), the same table the
-    host adds per probed list (``host_lut_add`` x ``lut-entries``)."""
-    from graphs.ivfpq import PQ_KSUB
-
-    return int(pq_m) * PQ_KSUB * LUT_ENTRY_BYTES
-
-
 #: IVF-PQ lookup-table strategies (faiss IndexIVFPQ, by_residual): ``"per-list"`` builds a
 #: whole table per probed list from the query's residual to the list's centroid
 #: (use_precomputed_table = 0: pq_m x 256 entries of dim / pq_m multiply-adds each);
@@ -850,8 +841,8 @@ def _scan_pnm(name, description, index, flow="table-down", lut="precomputed", ba
     pipeline and returns its local top-k (8 bytes each); the host merges the devices' lists.
 
     With precomputed tables (``lut="precomputed"``) the unit first reads the probed list's
-    term table (:data:`TERM_OBJECT`, :func:`term_table_bytes`: pq_m x 256 float32, kept with
-    the lists in the device DRAM) and adds it to the query's table as its lines return
+    term table (:data:`TERM_OBJECT`, cosmos.program.term_table_bytes: pq_m x 256 float32,
+    kept with the lists in the device DRAM) and adds it to the query's table as its lines return
     (``scan_lut_add`` per entry, scan_unit.lut_add_entries_per_cycle, overlapped with the
     lines in flight), as the host adds the same table per probed list (``host_lut_add``).
 

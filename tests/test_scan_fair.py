@@ -335,8 +335,8 @@ def test_near_memory_precomputed_tables_read_the_term_table_from_the_device(pq_m
     reads the same codes and re-rank vectors, and builds its tables instead), the same table
     bytes as the host's add, and the same recall (the same trace)."""
     from cosmos.layout import LINE_BYTES
-    from cosmos.program import OBJ_TERMS, STEP_MEM
-    from cosmos.systems import TERM_OBJECT, term_table_bytes
+    from cosmos.program import OBJ_TERMS, STEP_MEM, term_table_bytes
+    from cosmos.systems import TERM_OBJECT
 
     table = pq_m * PQ_KSUB * LUT_ENTRY_BYTES
     assert term_table_bytes(pq_m) == table == {16: 16384, 8: 8192}[pq_m]
