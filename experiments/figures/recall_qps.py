@@ -73,6 +73,7 @@ from experiments.figures.parts.recall_winners import (SYSTEMS, TARGETS, WINNER_C
                                                      replicated_winners, winners)
 from experiments.harness.capacity import trace_index_bytes
 from experiments.harness.common import error_bars, pyplot, save_figure, write_csv
+from experiments.harness.replications import count_text, t_interval, within_interval
 from experiments.harness.sim import simulate_task
 
 NAME = "recall_qps"
@@ -426,8 +427,6 @@ def aggregate(per_rep: pd.DataFrame) -> pd.DataFrame:
     (``index_build_s`` NaN if any replication's is unknown), ``steady_state`` whether every
     run had one and ``ci_note`` the distinct notes; then ``replications``, ``seeds`` and
     ``recall_rep_*`` / ``qps_rep_*`` (t_interval over the replications)."""
-    from experiments.harness.replications import t_interval, within_interval
-
     out = []
     for key, sub in per_rep.groupby(POINT, sort=False, dropna=False):
         row = dict(zip(POINT, key))
@@ -447,15 +446,6 @@ def aggregate(per_rep: pd.DataFrame) -> pd.DataFrame:
         out.append(row)
     agg = pd.DataFrame(out)
     return agg[COLUMNS + [c for c in agg.columns if c not in COLUMNS]]
-
-
-def wins_text(k: int, n: int, what: str = "wins") -> str:
-    """"wins in k of n replications (95 % Clopper-Pearson interval of the proportion lo-hi)"."""
-    from experiments.harness.replications import clopper_pearson
-
-    lo, hi = clopper_pearson(k, n)
-    return (f"{what} in {k} of {n} replications (95 % CI of the proportion "
-            f"{lo:.2f}-{hi:.2f})")
 
 
 def chameleon_ratios(df: pd.DataFrame, host: str = "ivfpq-host",
@@ -558,7 +548,7 @@ def _winner_line(r) -> str:
                 f"{n} replications; 95 % CI over seeds {_ci(r.qps_rep_ci_low, r.qps_rep_ci_high)}"
                 + (f", within runs {_ci(r.qps_ci_low, r.qps_ci_high)}"
                    if _ci(r.qps_ci_low, r.qps_ci_high) else "")
-                + f"); {wins_text(int(r.wins), n)}, its family in {int(r.family_wins)} of {n}")
+                + f"); {count_text(int(r.wins), n, 'wins')}, its family in {int(r.family_wins)} of {n}")
         if isinstance(r.runner_up, str):
             line += (f"; {r.margin:.2f}x the best other family ({r.runner_up_family}: "
                      f"{r.runner_up}, {r.runner_up_qps:,.0f} QPS, over seeds "

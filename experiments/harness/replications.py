@@ -161,10 +161,10 @@ def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple:
     return low, high
 
 
-def count_text(k: int, n: int) -> str:
-    """"holds in k of n replications (95 % Clopper-Pearson: lo-hi)"."""
+def count_text(k: int, n: int, what: str = "holds") -> str:
+    """"holds in k of n replications (95 % Clopper-Pearson: lo-hi)" (``what``: the verb)."""
     lo, hi = clopper_pearson(k, n)
-    return f"holds in {k} of {n} replications (95 % CI of the proportion {lo:.2f}-{hi:.2f})"
+    return f"{what} in {k} of {n} replications (95 % CI of the proportion {lo:.2f}-{hi:.2f})"
 
 
 def ordering_rows(frame, key: Sequence[str], systems: Iterable[str], value: str = "qps",
