@@ -265,9 +265,8 @@ def test_qps_interval_at_recall_on_a_hand_front():
 
 def test_winners_carry_the_intervals_of_the_runs():
     """winners.csv's intervals on a hand-made frame: the winner on a front point has its
-    run's interval, the runner-up's is interpolated, and the margin's low end combines the
-    winner's low side with the runner-up's high side (and the reverse); without intervals
-    they are empty and ci_note says why."""
+    run's interval, the runner-up's is interpolated, and the margin's is the ratio rule of
+    experiments.harness.ratios; without intervals they are empty and ci_note says why."""
     rows = [dict(dataset="s", system="cosmos", recall=0.8, qps=1000.0, qps_ci_low=950.0,
                  qps_ci_high=1100.0),
             dict(dataset="s", system="cosmos", recall=1.0, qps=10.0, qps_ci_low=9.0,
@@ -281,10 +280,13 @@ def test_winners_carry_the_intervals_of_the_runs():
     assert w.runner_up_qps == pytest.approx(ru)
     assert w.runner_up_qps_ci_low == pytest.approx(ru * (1 - math.hypot(0.025, 0.05)))
     assert w.runner_up_qps_ci_high == pytest.approx(ru * (1 + math.hypot(0.05, 0.05)))
-    r_dn, r_up = math.hypot(0.025, 0.05), math.hypot(0.05, 0.05)
+    # the margin's: the delta method on the log ratio (experiments.harness.ratios), the two
+    # runs' log half-widths in quadrature around 8
+    half = math.hypot(math.log(880 / 760) / 2,
+                      math.log(w.runner_up_qps_ci_high / w.runner_up_qps_ci_low) / 2)
     assert w.margin == pytest.approx(8.0)
-    assert w.margin_ci_low == pytest.approx(8.0 * (1 - math.hypot(0.05, r_up)))
-    assert w.margin_ci_high == pytest.approx(8.0 * (1 + math.hypot(0.10, r_dn)))
+    assert w.margin_ci_low == pytest.approx(8.0 * math.exp(-half))
+    assert w.margin_ci_high == pytest.approx(8.0 * math.exp(half))
     assert w.ci_note == "" and list(W.winners(pd.DataFrame(rows)).columns) == W.WINNER_COLUMNS
     line = R._winner_line(w)
     assert "800 QPS (95 % CI 760-880)" in line and "8.00x (95 % CI" in line

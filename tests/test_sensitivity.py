@@ -16,6 +16,7 @@ from cosmos.config import RANGES, SOURCE, with_overrides
 from cosmos.presets import PRESETS, get_preset
 from experiments.figures import sensitivity as S
 from experiments.figures.parts import sensitivity_regions as R
+from experiments.harness.ratios import ratio_ci
 from experiments.harness.workloads import get_scale
 
 #: the two parameters the end-to-end run varies (a couple, to keep it short on 2 cores)
@@ -53,9 +54,9 @@ def test_csv_has_six_systems_at_every_parameter_and_level(tiny_run):
     for ratio, ref in (("qps_vs_base", "base"), ("qps_vs_cxl_anns", "cxl-anns")):
         den = df[df.system == ref].set_index(["parameter", "level", "dataset"])
         d = den.reindex(pd.MultiIndex.from_frame(df[["parameter", "level", "dataset"]]))
-        lo, hi = R.ratio_ci(df.qps, df.qps_ci_low, df.qps_ci_high, d.qps.to_numpy(),
-                            d.qps_ci_low.to_numpy(), d.qps_ci_high.to_numpy(),
-                            same=(df.system == ref).to_numpy())
+        lo, hi = ratio_ci(df.qps, df.qps_ci_low, df.qps_ci_high, d.qps.to_numpy(),
+                          d.qps_ci_low.to_numpy(), d.qps_ci_high.to_numpy(),
+                          same=(df.system == ref).to_numpy())
         assert np.allclose(df[f"{ratio}_ci_low"], lo, equal_nan=True)
         assert np.allclose(df[f"{ratio}_ci_high"], hi, equal_nan=True)
         have = df[f"{ratio}_ci_low"].notna()
@@ -280,33 +281,9 @@ def test_reproduce_runs_sensitivity_only_when_named():
     assert load("sensitivity") is S and set(ALL_EXPERIMENTS) == set(EXPERIMENTS) | set(ON_REQUEST)
 
 
-# --- intervals (issue 50): the ratio's interval, regions and orderings with intervals, the
-# stop rule at the full scale, the tornado's whiskers, and old folders still rendering
-
-
-def test_ratio_ci_hand_worked():
-    e = np.exp
-    # 200 QPS known to within x e^+-0.03, over 100 known to within x e^+-0.04: the logs'
-    # half-widths add in quadrature, sqrt(0.03^2 + 0.04^2) = 0.05, about the ratio 2
-    lo, hi = R.ratio_ci(200.0, 200 * e(-0.03), 200 * e(0.03), 100.0, 100 * e(-0.04),
-                        100 * e(0.04))
-    assert lo == pytest.approx(1.902459, abs=1e-6) and hi == pytest.approx(2.102542, abs=1e-6)
-    # a +-1 % interval on each run (as the --full stop rule leaves them): on the log scale
-    # ln(303 / 297) / 2 = 0.0100003 each, sqrt(2) x that = 0.0141426 for the ratio 3, so
-    # [3 e^-0.0141426, 3 e^0.0141426] = [2.957871, 3.042729]; the linear delta method of fig4a
-    # (experiments.harness.common.add_ratio_ci) gives 3 (1 +- 0.0141421) = [2.957574, 3.042426]:
-    # about 0.01 % of the ratio apart
-    lo, hi = R.ratio_ci(300.0, 297.0, 303.0, 100.0, 99.0, 101.0)
-    assert lo == pytest.approx(2.957871, abs=2e-6) and hi == pytest.approx(3.042729, abs=2e-6)
-    # the interval of den / num is the reciprocal of that of num / den
-    lo2, hi2 = R.ratio_ci(100.0, 99.0, 101.0, 300.0, 297.0, 303.0)
-    assert lo2 == pytest.approx(1 / hi) and hi2 == pytest.approx(1 / lo)
-    # no interval on either run: none on the ratio; a run over itself: [1, 1]
-    lo, hi = R.ratio_ci([2.0, 2.0], [np.nan, 1.9], [np.nan, 2.1], [1.0, 1.0], [0.9, np.nan],
-                        [1.1, np.nan])
-    assert np.isnan(lo).all() and np.isnan(hi).all()
-    lo, hi = R.ratio_ci([5.0], [4.0], [6.0], [5.0], [4.0], [6.0], same=[True])
-    assert lo[0] == 1.0 and hi[0] == 1.0
+# --- intervals (issue 50): regions and orderings with intervals, the stop rule at the full
+# scale, the tornado's whiskers, and old folders still rendering (the ratio's interval itself:
+# tests/test_ratios.py)
 
 
 def _synthetic(cosmos_low_ci=True):

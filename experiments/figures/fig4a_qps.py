@@ -43,7 +43,8 @@ from cosmos.presets import get_preset
 from cosmos.systems import Read, model_for
 from cosmos.units import UNITS, unit
 from experiments.harness.capacity import fit_for
-from experiments.harness.common import add_ratio_ci, error_bars, pyplot, save_figure, write_csv
+from experiments.harness.common import error_bars, pyplot, save_figure, write_csv
+from experiments.harness.ratios import add_ratio_ci
 from experiments.harness.sim import simulate_task, split_per_device
 
 NAME = "fig4a_qps"

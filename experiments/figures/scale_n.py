@@ -29,7 +29,8 @@ import pandas as pd
 
 from experiments.figures.fig4a_qps import PAPER_VS_BASE, PAPER_VS_CXLANNS, SYSTEMS
 from experiments.harness.capacity import fit_overrides
-from experiments.harness.common import add_ratio_ci, error_bars, pyplot, save_figure, write_csv
+from experiments.harness.common import error_bars, pyplot, save_figure, write_csv
+from experiments.harness.ratios import add_ratio_ci
 from experiments.harness.sim import simulate_task
 from rag import PipelineConfig, retrieval_share_unqueued
 

@@ -16,7 +16,8 @@ Outputs (all plots and tables read only ``sensitivity.csv``):
   ``qps_window``, the window's plain rate, beside it) and latency, steady state, the
   simulation's figures, its QPS over Base and over CXL-ANNS at that point with their 95 %
   intervals (``qps_vs_base_ci_low`` / ``_high``, ``qps_vs_cxl_anns_ci_low`` / ``_high``:
-  :func:`ratio_ci`, the delta method on the log ratio of the two runs' intervals), and its
+  experiments.harness.ratios.ratio_ci, the delta method on the log ratio of the two runs'
+  intervals), and its
   rank among the six (1 = fastest);
 - ``orderings.csv``: for every pair of systems and dataset, the order the paper's Fig. 4a
   shows, ours at the defaults, whether ours holds at every point, and where it flips (point
@@ -73,7 +74,7 @@ This module is the experiment: the parameter table, the simulation plan, the run
 the plot and the summary. Its other concerns are parts it imports (experiments/figures/parts/,
 which import nothing of it): :mod:`experiments.figures.parts.sensitivity_regions`, the pure
 analysis of its tables (:data:`SYSTEMS`, :data:`PAPER`, :data:`TOLERANCE`, :data:`LEVELS`,
-:func:`ratio_ci`, :func:`separation`, :func:`orderings`, :func:`band_intervals`,
+:func:`separation`, :func:`orderings`, :func:`band_intervals`,
 :func:`within_intervals`, :func:`regions`), and :mod:`experiments.figures.parts.tornado`, the
 drawing of a tornado plot.
 """
@@ -94,9 +95,10 @@ import pandas as pd
 
 from experiments.figures.parts.sensitivity_regions import (LEVELS, PAPER, QPS_CI, SYSTEMS,
                                                       TOLERANCE, fmt_value, orderings,
-                                                      point_name, ratio_ci, regions)
+                                                      point_name, regions)
 from experiments.figures.parts.tornado import tornado_figure
 from experiments.harness.common import pyplot, save_figure, write_csv
+from experiments.harness.ratios import ratio_ci
 from experiments.harness.sim import simulate_task, simulation_identity
 
 NAME = "sensitivity"

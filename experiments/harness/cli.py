@@ -252,8 +252,8 @@ def replay(args) -> int:
     from cosmos.simulate_cli import trace_option
     from cosmos_common import UserError
     from cosmos_common.outdir import RunFolder, check_out_dir
-    from experiments.harness.common import (add_ratio_ci, results_dir, run_sweep, write_csv,
-                                    write_json)
+    from experiments.harness.common import results_dir, run_sweep, write_csv, write_json
+    from experiments.harness.ratios import add_ratio_ci
     from experiments.harness.sim import simulate_task
 
     name = trace_option(args, "replay")

@@ -301,28 +301,6 @@ def _run_dask(fn, tasks: list, scheduler: str, workers: int | None, finished) ->
             cluster.close()
 
 
-def add_ratio_ci(df, ratio: str, reference: str, key: str = "dataset") -> None:
-    """Add ``<ratio>_ci_low`` / ``<ratio>_ci_high`` to ``df`` (in place): the 95 % interval of
-    ``ratio`` = a row's qps / the qps of system ``reference`` in the same ``key`` group, from
-    the two runs' own intervals (``qps_ci_low`` / ``qps_ci_high``, cosmos.metrics). The runs
-    are separate simulations, so to first order (delta method) the ratio's relative
-    half-width is the root sum of squares of theirs (they replay the same trace queries: if
-    their errors are correlated at all, it is positively, which the sum overstates); the
-    reference's own row gets [1, 1] only if its interval is known (it is a ratio of a run
-    with itself). NaN where either run has no interval."""
-    import numpy as np
-
-    import pandas as pd
-
-    rel = (df["qps_ci_high"] - df["qps_ci_low"]) / (2 * df["qps"])
-    is_ref = df.system == reference
-    ref_rel = df[key].map(pd.Series(rel[is_ref].to_numpy(), index=df.loc[is_ref, key]))
-    same = (df.system == reference).to_numpy()
-    r = np.sqrt(rel ** 2 + ref_rel ** 2).where(~same, 0.0 * rel)
-    df[f"{ratio}_ci_low"] = df[ratio] * (1 - r)
-    df[f"{ratio}_ci_high"] = df[ratio] * (1 + r)
-
-
 def error_bars(frame, column: str, low: str | None = None, high: str | None = None,
                scale: float = 1.0):
     """(2, n) asymmetric error bars of ``column`` from its interval columns (``low`` /

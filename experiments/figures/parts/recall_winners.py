@@ -19,6 +19,7 @@ import math
 
 import pandas as pd
 
+from experiments.harness.ratios import ratio_ci
 from experiments.harness.replications import clopper_pearson, t_interval, within_interval
 
 #: retrieval family -> the systems that replay its traces (cosmos.presets): the systems
@@ -92,9 +93,9 @@ def qps_interval_at_recall(front: pd.DataFrame, target: float) -> tuple:
     (``qps_ci_low`` / ``qps_ci_high`` of the front's points, cosmos.metrics' batch means).
     At a front point (or a lower bound: the front's first point) it is that run's interval.
     Between two points, log QPS at the target is (1 - t) log q_lo + t log q_above of two
-    separate simulations, so to first order (delta method, as
-    experiments.harness.common.add_ratio_ci) its relative error is the root sum of squares
-    of (1 - t) and t times theirs, taken below and above separately. It covers the
+    separate simulations, so to first order (delta method, as experiments.harness.ratios)
+    its relative error is the root sum of squares of (1 - t) and t times theirs, taken below
+    and above separately. It covers the
     simulations' sampling only: the recall of each point (a mean over ``recall_queries``
     queries) and the workload draw are held fixed; the replications' interval
     (:func:`replicated_at_recall`) covers those. NaN where a run used has no interval or no
@@ -166,15 +167,11 @@ REPLICATED_WINNER_COLUMNS = [
 
 
 def _margin_interval(w: dict, ru: dict) -> tuple:
-    """(low, high) of winner QPS / runner-up QPS from their intervals at the target: the
-    relative errors in root sum of squares (delta method for a ratio of two independent
-    estimates, as experiments.harness.common.add_ratio_ci), the ratio's low end from the
-    winner's low and the runner-up's high side."""
-    m = w["qps"] / ru["qps"]
-    dn_w, up_w = (w["qps"] - w["qps_ci_low"]) / w["qps"], (w["qps_ci_high"] - w["qps"]) / w["qps"]
-    dn_r, up_r = ((ru["qps"] - ru["qps_ci_low"]) / ru["qps"],
-                  (ru["qps_ci_high"] - ru["qps"]) / ru["qps"])
-    return m * (1 - math.hypot(dn_w, up_r)), m * (1 + math.hypot(up_w, dn_r))
+    """(low, high) of winner QPS / runner-up QPS from their intervals at the target
+    (experiments.harness.ratios.ratio_ci, the rule of every ratio of two runs)."""
+    lo, hi = ratio_ci(w["qps"], w["qps_ci_low"], w["qps_ci_high"], ru["qps"], ru["qps_ci_low"],
+                      ru["qps_ci_high"])
+    return float(lo), float(hi)
 
 
 def _pick(candidates: dict) -> tuple:

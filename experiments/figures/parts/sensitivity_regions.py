@@ -1,16 +1,17 @@
 """The sensitivity study's intervals, orderings and regions: pure functions over its tables.
 
 From the rows of ``sensitivity.csv`` (one per parameter x level x dataset x system, with QPS
-and its 95 % interval ``qps_ci_low`` / ``qps_ci_high``): the 95 % interval of the ratio of two
-runs' QPS (:func:`ratio_ci`, the delta method on the log ratio); for every dataset and pair of
-the six systems, the paper's order, ours, and where ours flips, by the point estimates and by
-the two runs' intervals (:func:`separation`, :func:`orderings`: ``orderings.csv``); and per
-headline figure of the paper, dataset and parameter, the levels and the value intervals where
-our ratio is within :data:`TOLERANCE` of it, by the point ratio and by its interval
-(:func:`within_intervals`, :func:`band_intervals`, :func:`regions`: ``regions.csv``); with
-the text helpers these tables use (:func:`point_name`, :func:`fmt_value`). Nothing here
-simulates or reads a run context: the experiment that makes the tables is
-experiments/figures/sensitivity.py, which imports this module (never the other way round).
+and its 95 % interval ``qps_ci_low`` / ``qps_ci_high``, and each ratio's interval from
+experiments.harness.ratios.ratio_ci, the delta method on the log ratio): for every dataset and
+pair of the six systems, the paper's order, ours, and where ours flips, by the point
+estimates and by the two runs' intervals (:func:`separation`, :func:`orderings`:
+``orderings.csv``); and per headline figure of the paper, dataset and parameter, the levels
+and the value intervals where our ratio is within :data:`TOLERANCE` of it, by the point ratio
+and by its interval (:func:`within_intervals`, :func:`band_intervals`, :func:`regions`:
+``regions.csv``); with the text helpers these tables use (:func:`point_name`,
+:func:`fmt_value`). Nothing here simulates or reads a run context: the experiment that makes
+the tables is experiments/figures/sensitivity.py, which imports this module (never the other
+way round).
 docs/uncertainty.md, "Sensitivity with intervals", states the methods.
 """
 
@@ -35,37 +36,6 @@ LEVELS = ("low", "default", "high")
 #: the interval columns of a QPS (added to sensitivity.csv; a folder written before them has
 #: none, and every reader then draws and lists no interval)
 QPS_CI = ("qps_ci_low", "qps_ci_high")
-
-
-def ratio_ci(num, num_low, num_high, den, den_low, den_high, same=None):
-    """95 % interval of the ratio ``num / den`` of two independently simulated QPS estimates,
-    from each run's own 95 % interval (``*_low`` / ``*_high``): the delta method on the log
-    ratio. ``ln(num / den) = ln num - ln den``, and the two runs are separate simulations, so
-    the variances of the two logs add; each run's interval on the log scale has the half-width
-    ``w = (ln high - ln low) / 2`` (about the relative half-width, cosmos.metrics: the QPS
-    interval is ``1 / (g +- h)`` for a mean time per query ``g``, so ``w`` ~ ``h / g``), and the
-    ratio's is ``sqrt(w_num^2 + w_den^2)`` around the point ratio:
-    ``[r exp(-w), r exp(+w)]``. Both intervals being 95 % (Student t with their own batches;
-    the root sum of the two half-widths is the t-quantile-weighted sum, a Welch-like
-    approximation) the result is a 95 % interval to first order. It stays positive, and the
-    interval of ``den / num`` is the reciprocal of this one. The runs replay the same trace
-    queries, so if their errors are correlated at all it is positively, which the sum
-    overstates (conservative). Against experiments.harness.common.add_ratio_ci (fig4a: the
-    same half-width on the linear scale) it differs at second order: at +-1 % per run, by
-    about 0.01 % of the ratio. Array-like arguments; NaN where either run has no interval;
-    ``same`` (booleans): rows where ``num`` and ``den`` are one run, whose ratio is 1 with the
-    interval [1, 1] if the run has an interval."""
-    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w_num = (np.log(np.asarray(num_high, dtype=float))
-                 - np.log(np.asarray(num_low, dtype=float))) / 2
-        w_den = (np.log(np.asarray(den_high, dtype=float))
-                 - np.log(np.asarray(den_low, dtype=float))) / 2
-        w = np.sqrt(w_num ** 2 + w_den ** 2)
-        if same is not None:
-            w = np.where(np.asarray(same, dtype=bool), 0.0 * w_num, w)
-        r = num / den
-        return r * np.exp(-w), r * np.exp(w)
 
 
 def point_name(r) -> str:
@@ -229,7 +199,7 @@ def regions(df: pd.DataFrame) -> pd.DataFrame:
     """Per paper figure, dataset and parameter: our ratio at each level, the levels within
     :data:`TOLERANCE` of the paper, and the interpolated value interval(s) within it.
 
-    With the ratio's intervals (:func:`ratio_ci`): each level's interval
+    With the ratio's intervals (experiments.harness.ratios.ratio_ci): each level's interval
     (``<level>_ratio_ci_low`` / ``_high``); ``levels_ci_overlap``, the levels whose interval
     reaches into the band, and ``levels_ci_inside``, those whose interval lies wholly in it
     (a level in ``levels_within`` but not ``levels_ci_inside`` is within 15 % by the draw, not
