@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -253,11 +254,14 @@ def test_check_full_ci_ratio_table():
     rows = [row("sift", "base", 100.0, 0.03), row("sift", "cxl-anns", 300.0, 0.04),
             row("sift", "cosmos", 600.0, 0.0)]
     got = _ratio_rows(rows)
+    # the ratio rule of experiments.harness.ratios: the runs' log half-widths in quadrature
+    # (Cosmos's is 0 here, so the reference's alone)
     r, lo, hi, queries, stopped = got[("sift", "cosmos", "base")]
-    assert r == pytest.approx(6.0) and lo == pytest.approx(6 * 0.97) and hi == pytest.approx(6 * 1.03)
+    w = (np.log(1.03) - np.log(0.97)) / 2
+    assert r == pytest.approx(6.0) and (lo, hi) == pytest.approx((6 * np.exp(-w), 6 * np.exp(w)))
     assert queries == "2,000/2,000" and stopped == "ci-target/ci-target"
     r, lo, hi, _, _ = got[("sift", "cosmos", "cxl-anns")]
-    assert r == pytest.approx(2.0) and hi == pytest.approx(2 * 1.04)
+    assert r == pytest.approx(2.0) and hi == pytest.approx(2 * np.exp((np.log(1.04 / 0.96)) / 2))
 
 
 def test_the_scales_probes_are_the_scales_trace(tmp_path):

@@ -10,9 +10,9 @@ headline figures: for each dataset it simulates Base, CXL-ANNS and Cosmos twice,
   stopped early is its own reference),
 
 and reports, for Cosmos / Base and Cosmos / CXL-ANNS, the preset's ratio, the reference's ratio
-and its 95 % interval (root sum of squares of the two runs' relative half-widths,
-experiments.harness.common.add_ratio_ci), and whether the preset's ratio lies inside it. Exit status 0
-if every ratio does, 1 if not::
+and its 95 % interval (the two runs' half-widths on the log scale in quadrature,
+experiments.harness.ratios.add_ratio_ci), and whether the preset's ratio lies inside it. Exit
+status 0 if every ratio does, 1 if not::
 
     python experiments/tools/check_full_ci.py                       # the full scale (1M vectors)
     python experiments/tools/check_full_ci.py --n 20000 --queries 4000   # a smaller workload
@@ -46,7 +46,7 @@ def _ratio_rows(rows: list[dict]) -> dict:
     of num/den")} from simulate_task rows."""
     import pandas as pd
 
-    from experiments.harness.common import add_ratio_ci
+    from experiments.harness.ratios import add_ratio_ci
 
     df = pd.DataFrame(rows)
     out = {}
