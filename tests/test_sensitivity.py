@@ -429,7 +429,9 @@ def test_full_scale_simulations_stop_by_the_scales_interval_rule():
         assert all(t.get("ci_target") is None for t in tasks)
         assert all(t["num_queries"] >= get_scale(scale).sweep_queries for t in tasks)
     # the dry-run's estimate counts the same simulations
-    text = S.plan_other(_ctx("full"))
+    est = S.plan_sweep(_ctx("full"))
+    text = est["what"]
+    assert 0 < est["cpu_s_min"] < est["cpu_s_max"]
     assert text.startswith("estimate of its own sweep") and "540 simulations" in text
     assert "+-1% interval rule" in text
 

@@ -65,7 +65,8 @@ if __package__ in (None, ""):
 
 import pandas as pd
 
-from experiments.figures.parts.batch_sweep import (batch_headline, batch_sweep, batch_sweep_md,
+from experiments.figures.parts.batch_sweep import (BATCH_SWEEP, BATCH_SYSTEM, batch_headline,
+                                                  batch_sweep, batch_sweep_md,
                                                   batched_trace_file, plot_batch_sweep)
 from experiments.figures.parts.recall_winners import (SYSTEMS, TARGETS, WINNER_COLUMNS,
                                                      at_recall, pareto_front,
@@ -241,6 +242,100 @@ def points(ctx) -> list[dict]:
                                             seed=ctx.seed, cache_dir=ctx.cache_dir, timings=t),
                 p, timings=t)
     return out
+
+
+def estimated_requests(ctx) -> pd.DataFrame | None:
+    """DRAM requests per query of every simulation of the grid, estimated from the grid alone
+    (no index or trace is built), for :func:`plan_sweep`; None for a user's dataset (its
+    dimension is not read before the run). Columns: ``dataset``, ``system``, ``num_probes``,
+    ``cand_list_len``, ``rerank``, ``runs`` (2 for the IVF-PQ systems, also simulated with one
+    query in flight) and ``requests_per_query``. Per family: a graph point, the plan's
+    ``REQUESTS_PER_QUERY`` of the scale x probes / the scale's probes x sqrt(L / 64) (at the
+    default scale the work grows as about the square root of L: 1,173, 1,713 and 2,422 lines
+    at L = 16, 32, 64 on SIFT-like); an exact scan, probes x the mean list (n / C vectors) x
+    the vector's 64-byte lines; IVF-PQ, probes x the mean list x ``pq_m`` code bytes / 64,
+    plus re-rank x the vector's lines, plus probes x the term table's lines
+    (cosmos.program.term_table_bytes) for the systems whose scan reads it from memory
+    (cosmos.systems.TERM_OBJECT in the model). Probed lists run longer than the mean (size
+    biased: 3,431 lines against 3,125 for a 2-probe exact scan at the default scale), which
+    the estimate leaves out; exact-pnm-batch is counted as exact-pnm (no lists shared within
+    a batch: an upper bound)."""
+    import math
+
+    import numpy as np
+
+    from cosmos.presets import get_preset
+    from cosmos.program import term_table_bytes
+    from cosmos.systems import TERM_OBJECT, model_for
+    from experiments.harness.plan import REQUESTS_PER_QUERY
+    from graphs.ivfpq import IVFPQParams
+    from graphs.synthetic import SPECS
+
+    if ctx.dataset:
+        return None
+    sc, grid = ctx.scale, grid_for(ctx.scale)
+    per_q = REQUESTS_PER_QUERY.get(sc.name) or REQUESTS_PER_QUERY["default"]
+    pq_m, mean_list = IVFPQParams().pq_m, sc.n / sc.num_clusters
+    reads_terms = {s: any(getattr(st, "objects", None) == TERM_OBJECT
+                          for st in model_for(get_preset(s)).scan) for s in SYSTEMS["ivfpq"]}
+    table_lines = term_table_bytes(pq_m) / 64
+    rows = []
+
+    def add(fam, systems, requests, p, L=None, rerank=None):
+        for s in systems:
+            r = requests(s) if callable(requests) else requests
+            rows.append(dict(dataset=fam, system=s, num_probes=p, cand_list_len=L,
+                             rerank=rerank, runs=2 if s in UNLOADED else 1,
+                             requests_per_query=r))
+
+    for fam in ctx.families:
+        spec = SPECS[fam]
+        lines = math.ceil(spec.dim * np.dtype(spec.dtype).itemsize / 64)
+        for p in (p for p in grid.graph_probes if p <= sc.num_clusters):
+            for L in grid.cand_list_len:
+                add(fam, SYSTEMS["graph"], per_q[fam] * p / sc.num_probes * math.sqrt(L / 64),
+                    p, L=L)
+        for p in (p for p in grid.ivfpq_probes if p <= sc.num_clusters):
+            for rr in grid.rerank:
+                add(fam, SYSTEMS["ivfpq"], lambda s, p=p, rr=rr: (
+                    p * mean_list * pq_m / 64 + rr * lines
+                    + reads_terms[s] * p * table_lines), p, rerank=rr)
+        for p in (p for p in grid.exact_probes if p <= sc.num_clusters):
+            add(fam, SYSTEMS["exact"], p * mean_list * lines, p)
+    return pd.DataFrame(rows)
+
+
+def plan_sweep(ctx) -> dict | None:
+    """The estimate ``cosmos reproduce --dry-run`` gives of this experiment's own sweep
+    (experiments.harness.plan): the simulations of :func:`estimated_requests`, each of the
+    scale's ``sweep_queries`` (the +-1 % stop test of the full scale starts at 2,000
+    completions, its number of queries), and the batch-size sweep of exact-pnm-batch
+    (:data:`BATCH_SWEEP`, closed loop and one batch in flight) on each dataset's exact scan at
+    its most probes; replications multiply it all. None for a user's dataset."""
+    from experiments.harness.plan import REQUESTS_PER_CPU_S
+
+    est = estimated_requests(ctx)
+    if est is None:
+        return None
+    sc = ctx.scale
+    work = float((est.runs * est.requests_per_query).sum())
+    sims = int(est.runs.sum())
+    exact = est[est.system == BATCH_SYSTEM]
+    for _, per_fam in exact.groupby("dataset"):
+        work += 2 * len(BATCH_SWEEP) * float(per_fam.requests_per_query.max())
+        sims += 2 * len(BATCH_SWEEP)
+    reps = max(1, int(ctx.replications))
+    requests = work * sc.sweep_queries * reps
+    cpu = requests / REQUESTS_PER_CPU_S
+    workers = max(1, int(getattr(ctx, "workers", None) or 2))
+    what = (f"estimate of its own sweep (run after the pool): {sims * reps} simulations of "
+            f"{sc.sweep_queries:,} queries each (graph, IVF-PQ and exact-scan points, the "
+            f"IVF-PQ systems' lone-query runs and the batch-size sweep"
+            f"{f', {reps} replications' if reps > 1 else ''}), about "
+            f"{requests / 1e9:,.1f} G DRAM requests, {cpu / 3600:,.1f} CPU hours "
+            f"({cpu / 3600 / workers:,.1f} h on {workers} workers); plus the IVF-PQ and "
+            "exact-scan indexes and traces, built once and cached")
+    return {"what": what, "cpu_s_min": cpu, "cpu_s_max": cpu}
 
 
 def _batch_of(system: str) -> int:

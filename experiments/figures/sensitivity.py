@@ -60,7 +60,7 @@ simulated once). On a busy 2-core machine from an empty cache: ``--scale tiny`` 
 the default scale 1,029 s CPU (31 min wall at a load average of 9-11, ``--workers 2``); the
 simulation cache makes a second run read them all. ``--full`` (``cosmos run sensitivity
 --full``): not yet run; ``cosmos reproduce --full --only sensitivity --dry-run`` prints the
-estimate of :func:`plan_other`, 59-285 G DRAM requests, 5.2-25 CPU hours (every run stopping
+estimate of :func:`plan_sweep`, 59-285 G DRAM requests, 5.2-25 CPU hours (every run stopping
 at its first test, or none stopping before its trace's 10,000 queries); about 8.5 CPU hours
 (4-5 h on 2 idle cores) if the runs stop as fig4a's did (docs/uncertainty.md).
 
@@ -433,16 +433,17 @@ def simulation_plan(ctx, parameters=None, trace_path=None) -> tuple[list, list]:
 
 
 #: DRAM requests per query of a Vamana trace over the hnswlib one of the same queries, for
-#: :func:`plan_other`'s estimate: 1.22, the distance computations per query of the two graph
+#: :func:`plan_sweep`'s estimate: 1.22, the distance computations per query of the two graph
 #: kinds at the default scale (5,244 against 4,281 on SIFT-like; docs/system_model.md, "The
 #: graph kind moves no conclusion"; an estimate: requests follow the vectors read)
 VAMANA_WORK = 1.22
 
 
-def plan_other(ctx) -> str:
+def plan_sweep(ctx) -> dict:
     """What ``cosmos reproduce --dry-run`` says of this experiment (experiments.harness.plan):
     its simulations run in its own sweep, not the shared pool, so the plan's own table leaves
-    them out; this estimates them from :func:`simulation_plan` (no trace is built). DRAM
+    them out; this estimates them from :func:`simulation_plan` (no trace is built): the line
+    of text and the CPU seconds (low, high) the plan adds to its total. DRAM
     requests per query: the plan's ``REQUESTS_PER_QUERY`` of the scale, times probes / the
     scale's probes at a ``workload.num_probes`` level (each probe is one cluster search:
     an estimate) and :data:`VAMANA_WORK` on the Vamana trace; ``workload.num_clusters``
@@ -487,12 +488,13 @@ def plan_other(ctx) -> str:
             f"the trace's {sc.num_queries:,} queries" if sc.ci_target is not None
             else f"{sc.sweep_queries:,} queries each (more where a point keeps more in flight)")
     cpu_lo, cpu_hi = lo / REQUESTS_PER_CPU_S, hi / REQUESTS_PER_CPU_S
-    return (f"estimate of its own sweep (run after the pool): {len(tasks)} simulations for "
+    what = (f"estimate of its own sweep (run after the pool): {len(tasks)} simulations for "
             f"{len(wanted)} rows, {stop}; {lo / 1e9:,.1f}-{hi / 1e9:,.1f} G DRAM requests, "
             f"{cpu_lo / 3600:,.1f}-{cpu_hi / 3600:,.1f} CPU hours "
             f"({cpu_lo / 3600 / workers:,.1f}-{cpu_hi / 3600 / workers:,.1f} h on {workers} "
             f"workers); plus {len(extra)} traces of other cluster or probe counts or graph "
             "kind, built once and cached")
+    return {"what": what, "cpu_s_min": cpu_lo, "cpu_s_max": cpu_hi}
 
 
 def run(ctx, parameters=None) -> dict:

@@ -49,8 +49,12 @@ Everything here is learned from the experiments' modules (reached through the re
   ``simulation_tasks``, and ``dependent_plan(ctx) -> (runs_at_most, what)``, the plan's line
   for them;
 - ``plan_other(ctx) -> str``: other work the plan names (not estimated as simulations);
+- ``plan_sweep(ctx) -> {"what": str, "cpu_s_min": s, "cpu_s_max": s} | None``: the estimate of the
+  simulations it runs in its own sweep after the pool (counted in the total, spread over the
+  workers);
 - ``RUNS_SIMULATIONS = False``: it runs no system simulation (one without
-  ``simulation_tasks`` that does is listed as simulating in its own sweep, not estimated).
+  ``simulation_tasks`` or ``plan_sweep`` that does is listed as simulating in its own sweep,
+  not estimated, and named as left out of the total).
 """
 
 from __future__ import annotations
@@ -65,14 +69,16 @@ __all__ = ["simulation_tasks", "run_shared", "plan", "format_plan", "makespan",
 
 #: DRAM requests per query of the synthetic workloads, by scale and family, to estimate a
 #: simulation's work before its trace exists. full and default: measured on the 1M-vector and
-#: default traces (docs/experiments.md, "Scales"); tiny: the memory lines the tiny traces'
+#: 50,000-vector traces (fig4a's simulations of seeds 0-4: 26,900-27,200 and 76,800-77,000 at
+#: full, 9,300-9,700 and 26,300-26,500 at default); paper: fig4a's paper-scale runs (43,900 and
+#: 128,000, rounded up); tiny: the memory lines the tiny traces'
 #: queries read (experiments.harness.sim.simulation_cost: 1,839 and 4,948 per query), which are within
 #: 7 % of the DRAM requests simulated (5,404 requests per query against 5,068 lines on a
 #: 20,000-vector SIFT-like trace).
 REQUESTS_PER_QUERY = {
     "paper": {"sift": 45_000, "deep": 130_000},
     "full": {"sift": 27_000, "deep": 77_000},
-    "default": {"sift": 14_000, "deep": 35_000},
+    "default": {"sift": 9_500, "deep": 26_400},
     "tiny": {"sift": 2_000, "deep": 5_300},
 }
 
@@ -501,8 +507,16 @@ def plan(names, ctx) -> dict:
     other = []
     batches = [cpu for n in names if hasattr(load(n), "pool_batches")
                for _, _, cpu in load(n).pool_batches(ctx)]
+    sweeps, estimated = [], set()
+    for n in names:
+        hook = getattr(load(n), "plan_sweep", None)
+        s = hook(ctx) if hook is not None else None
+        if s is not None:
+            other.append({"experiment": n, "what": s["what"]})
+            sweeps.append((s["cpu_s_min"], s["cpu_s_max"]))
+            estimated.add(n)
     silent = [n for n in names if getattr(load(n), "simulation_tasks", None) is None
-              and getattr(load(n), "RUNS_SIMULATIONS", True)]
+              and n not in estimated and getattr(load(n), "RUNS_SIMULATIONS", True)]
     if silent:
         other.append({"experiment": ", ".join(silent),
                       "what": "simulations not declared to the plan (run by the "
@@ -525,7 +539,8 @@ def plan(names, ctx) -> dict:
         if hook is not None:
             other.append({"experiment": n, "what": hook(ctx)})
     workers = ctx.workers or _cpu_count()
-    est = _estimate(workloads, rows, dependent, batches, workers)
+    est = _estimate(workloads, rows, dependent, batches, workers, sweeps)
+    est["not_estimated"] = silent
     return {"scale": sc.name, "experiments": list(names), "workers": workers,
             "workloads": workloads, "simulations": rows, "asked": asked,
             "dependent": dependent, "other": other, "estimate": est}
@@ -549,22 +564,24 @@ def makespan(costs, workers: int) -> float:
     return max(free)
 
 
-def _estimate(workloads, sims, dependent, batches_cpu_s, workers: int) -> dict:
+def _estimate(workloads, sims, dependent, batches_cpu_s, workers: int, sweeps=()) -> dict:
     """Wall-time estimate in seconds (low: every ci_target run stops at its minimum; high:
     none stops early): workloads using every core, then one pool of ``workers`` taking the
     simulations, the dependent runs (at most) and the batches (``batches_cpu_s``, CPU
     seconds each) costliest first (the dependent runs wait for their saturation runs, which
-    run early, costliest first, so this is a small underestimate)."""
+    run early, costliest first, so this is a small underestimate), then the experiments' own
+    sweeps (``sweeps``: (low, high) CPU seconds each, spread over the workers)."""
     build = sum(w["est_cpu_s"] for w in workloads) / workers
     dep = []
     for d in dependent:
         dep += [d["est_requests_max"] / d["runs_at_most"] / REQUESTS_PER_CPU_S] \
             * d["runs_at_most"]
     out = {"workloads_s": build, "dependent_cpu_s": sum(dep)}
-    for end in ("min", "max"):
+    for i, end in enumerate(("min", "max")):
         cpu = [s[f"est_requests_{end}"] / REQUESTS_PER_CPU_S for s in sims]
         out[f"pool_{end}_s"] = makespan(cpu + dep + list(batches_cpu_s), workers)
-        out[f"total_{end}_s"] = build + out[f"pool_{end}_s"]
+        out[f"sweeps_{end}_s"] = sum(s[i] for s in sweeps) / max(1, int(workers))
+        out[f"total_{end}_s"] = build + out[f"pool_{end}_s"] + out[f"sweeps_{end}_s"]
     return out
 
 
@@ -574,7 +591,11 @@ def format_plan(p: dict) -> str:
         return f"{v / 1e6:,.1f} M" if v < 1e7 else f"{v / 1e6:,.0f} M"
 
     def mins(s):
-        return f"{s / 60:.1f} min"
+        return f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+    def span(what):     # a (low, high) estimate of p["estimate"]: one figure when they agree
+        lo, hi = mins(p["estimate"][f"{what}_min_s"]), mins(p["estimate"][f"{what}_max_s"])
+        return lo if lo == hi else f"{lo}-{hi}"
 
     lines = [f"cosmos reproduce --scale {p['scale']} --dry-run: the plan (nothing is run or "
              f"written); experiments: {', '.join(p['experiments'])}", "",
@@ -624,8 +645,12 @@ def format_plan(p: dict) -> str:
                   f"{REQUESTS_PER_CPU_S / 1e6:.1f} M DRAM requests per CPU second, measured "
                   f"cold, compilation included; quiet machine): workloads "
                   f"{mins(e['workloads_s'])}, the pool (simulations, dependent runs, "
-                  f"batches) {mins(e['pool_min_s'])}-{mins(e['pool_max_s'])}; total "
-                  f"{mins(e['total_min_s'])}-{mins(e['total_max_s'])}"]
+                  f"batches) {span('pool')}"
+                  + (f", the experiments' own sweeps {span('sweeps')}" if e.get("sweeps_max_s")
+                     else "")
+                  + f"; total {span('total')}"
+                  + (f", not counting {', '.join(e['not_estimated'])} (not estimated)"
+                     if e.get("not_estimated") else "")]
     return "\n".join(lines)
 
 

@@ -25,8 +25,8 @@ paper     10^9         10,000   1,024     8       ``--scale paper``: 8 template 
 64 clusters = 16 per device on the paper's four devices; 8 probes (IVF-style routing) are the
 defaults of :mod:`graphs.workload`, where their reasons are given. The query counts of the
 default scale are set by the simulator's speed (about 500,000-1,000,000 DRAM requests per second
-per core; a SIFT-like query of the 100k default trace makes about 14,000 requests, a DEEP-like
-one about 2.5 times as many, its vectors being 3 times larger): with up
+per core; a SIFT-like query of the 50,000-vector default trace makes about 9,500 requests, a
+DEEP-like one about 2.8 times as many, its vectors being 3 times larger): with up
 to 64 queries in flight, 400 queries give a short steady-state window, so ``--full`` is the
 scale for figures to rely on.
 

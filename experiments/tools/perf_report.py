@@ -307,8 +307,8 @@ STATIC = """\
 ## What scales with what
 
 - System model time grows with the number of **DRAM requests** simulated, not with queries as
-  such: a default SIFT-like query (100,000-vector index) makes about 14,000, a DEEP-like one
-  about 2.5 times as many, and at the `full` scale's 1M vectors about 27,000 and 77,000. More
+  such: a default SIFT-like query (50,000-vector index) makes about 9,500, a DEEP-like one
+  about 2.8 times as many, and at the `full` scale's 1M vectors about 27,000 and 77,000. More
   devices or channels add controller states (about 78 KB each) and requests in flight; a
   loaded channel costs more per request than an idle one (longer buffers to scan).
 - System model memory: the per-query program is about 50 KB per default SIFT-like query (0.5 GB
