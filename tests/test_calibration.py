@@ -4,6 +4,7 @@ ordering; the pair analysis finds the figures no point reconciles; and `cosmos r
 --scale tiny` gives the same CSVs for the same seed."""
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from experiments.figures import calibration as C
 from experiments.figures import sensitivity as S
 from experiments.figures.parts import sensitivity_regions as R
 from experiments.figures.fig4a_qps import CONCLUSIONS
+from experiments.harness.runner import Context
 from experiments.harness.workloads import get_scale
 
 
@@ -148,5 +150,8 @@ def test_same_seed_same_csvs(two_runs):
     summary = (a / "summary.md").read_text()
     passing = int(pts.passes.sum())
     assert ("A region exists" in summary) == (passing > 0)
+    # `cosmos reproduce --dry-run`'s line counts the rows the run wrote, from the same plan
+    est = C.plan_sweep(Context(out=Path("."), scale=get_scale("tiny"), seed=0))
+    assert f"for {len(cal)} rows of {len(pts)} design points" in est["what"]
     assert ("No point passes" in summary) == (passing == 0)
     assert (a / "calibrated_set.txt").exists() == (passing > 0)

@@ -4,6 +4,7 @@ out, and at `--scale tiny` the maps hold every grid point, with Base moving with
 port and the host's cores but not with the GPC's contexts."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,7 @@ from cosmos.config import with_overrides
 from cosmos.presets import PRESETS, get_preset
 from experiments.figures import lever_maps as L
 from experiments.figures.parts import sensitivity_regions as R
+from experiments.harness.runner import Context
 from experiments.harness.workloads import get_scale
 
 
@@ -98,6 +100,16 @@ def test_tiny_maps_hold_every_point_and_the_physics(tiny_maps):
     assert "6.72" in summary and "gpc.contexts_per_device=64" in summary
     cfg = json.loads((tiny_maps / "config.json").read_text())
     assert cfg["experiment"] == "lever_maps"
+
+
+def test_dry_run_estimates_the_maps_simulations(tiny_maps):
+    """`cosmos reproduce --dry-run`'s line for the maps counts the rows the run writes, from
+    the same simulation plan, and gives them a CPU time (fixed queries: one figure)."""
+    rows = len(pd.read_csv(tiny_maps / "lever_maps.csv"))
+    est = L.plan_sweep(Context(out=Path("."), scale=get_scale("tiny")))
+    assert f"for {rows} rows" in est["what"] and 0 < est["cpu_s_min"] == est["cpu_s_max"]
+    full = L.plan_sweep(Context(out=Path("."), scale=get_scale("full")))
+    assert full["cpu_s_max"] > 100 * est["cpu_s_max"] and "CPU hours" in full["what"]
 
 
 def test_lever_maps_runs_only_when_named():

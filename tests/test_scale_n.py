@@ -3,10 +3,15 @@ cluster templates above it."""
 
 from __future__ import annotations
 
-import pandas as pd
+from pathlib import Path
 
-from experiments.figures.scale_n import clusters_for
-from experiments.harness.workloads import SCALES
+import pandas as pd
+import pytest
+
+from experiments.figures.scale_n import clusters_for, plan_sweep
+from experiments.harness.plan import REQUESTS_PER_QUERY, requests_per_query_at
+from experiments.harness.runner import Context
+from experiments.harness.workloads import SCALES, get_scale
 
 
 def test_cluster_count_grows_to_the_paper_scale():
@@ -36,3 +41,21 @@ def test_scale_n_runs_at_the_tiny_scale(tmp_path, monkeypatch):
     share = df.rag_retrieval_share_of_ttft
     assert share.between(0, 1, inclusive="neither").all()
     assert (out / "scale_n.png").exists() and "Cosmos / Base" in (out / "summary.md").read_text()
+    # the dry-run's estimate counts the simulations the run made
+    est = plan_sweep(Context(out=Path("."), scale=get_scale("tiny")))
+    assert est["what"].startswith(f"estimate of its own sweep (run after the pool): {len(df)} "
+                                  "simulations at N = 3,000, 30,000")
+
+
+def test_requests_per_query_between_the_scales():
+    """The plan's requests per query at any N: the scales' measured figures at their sizes,
+    linear in log N between them (13,549 for SIFT-like at 100,000 vectors, where the former
+    100,000-vector default trace measured about 14,000), held beyond the ends."""
+    for name, sc in SCALES.items():
+        for fam, r in REQUESTS_PER_QUERY[name].items():
+            assert requests_per_query_at(fam, sc.n) == pytest.approx(r)
+    assert requests_per_query_at("sift", 100_000) == pytest.approx(13_549, abs=1)
+    assert requests_per_query_at("sift", 10**12) == REQUESTS_PER_QUERY["paper"]["sift"]
+    # at the full scale the estimate includes the templated workloads up to 10^9
+    full = plan_sweep(Context(out=Path("."), scale=get_scale("full")))
+    assert "of it building its workloads" in full["what"] and full["cpu_s_min"] > 3 * 3600

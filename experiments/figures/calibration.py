@@ -182,14 +182,16 @@ def trace_file(ctx, family: str, queries: int) -> Path:
     return path
 
 
-def run(ctx) -> dict:
-    """Simulate the six systems at every design point on every dataset; write the CSVs."""
+def simulation_plan(ctx, des: pd.DataFrame, trace_path=None) -> tuple[list, list, int]:
+    """(tasks, wanted, queries) of the design ``des`` on every dataset: the distinct
+    simulations, per (point, dataset, system) the index of its task, and the queries the
+    trace needs (:func:`trace_file`). ``trace_path(family, queries)``: the trace each
+    dataset's runs replay (default :func:`trace_file`, built if need be; the plan passes one
+    that builds nothing)."""
     from cosmos.config import with_overrides
     from cosmos.presets import get_preset
     from cosmos.simulate import default_max_inflight
 
-    des = design(ctx.scale, ctx.seed)
-    write_csv(ctx.out / "design.csv", des)
     runs = []                       # (point, overrides, system, queries in flight)
     for row in des.to_dict("records"):
         ov = point_overrides(row, ctx.scale)
@@ -199,7 +201,7 @@ def run(ctx) -> dict:
     needed = max(S.queries_for(None, r[3], ctx.scale.sweep_queries) for r in runs)
     tasks, where, wanted = [], {}, []
     for fam in ctx.families:
-        path = str(trace_file(ctx, fam, needed))
+        path = str(trace_path(fam, needed) if trace_path else trace_file(ctx, fam, needed))
         for point, ov, s, inflight in runs:
             task = dict(system=s, trace_path=path, overrides=ov,
                         num_queries=S.queries_for(None, inflight, ctx.scale.sweep_queries),
@@ -210,6 +212,34 @@ def run(ctx) -> dict:
                 where[ident] = len(tasks)
                 tasks.append(task)
             wanted.append((point, fam, s, where[ident]))
+    return tasks, wanted, needed
+
+
+def plan_sweep(ctx) -> dict:
+    """The estimate ``cosmos reproduce --dry-run`` gives of this experiment's own sweep
+    (experiments.harness.plan): the simulations of :func:`simulation_plan`, each of the
+    plan's ``REQUESTS_PER_QUERY`` of the scale per query (the design moves hardware, not the
+    trace)."""
+    from experiments.harness.plan import REQUESTS_PER_QUERY, sweep_estimate, task_queries
+
+    sc = ctx.scale
+    per_q = REQUESTS_PER_QUERY.get(sc.name) or REQUESTS_PER_QUERY["default"]
+    des = design(sc, ctx.seed)
+    tasks, wanted, needed = simulation_plan(ctx, des, trace_path=lambda fam, q: fam)
+    lo = hi = 0.0
+    for t in tasks:
+        q_lo, q_hi = task_queries(t, max(needed, sc.num_queries))
+        w = per_q.get(t["trace_path"], max(per_q.values()))
+        lo, hi = lo + q_lo * w, hi + q_hi * w
+    return sweep_estimate(f"{len(tasks)} simulations for {len(wanted)} rows of "
+                          f"{len(des)} design points", lo, hi, ctx)
+
+
+def run(ctx) -> dict:
+    """Simulate the six systems at every design point on every dataset; write the CSVs."""
+    des = design(ctx.scale, ctx.seed)
+    write_csv(ctx.out / "design.csv", des)
+    tasks, wanted, _ = simulation_plan(ctx, des)
     rows = ctx.sweep(simulate_task, tasks, desc="calibration")
     keep = ("qps", "qps_ci_low", "qps_ci_high", "steady_state", "num_queries", "max_inflight")
     df = pd.DataFrame([{"point": p, "dataset": fam, "system": s,

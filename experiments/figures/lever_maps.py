@@ -178,17 +178,18 @@ def grid(scale) -> tuple[list[dict], list[str]]:
     return pts, sorted(set(dropped))
 
 
-def run(ctx) -> dict:
-    """Simulate Base, CXL-ANNS and Cosmos at every grid point on every dataset; write the
-    CSVs."""
+def simulation_plan(ctx, pts: list, trace_path=None) -> tuple[list, list]:
+    """(tasks, wanted) of the grid points ``pts`` on every dataset: the distinct simulations
+    (the default point is on both maps) and, per (point, dataset, system), the index of its
+    task. ``trace_path(family)``: the trace each dataset's runs replay (default: the
+    context's trace file, built if need be; the plan passes one that builds nothing)."""
     from cosmos.config import with_overrides
     from cosmos.presets import get_preset
     from cosmos.simulate import default_max_inflight
 
-    pts, dropped = grid(ctx.scale)
     tasks, where, wanted = [], {}, []
     for fam in ctx.families:
-        path = str(ctx.trace_file(fam))
+        path = str(trace_path(fam) if trace_path else ctx.trace_file(fam))
         for pt in pts:
             for s in SYSTEMS:
                 inflight = default_max_inflight(with_overrides(get_preset(s), pt["overrides"]))
@@ -201,6 +202,34 @@ def run(ctx) -> dict:
                     where[ident] = len(tasks)
                     tasks.append(task)
                 wanted.append((pt, fam, s, where[ident]))
+    return tasks, wanted
+
+
+def plan_sweep(ctx) -> dict:
+    """The estimate ``cosmos reproduce --dry-run`` gives of this experiment's own sweep
+    (experiments.harness.plan): the simulations of :func:`simulation_plan`, each of the
+    plan's ``REQUESTS_PER_QUERY`` of the scale per query (the grid moves hardware, not the
+    trace)."""
+    from experiments.harness.plan import REQUESTS_PER_QUERY, sweep_estimate, task_queries
+
+    sc = ctx.scale
+    per_q = REQUESTS_PER_QUERY.get(sc.name) or REQUESTS_PER_QUERY["default"]
+    pts, _ = grid(sc)
+    tasks, wanted = simulation_plan(ctx, pts, trace_path=lambda fam: fam)
+    lo = hi = 0.0
+    for t in tasks:
+        q_lo, q_hi = task_queries(t, sc.num_queries)
+        w = per_q.get(t["trace_path"], max(per_q.values()))
+        lo, hi = lo + q_lo * w, hi + q_hi * w
+    return sweep_estimate(f"{len(tasks)} simulations for {len(wanted)} rows of "
+                          f"{len(pts)} grid points", lo, hi, ctx)
+
+
+def run(ctx) -> dict:
+    """Simulate Base, CXL-ANNS and Cosmos at every grid point on every dataset; write the
+    CSVs."""
+    pts, dropped = grid(ctx.scale)
+    tasks, wanted = simulation_plan(ctx, pts)
     rows = ctx.sweep(simulate_task, tasks, desc="lever maps")
     keep = ("qps", "qps_ci_low", "qps_ci_high", "steady_state", "num_queries", "max_inflight")
     records = []

@@ -312,7 +312,7 @@ def plan_sweep(ctx) -> dict | None:
     completions, its number of queries), and the batch-size sweep of exact-pnm-batch
     (:data:`BATCH_SWEEP`, closed loop and one batch in flight) on each dataset's exact scan at
     its most probes; replications multiply it all. None for a user's dataset."""
-    from experiments.harness.plan import REQUESTS_PER_CPU_S
+    from experiments.harness.plan import sweep_estimate
 
     est = estimated_requests(ctx)
     if est is None:
@@ -326,16 +326,13 @@ def plan_sweep(ctx) -> dict | None:
         sims += 2 * len(BATCH_SWEEP)
     reps = max(1, int(ctx.replications))
     requests = work * sc.sweep_queries * reps
-    cpu = requests / REQUESTS_PER_CPU_S
-    workers = max(1, int(getattr(ctx, "workers", None) or 2))
-    what = (f"estimate of its own sweep (run after the pool): {sims * reps} simulations of "
-            f"{sc.sweep_queries:,} queries each (graph, IVF-PQ and exact-scan points, the "
-            f"IVF-PQ systems' lone-query runs and the batch-size sweep"
-            f"{f', {reps} replications' if reps > 1 else ''}), about "
-            f"{requests / 1e9:,.1f} G DRAM requests, {cpu / 3600:,.1f} CPU hours "
-            f"({cpu / 3600 / workers:,.1f} h on {workers} workers); plus the IVF-PQ and "
-            "exact-scan indexes and traces, built once and cached")
-    return {"what": what, "cpu_s_min": cpu, "cpu_s_max": cpu}
+    out = sweep_estimate(f"{sims * reps} simulations of {sc.sweep_queries:,} queries each "
+                         "(graph, IVF-PQ and exact-scan points, the IVF-PQ systems' "
+                         "lone-query runs and the batch-size sweep"
+                         f"{f', {reps} replications' if reps > 1 else ''})",
+                         requests, requests, ctx)
+    out["what"] += "; plus the IVF-PQ and exact-scan indexes and traces, built once and cached"
+    return out
 
 
 def _batch_of(system: str) -> int:

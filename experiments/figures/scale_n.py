@@ -93,15 +93,15 @@ def _trace_file(ctx, family: str, n: int) -> Path:
     return path
 
 
-def run(ctx) -> dict:
-    if ctx.dataset:
-        raise ValueError("scale_n runs on the synthetic families (it makes each N itself); "
-                         "--dataset is not supported")
+def simulation_plan(ctx, trace_path=None) -> list[dict]:
+    """The simulations of the sweep: the six systems at every size on every dataset.
+    ``trace_path(family, n)``: the trace of each point (default :func:`_trace_file`, built if
+    need be; the plan passes one that builds nothing)."""
     sizes = SIZES.get(ctx.scale.name, SIZES["default"])
     tasks = []
     for fam in ctx.families:
         for n in sizes:
-            path = _trace_file(ctx, fam, n)
+            path = trace_path(fam, n) if trace_path else _trace_file(ctx, fam, n)
             c = _scale_at(ctx, n)
             for s in SYSTEMS:
                 fit = fit_overrides(s, fam, c)
@@ -111,6 +111,50 @@ def run(ctx) -> dict:
                                   ci_target=ctx.scale.ci_target,
                                   tags={"dataset": fam, "n": n, "clusters": c.num_clusters,
                                         "templates": c.templates or 0, "system": s}))
+    return tasks
+
+
+def plan_sweep(ctx) -> dict | None:
+    """The estimate ``cosmos reproduce --dry-run`` gives of this sweep
+    (experiments.harness.plan): each size's workload built from nothing (a real index up to
+    :data:`REAL_UP_TO`, at the plan's measured CPU seconds per million vectors; a
+    cluster-template one above it, :func:`experiments.harness.plan.templated_build_cpu_s`),
+    and the simulations of :func:`simulation_plan` at the requests per query of each size
+    (:func:`experiments.harness.plan.requests_per_query_at`). None with a user's dataset
+    (the sweep makes each N itself)."""
+    from experiments.harness.plan import (BUILD_CPU_S, requests_per_query_at, sweep_estimate,
+                                          task_queries, templated_build_cpu_s)
+
+    if ctx.dataset:
+        return None
+    sc = ctx.scale
+    build = 0.0
+    for fam in ctx.families:
+        for n in SIZES.get(sc.name, SIZES["default"]):
+            at = _scale_at(ctx, n)
+            if at.templates:
+                build += templated_build_cpu_s(fam, at, [at.num_probes])
+            else:
+                build += (BUILD_CPU_S["groundtruth"] * n / 1e6 * at.num_queries / 1e4
+                          + BUILD_CPU_S["index"] * n / 1e6
+                          + BUILD_CPU_S["trace_8_probes"] * at.num_queries / 1e4)
+    tasks = simulation_plan(ctx, trace_path=lambda fam, n: f"{fam}/{n}")
+    lo = hi = 0.0
+    for t in tasks:
+        fam, n = t["trace_path"].split("/")
+        q_lo, q_hi = task_queries(t, sc.num_queries)
+        w = requests_per_query_at(fam, int(n))
+        lo, hi = lo + q_lo * w, hi + q_hi * w
+    sizes = SIZES.get(sc.name, SIZES["default"])
+    return sweep_estimate(f"{len(tasks)} simulations at N = {', '.join(f'{n:,}' for n in sizes)}",
+                          lo, hi, ctx, build_cpu_s=build)
+
+
+def run(ctx) -> dict:
+    if ctx.dataset:
+        raise ValueError("scale_n runs on the synthetic families (it makes each N itself); "
+                         "--dataset is not supported")
+    tasks = simulation_plan(ctx)
     df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="N sweep"))
     df["requests_per_query"] = df["dram_requests"] / df["num_queries"]
     df["point"] = df["dataset"] + "/" + df["n"].astype(str)

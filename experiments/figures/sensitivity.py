@@ -450,9 +450,8 @@ def plan_sweep(ctx) -> dict:
     levels are counted as the scale's (an estimate: fewer, larger clusters make each probe a
     little longer). Queries: with the scale's ``ci_target``, from the stop test's minimum
     (every run stopping at its first test) to the whole trace (none stopping); otherwise the
-    queries each run replays. CPU time at the plan's ``REQUESTS_PER_CPU_S``."""
-    from cosmos.simulate import ci_min_completions
-    from experiments.harness.plan import REQUESTS_PER_CPU_S, REQUESTS_PER_QUERY
+    queries each run replays (experiments.harness.plan.task_queries)."""
+    from experiments.harness.plan import REQUESTS_PER_QUERY, sweep_estimate, task_queries
 
     sc = ctx.scale
     per_q = REQUESTS_PER_QUERY.get(sc.name) or REQUESTS_PER_QUERY["default"]
@@ -476,25 +475,16 @@ def plan_sweep(ctx) -> dict:
     tasks, wanted = simulation_plan(ctx, trace_path=fake)
     lo = hi = 0.0
     for t in tasks:
-        if t.get("ci_target") is None:
-            q_lo = q_hi = min(int(t["num_queries"]), sc.num_queries)
-        else:
-            q_hi = sc.num_queries
-            q_lo = min(ci_min_completions(int(t["max_inflight"])), q_hi)
+        q_lo, q_hi = task_queries(t, sc.num_queries)
         lo += q_lo * work[t["trace_path"]]
         hi += q_hi * work[t["trace_path"]]
-    workers = max(1, int(getattr(ctx, "workers", None) or 2))
     stop = (f"each stopped by the +-{sc.ci_target:.0%} interval rule between its minimum and "
             f"the trace's {sc.num_queries:,} queries" if sc.ci_target is not None
             else f"{sc.sweep_queries:,} queries each (more where a point keeps more in flight)")
-    cpu_lo, cpu_hi = lo / REQUESTS_PER_CPU_S, hi / REQUESTS_PER_CPU_S
-    what = (f"estimate of its own sweep (run after the pool): {len(tasks)} simulations for "
-            f"{len(wanted)} rows, {stop}; {lo / 1e9:,.1f}-{hi / 1e9:,.1f} G DRAM requests, "
-            f"{cpu_lo / 3600:,.1f}-{cpu_hi / 3600:,.1f} CPU hours "
-            f"({cpu_lo / 3600 / workers:,.1f}-{cpu_hi / 3600 / workers:,.1f} h on {workers} "
-            f"workers); plus {len(extra)} traces of other cluster or probe counts or graph "
-            "kind, built once and cached")
-    return {"what": what, "cpu_s_min": cpu_lo, "cpu_s_max": cpu_hi}
+    est = sweep_estimate(f"{len(tasks)} simulations for {len(wanted)} rows, {stop}", lo, hi, ctx)
+    est["what"] += (f"; plus {len(extra)} traces of other cluster or probe counts or graph "
+                    "kind, built once and cached")
+    return est
 
 
 def run(ctx, parameters=None) -> dict:

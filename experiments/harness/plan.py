@@ -33,8 +33,9 @@ Plan
 ----
 :func:`plan` lists, without running or writing anything, the steps of a reproduction: the
 workloads to build, every simulation with its queries and an estimate of its DRAM requests and
-CPU time, which experiments share it, and the dependent runs. The estimates are stated below
-(:data:`REQUESTS_PER_QUERY`, :data:`REQUESTS_PER_CPU_S`, :data:`BUILD_CPU_S`).
+CPU time, which experiments share it, the dependent runs, and the experiments' own sweeps after
+the pool as they estimate them. The estimates are stated below (:data:`REQUESTS_PER_QUERY`,
+:data:`REQUESTS_PER_CPU_S`, :data:`BUILD_CPU_S`, :data:`TEMPLATE_CPU_S`).
 
 The hooks
 ---------
@@ -49,9 +50,10 @@ Everything here is learned from the experiments' modules (reached through the re
   ``simulation_tasks``, and ``dependent_plan(ctx) -> (runs_at_most, what)``, the plan's line
   for them;
 - ``plan_other(ctx) -> str``: other work the plan names (not estimated as simulations);
-- ``plan_sweep(ctx) -> {"what": str, "cpu_s_min": s, "cpu_s_max": s} | None``: the estimate of the
-  simulations it runs in its own sweep after the pool (counted in the total, spread over the
-  workers);
+- ``plan_sweep(ctx) -> {"what": str, "cpu_s_min": s, "cpu_s_max": s} | None``: the estimate
+  of the simulations it runs in its own sweep after the pool (counted in the total, spread
+  over the workers; :func:`sweep_estimate` writes it, :func:`task_queries` and
+  :func:`requests_per_query_at` give its parts; None: it cannot say before running);
 - ``RUNS_SIMULATIONS = False``: it runs no system simulation (one without
   ``simulation_tasks`` or ``plan_sweep`` that does is listed as simulating in its own sweep,
   not estimated, and named as left out of the total).
@@ -65,7 +67,8 @@ import time
 from pathlib import Path
 
 __all__ = ["simulation_tasks", "run_shared", "plan", "format_plan", "makespan",
-           "REQUESTS_PER_QUERY", "REQUESTS_PER_CPU_S"]
+           "task_queries", "sweep_estimate", "requests_per_query_at", "REQUESTS_PER_QUERY",
+           "REQUESTS_PER_CPU_S"]
 
 #: DRAM requests per query of the synthetic workloads, by scale and family, to estimate a
 #: simulation's work before its trace exists. full and default: measured on the 1M-vector and
@@ -446,6 +449,65 @@ def _queries_range(task: dict, scale) -> tuple[int, int]:
 def _per_query(scale, family: str) -> float:
     table = REQUESTS_PER_QUERY.get(scale.name) or REQUESTS_PER_QUERY["default"]
     return float(table.get(family, max(table.values())))
+
+
+def task_queries(task: dict, trace_queries: int) -> tuple[int, int]:
+    """(fewest, most) queries a simulation ``task`` replays of a trace of ``trace_queries``:
+    with a ``ci_target``, from the stop test's minimum (cosmos.simulate.ci_min_completions:
+    stopping at its first test, with the task's queries in flight or its system's default)
+    to the whole trace (not stopping); otherwise its ``num_queries`` (at most the trace's)."""
+    from cosmos.config import with_overrides
+    from cosmos.presets import get_preset
+    from cosmos.simulate import ci_min_completions, default_max_inflight
+
+    if task.get("ci_target") is None:
+        q = min(int(task["num_queries"] or trace_queries), trace_queries)
+        return q, q
+    inflight = task.get("max_inflight") or default_max_inflight(
+        with_overrides(get_preset(task["system"]), dict(task.get("overrides") or {})))
+    return min(ci_min_completions(int(inflight)), trace_queries), trace_queries
+
+
+def requests_per_query_at(family: str, n: int) -> float:
+    """DRAM requests per query of the synthetic ``family``'s workload of ``n`` vectors, an
+    estimate: :data:`REQUESTS_PER_QUERY` at the scales' sizes (3,000 to 10^9 vectors),
+    interpolated linearly in log n between them and held beyond the ends (between 50,000 and
+    1M it gives about 13,500 for SIFT-like at 100,000 vectors, where the former
+    100,000-vector default trace measured about 14,000)."""
+    import numpy as np
+
+    from experiments.harness.workloads import SCALES
+
+    pts = sorted((SCALES[k].n, v.get(family, max(v.values())))
+                 for k, v in REQUESTS_PER_QUERY.items())
+    return float(np.interp(np.log(n), np.log([p[0] for p in pts]), [p[1] for p in pts]))
+
+
+def sweep_estimate(what: str, requests_min: float, requests_max: float, ctx,
+                   build_cpu_s: float = 0.0) -> dict:
+    """An experiment's ``plan_sweep`` answer for simulations of ``requests_min`` to
+    ``requests_max`` DRAM requests in all, after ``build_cpu_s`` CPU seconds of workloads it
+    builds itself: ``what`` followed by the requests, the CPU time (simulations at
+    :data:`REQUESTS_PER_CPU_S`, builds included) and the time on the context's workers."""
+    cpu_lo = requests_min / REQUESTS_PER_CPU_S + build_cpu_s
+    cpu_hi = requests_max / REQUESTS_PER_CPU_S + build_cpu_s
+    workers = max(1, int(getattr(ctx, "workers", None) or 2))
+
+    def span(lo, hi, unit, scale):
+        a, b = f"{lo / scale:,.1f}", f"{hi / scale:,.1f}"
+        return f"{a} {unit}" if a == b else f"{a}-{b} {unit}"
+
+    big = requests_max >= 1e9
+    req = span(requests_min, requests_max, "G" if big else "M", 1e9 if big else 1e6)
+    hours = cpu_hi >= 3600
+    unit, scale = ("CPU hours", 3600) if hours else ("CPU minutes", 60)
+    wall = ("h", 3600 * workers) if hours else ("min", 60 * workers)
+    builds = (f", {span(build_cpu_s, build_cpu_s, unit, scale)} of it building its workloads"
+              if build_cpu_s else "")
+    text = (f"estimate of its own sweep (run after the pool): {what}; {req} DRAM requests, "
+            f"{span(cpu_lo, cpu_hi, unit, scale)}{builds} ({span(cpu_lo, cpu_hi, *wall)} on "
+            f"{workers} workers)")
+    return {"what": text, "cpu_s_min": cpu_lo, "cpu_s_max": cpu_hi}
 
 
 def plan(names, ctx) -> dict:
