@@ -210,17 +210,13 @@ def plan_sweep(ctx) -> dict:
     (experiments.harness.plan): the simulations of :func:`simulation_plan`, each of the
     plan's ``REQUESTS_PER_QUERY`` of the scale per query (the grid moves hardware, not the
     trace)."""
-    from experiments.harness.plan import REQUESTS_PER_QUERY, sweep_estimate, task_queries
+    from experiments.harness.plan import requests_per_query, sweep_estimate, sweep_requests
 
     sc = ctx.scale
-    per_q = REQUESTS_PER_QUERY.get(sc.name) or REQUESTS_PER_QUERY["default"]
     pts, _ = grid(sc)
     tasks, wanted = simulation_plan(ctx, pts, trace_path=lambda fam: fam)
-    lo = hi = 0.0
-    for t in tasks:
-        q_lo, q_hi = task_queries(t, sc.num_queries)
-        w = per_q.get(t["trace_path"], max(per_q.values()))
-        lo, hi = lo + q_lo * w, hi + q_hi * w
+    lo, hi = sweep_requests(tasks, sc.num_queries,
+                            lambda t: requests_per_query(sc, t["tags"]["dataset"]))
     return sweep_estimate(f"{len(tasks)} simulations for {len(wanted)} rows of "
                           f"{len(pts)} grid points", lo, hi, ctx)
 

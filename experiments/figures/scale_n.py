@@ -123,7 +123,7 @@ def plan_sweep(ctx) -> dict | None:
     (:func:`experiments.harness.plan.requests_per_query_at`). None with a user's dataset
     (the sweep makes each N itself)."""
     from experiments.harness.plan import (BUILD_CPU_S, requests_per_query_at, sweep_estimate,
-                                          task_queries, templated_build_cpu_s)
+                                          sweep_requests, templated_build_cpu_s)
 
     if ctx.dataset:
         return None
@@ -138,13 +138,9 @@ def plan_sweep(ctx) -> dict | None:
                 build += (BUILD_CPU_S["groundtruth"] * n / 1e6 * at.num_queries / 1e4
                           + BUILD_CPU_S["index"] * n / 1e6
                           + BUILD_CPU_S["trace_8_probes"] * at.num_queries / 1e4)
-    tasks = simulation_plan(ctx, trace_path=lambda fam, n: f"{fam}/{n}")
-    lo = hi = 0.0
-    for t in tasks:
-        fam, n = t["trace_path"].split("/")
-        q_lo, q_hi = task_queries(t, sc.num_queries)
-        w = requests_per_query_at(fam, int(n))
-        lo, hi = lo + q_lo * w, hi + q_hi * w
+    tasks = simulation_plan(ctx, trace_path=lambda fam, n: f"{fam}-n{n}")
+    lo, hi = sweep_requests(tasks, sc.num_queries, lambda t: requests_per_query_at(
+        t["tags"]["dataset"], t["tags"]["n"]))
     sizes = SIZES.get(sc.name, SIZES["default"])
     return sweep_estimate(f"{len(tasks)} simulations at N = {', '.join(f'{n:,}' for n in sizes)}",
                           lo, hi, ctx, build_cpu_s=build)

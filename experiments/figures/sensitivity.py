@@ -451,7 +451,7 @@ def plan_sweep(ctx) -> dict:
     little longer). Queries: with the scale's ``ci_target``, from the stop test's minimum
     (every run stopping at its first test) to the whole trace (none stopping); otherwise the
     queries each run replays (experiments.harness.plan.task_queries)."""
-    from experiments.harness.plan import REQUESTS_PER_QUERY, sweep_estimate, task_queries
+    from experiments.harness.plan import REQUESTS_PER_QUERY, sweep_estimate, sweep_requests
 
     sc = ctx.scale
     per_q = REQUESTS_PER_QUERY.get(sc.name) or REQUESTS_PER_QUERY["default"]
@@ -473,11 +473,7 @@ def plan_sweep(ctx) -> dict:
         return path
 
     tasks, wanted = simulation_plan(ctx, trace_path=fake)
-    lo = hi = 0.0
-    for t in tasks:
-        q_lo, q_hi = task_queries(t, sc.num_queries)
-        lo += q_lo * work[t["trace_path"]]
-        hi += q_hi * work[t["trace_path"]]
+    lo, hi = sweep_requests(tasks, sc.num_queries, lambda t: work[t["trace_path"]])
     stop = (f"each stopped by the +-{sc.ci_target:.0%} interval rule between its minimum and "
             f"the trace's {sc.num_queries:,} queries" if sc.ci_target is not None
             else f"{sc.sweep_queries:,} queries each (more where a point keeps more in flight)")

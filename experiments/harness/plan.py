@@ -67,7 +67,8 @@ import time
 from pathlib import Path
 
 __all__ = ["simulation_tasks", "run_shared", "plan", "format_plan", "makespan",
-           "task_queries", "sweep_estimate", "requests_per_query_at", "REQUESTS_PER_QUERY",
+           "task_queries", "sweep_requests", "sweep_estimate", "requests_per_query",
+           "requests_per_query_at", "REQUESTS_PER_QUERY",
            "REQUESTS_PER_CPU_S"]
 
 #: DRAM requests per query of the synthetic workloads, by scale and family, to estimate a
@@ -446,7 +447,9 @@ def _queries_range(task: dict, scale) -> tuple[int, int]:
     return min(most, ci_min_completions(inflight, task.get("mode", "closed"))), most
 
 
-def _per_query(scale, family: str) -> float:
+def requests_per_query(scale, family: str) -> float:
+    """:data:`REQUESTS_PER_QUERY` of ``scale`` (a scale without its own row: the default's)
+    for ``family`` (another family: the scale's largest)."""
     table = REQUESTS_PER_QUERY.get(scale.name) or REQUESTS_PER_QUERY["default"]
     return float(table.get(family, max(table.values())))
 
@@ -481,6 +484,18 @@ def requests_per_query_at(family: str, n: int) -> float:
     pts = sorted((SCALES[k].n, v.get(family, max(v.values())))
                  for k, v in REQUESTS_PER_QUERY.items())
     return float(np.interp(np.log(n), np.log([p[0] for p in pts]), [p[1] for p in pts]))
+
+
+def sweep_requests(tasks, trace_queries: int, work) -> tuple[float, float]:
+    """(low, high) DRAM requests of simulation ``tasks`` on traces of ``trace_queries``
+    queries: each task's (fewest, most) queries (:func:`task_queries`) x ``work(task)``, its
+    DRAM requests per query."""
+    lo = hi = 0.0
+    for t in tasks:
+        q_lo, q_hi = task_queries(t, trace_queries)
+        w = work(t)
+        lo, hi = lo + q_lo * w, hi + q_hi * w
+    return lo, hi
 
 
 def sweep_estimate(what: str, requests_min: float, requests_max: float, ctx,
@@ -547,7 +562,7 @@ def plan(names, ctx) -> dict:
             continue
         fam = _family_of(task)
         lo, hi = _queries_range(task, sc)
-        per_q = _per_query(sc, fam)
+        per_q = requests_per_query(sc, fam)
         sims[key] = {"experiments": [name], "system": task["system"], "dataset": fam,
                      "overrides": dict(task.get("overrides") or {}),
                      "mode": task.get("mode", "closed"),
@@ -562,7 +577,7 @@ def plan(names, ctx) -> dict:
         if hook is None:
             continue
         n, what = hook(ctx)
-        per_q = _per_query(sc, ctx.families[0])
+        per_q = requests_per_query(sc, ctx.families[0])
         dependent.append({"experiment": name, "runs_at_most": n, "what": what,
                           "queries": sc.sweep_queries, "dataset": ctx.families[0],
                           "est_requests_max": n * sc.sweep_queries * per_q})
