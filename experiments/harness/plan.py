@@ -432,21 +432,6 @@ def _family_of(task: dict) -> str:
     return Path(task["trace_path"]).stem.split("-p")[0]
 
 
-def _queries_range(task: dict, scale) -> tuple[int, int]:
-    """(fewest, most) queries the simulation runs: all of its ``num_queries`` (or the trace's),
-    or, with ``ci_target``, from the stop test's minimum (cosmos.simulate) on."""
-    from cosmos.simulate import ci_min_completions, default_max_inflight
-    from experiments.harness.sim import _system_config
-
-    most = scale.num_queries if task.get("num_queries") is None else \
-        min(int(task["num_queries"]), scale.num_queries)
-    if task.get("ci_target") is None:
-        return most, most
-    cfg = _system_config(task["system"], task.get("overrides"), task.get("placement"))
-    inflight = task.get("max_inflight") or default_max_inflight(cfg)
-    return min(most, ci_min_completions(inflight, task.get("mode", "closed"))), most
-
-
 def requests_per_query(scale, family: str) -> float:
     """:data:`REQUESTS_PER_QUERY` of ``scale`` (a scale without its own row: the default's)
     for ``family`` (another family: the scale's largest)."""
@@ -456,19 +441,19 @@ def requests_per_query(scale, family: str) -> float:
 
 def task_queries(task: dict, trace_queries: int) -> tuple[int, int]:
     """(fewest, most) queries a simulation ``task`` replays of a trace of ``trace_queries``:
-    with a ``ci_target``, from the stop test's minimum (cosmos.simulate.ci_min_completions:
-    stopping at its first test, with the task's queries in flight or its system's default)
-    to the whole trace (not stopping); otherwise its ``num_queries`` (at most the trace's)."""
-    from cosmos.config import with_overrides
-    from cosmos.presets import get_preset
+    all of its ``num_queries`` (or the trace's), or, with a ``ci_target``, from the stop
+    test's minimum on (cosmos.simulate.ci_min_completions: stopping at its first test, with
+    the task's queries in flight or its system's default)."""
     from cosmos.simulate import ci_min_completions, default_max_inflight
+    from experiments.harness.sim import _system_config
 
+    most = trace_queries if task.get("num_queries") is None else \
+        min(int(task["num_queries"]), trace_queries)
     if task.get("ci_target") is None:
-        q = min(int(task["num_queries"] or trace_queries), trace_queries)
-        return q, q
-    inflight = task.get("max_inflight") or default_max_inflight(
-        with_overrides(get_preset(task["system"]), dict(task.get("overrides") or {})))
-    return min(ci_min_completions(int(inflight)), trace_queries), trace_queries
+        return most, most
+    cfg = _system_config(task["system"], task.get("overrides"), task.get("placement"))
+    inflight = task.get("max_inflight") or default_max_inflight(cfg)
+    return min(most, ci_min_completions(inflight, task.get("mode", "closed"))), most
 
 
 def requests_per_query_at(family: str, n: int) -> float:
@@ -561,7 +546,7 @@ def plan(names, ctx) -> dict:
                 sims[key]["experiments"].append(name)
             continue
         fam = _family_of(task)
-        lo, hi = _queries_range(task, sc)
+        lo, hi = task_queries(task, sc.num_queries)
         per_q = requests_per_query(sc, fam)
         sims[key] = {"experiments": [name], "system": task["system"], "dataset": fam,
                      "overrides": dict(task.get("overrides") or {}),
