@@ -267,6 +267,39 @@ def test_run_rejects_bad_user_files_and_seed_in_one_line(tmp_path, capsys, monke
     assert not (tmp_path / "r").exists() and not (tmp_path / "cache").exists()
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--scale", "tiny", "--templates", "2"],
+     "--templates 2: --scale tiny builds the real index; template clusters apply to the "
+     "cluster-template scale (paper)"),
+    (["--scale", "paper", "--templates", "0"], "--templates 0: expected 1 to the scale's 1024"),
+    (["--scale", "paper", "--templates", "1025"], "--templates 1025: expected 1 to the scale's"),
+])
+def test_templates_option_is_checked_in_one_line(tmp_path, capsys, args, message):
+    """--templates applies to the cluster-template scale alone, within its cluster count; a bad
+    value is one line before anything is built or written."""
+    rc = main(["run", "fig4a_qps", *args, "--out-root", str(tmp_path / "r"), "--cache-dir",
+               str(tmp_path / "cache"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "cache").exists()
+
+
+def test_templates_option_reaches_the_plan(capsys):
+    """`cosmos reproduce --scale paper --templates 2 --dry-run`: the workloads are templated on
+    2 clusters, and their estimated build is about a quarter of the default 8's."""
+    def build_cpu_s(extra):
+        assert main(["reproduce", "--scale", "paper", "--only", "fig4a_qps", "--dry-run",
+                     *extra]) == 0
+        out = capsys.readouterr().out
+        line = next(x for x in out.splitlines() if x.strip().startswith("sift:"))
+        return line, float(line.rsplit("~", 1)[1].split()[0].replace(",", ""))
+
+    line2, two = build_cpu_s(["--templates", "2"])
+    line8, eight = build_cpu_s([])
+    assert "2 template clusters" in line2 and "8 template clusters" in line8
+    assert 0.2 < two / eight < 0.4, (two, eight)
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--systems", ","], "--systems ',': no system named"),
     (["--systems", " "], "no system named"),

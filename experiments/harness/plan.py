@@ -719,8 +719,7 @@ def format_plan(p: dict) -> str:
 def plan_context(args):
     """A :class:`experiments.harness.runner.Context` for the plan: its traces are paths that are
     never built (``trace_file``), and nothing is written."""
-    from experiments.harness.runner import Context, check_args
-    from experiments.harness.workloads import get_scale
+    from experiments.harness.runner import Context, check_args, scale_from_args
 
     ds = check_args(args)
 
@@ -735,7 +734,7 @@ def plan_context(args):
         def sweep(self, fn, tasks, desc):
             raise RuntimeError("the plan runs no simulation")
 
-    return PlanContext(out=Path("."), scale=get_scale(args.scale), cache_dir=None,
+    return PlanContext(out=Path("."), scale=scale_from_args(args), cache_dir=None,
                        workers=args.workers, scheduler=args.scheduler, dataset=ds,
                        progress=False, seed=args.seed,
                        replications=getattr(args, "replications", 1))

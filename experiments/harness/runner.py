@@ -428,6 +428,11 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
         "--dask-scheduler", dest="scheduler", metavar="ADDRESS",
         help="run sweeps on a Dask distributed cluster (tcp://host:port, or 'local')"))
     p.add_argument("--seed", type=int, default=0, help="seed of datasets, indexes and arrivals")
+    p.add_argument("--templates", type=int, default=None, metavar="T",
+                   help="with --scale paper (a cluster-template workload): its template "
+                        "clusters, each a real cluster whose searches stand for C / T of the "
+                        "logical ones (default " + str(SCALES["paper"].templates) + "; the "
+                        "graphs' build time is proportional to T: docs/graphs.md)")
     p.add_argument("--replications", default="1", metavar="R",
                    help="independent workload instances per point (dataset draw, k-means, "
                         "query set, placement seed): replication r runs with seed SEED + r; "
@@ -465,7 +470,25 @@ def check_args(args) -> dict | None:
         _check_user_files(user_dataset_plan(scale=args.scale, **ds))
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    scale_from_args(args)
     return ds
+
+
+def scale_from_args(args) -> Scale:
+    """The scale of ``--scale``, with ``--templates`` if given (ValueError, one line, where it
+    does not apply or is out of range)."""
+    sc = get_scale(args.scale)
+    t = getattr(args, "templates", None)
+    if t is None:
+        return sc
+    if not sc.templates:
+        templated = ", ".join(n for n, s in SCALES.items() if s.templates)
+        raise ValueError(f"--templates {t}: --scale {sc.name} builds the real index; template "
+                         f"clusters apply to the cluster-template scale ({templated})")
+    if not 1 <= t <= sc.num_clusters:
+        raise ValueError(f"--templates {t}: expected 1 to the scale's {sc.num_clusters} "
+                         "clusters")
+    return _workloads.with_scale(sc, templates=t)
 
 
 #: user files already checked by this process (check_args runs once per experiment)
@@ -534,7 +557,7 @@ def common_options(args) -> list[str]:
                      ("--groundtruth", absolute(args.groundtruth)), ("--metric", args.metric),
                      ("--out-root", absolute(args.out_root)), ("--cache-dir", absolute(cache)),
                      ("--workers", args.workers), ("--dask-scheduler", args.scheduler),
-                     ("--seed", args.seed),
+                     ("--seed", args.seed), ("--templates", getattr(args, "templates", None)),
                      ("--replications", replications if replications > 1 else None)):
         if val is not None:
             out += [opt, str(val)]
@@ -550,7 +573,7 @@ def context_from_args(args, out: Path, traces_dir: Path | None = None,
     ds = check_args(args)
     from graphs.index import default_cache_dir
 
-    ctx = Context(out=out, scale=get_scale(args.scale),
+    ctx = Context(out=out, scale=scale_from_args(args),
                   cache_dir=Path(args.cache_dir) if args.cache_dir else default_cache_dir(),
                   workers=args.workers, scheduler=args.scheduler, dataset=ds,
                   progress=progress_wanted(args.no_progress), seed=args.seed,
