@@ -122,26 +122,19 @@ def plan_sweep(ctx) -> dict | None:
     and the simulations of :func:`simulation_plan` at the requests per query of each size
     (:func:`experiments.harness.plan.requests_per_query_at`). None with a user's dataset
     (the sweep makes each N itself)."""
-    from experiments.harness.plan import (BUILD_CPU_S, requests_per_query_at, sweep_estimate,
-                                          sweep_requests, templated_build_cpu_s)
+    from experiments.harness.plan import (requests_per_query_at, sweep_estimate, sweep_requests,
+                                          workload_build_cpu_s)
 
     if ctx.dataset:
         return None
     sc = ctx.scale
-    build = 0.0
-    for fam in ctx.families:
-        for n in SIZES.get(sc.name, SIZES["default"]):
-            at = _scale_at(ctx, n)
-            if at.templates:
-                build += templated_build_cpu_s(fam, at, [at.num_probes])
-            else:
-                build += (BUILD_CPU_S["groundtruth"] * n / 1e6 * at.num_queries / 1e4
-                          + BUILD_CPU_S["index"] * n / 1e6
-                          + BUILD_CPU_S["trace_8_probes"] * at.num_queries / 1e4)
+    sizes = SIZES.get(sc.name, SIZES["default"])
+    points = [_scale_at(ctx, n) for n in sizes]
+    build = sum(workload_build_cpu_s(fam, at, [at.num_probes])
+                for fam in ctx.families for at in points)
     tasks = simulation_plan(ctx, trace_path=lambda fam, n: f"{fam}-n{n}")
     lo, hi = sweep_requests(tasks, sc.num_queries, lambda t: requests_per_query_at(
         t["tags"]["dataset"], t["tags"]["n"]))
-    sizes = SIZES.get(sc.name, SIZES["default"])
     return sweep_estimate(f"{len(tasks)} simulations at N = {', '.join(f'{n:,}' for n in sizes)}",
                           lo, hi, ctx, build_cpu_s=build)
 

@@ -129,6 +129,18 @@ def templated_build_cpu_s(family: str, sc, probes) -> float:
             + sum(t["trace_10k_8_probes"] * sc.num_queries / 1e4 * p / 8 for p in probes))
 
 
+def workload_build_cpu_s(family: str, sc, probes) -> float:
+    """CPU seconds to build the workload of ``family`` at scale ``sc`` from nothing, traced at
+    ``probes``: :func:`templated_build_cpu_s` for a cluster-template scale; otherwise the
+    exact ground truth, the clustered index and the traced search at :data:`BUILD_CPU_S`, per
+    million vectors and ten thousand queries."""
+    if sc.templates:
+        return templated_build_cpu_s(family, sc, probes)
+    frac_n, frac_q = sc.n / 1e6, sc.num_queries / 1e4
+    return (BUILD_CPU_S["groundtruth"] * frac_n * frac_q + BUILD_CPU_S["index"] * frac_n
+            + BUILD_CPU_S["trace_8_probes"] * frac_q * max(probes) / 8)
+
+
 def simulation_tasks(names, ctx) -> list[tuple[str, dict]]:
     """``(experiment, task)`` for every simulation the experiments ``names`` declare
     (``simulation_tasks(ctx)`` of their module; an experiment without one declares none)."""
@@ -523,15 +535,10 @@ def plan(names, ctx) -> dict:
     traces |= {(f, min(p, sc.num_clusters)) for p in declared_probes(map(load, names), ctx)
                for f in ctx.families}
     traces = {(f, None if p == sc.num_probes else p) for f, p in traces}
-    frac_n, frac_q = sc.n / 1e6, sc.num_queries / 1e4
     workloads = []
     for fam in ctx.families:
         probes = sorted({p or sc.num_probes for f, p in traces if f == fam})
-        if sc.templates:
-            cpu = templated_build_cpu_s(fam, sc, probes)
-        else:
-            cpu = (BUILD_CPU_S["groundtruth"] * frac_n * frac_q + BUILD_CPU_S["index"] * frac_n
-                   + BUILD_CPU_S["trace_8_probes"] * frac_q * max(probes) / 8)
+        cpu = workload_build_cpu_s(fam, sc, probes)
         workloads.append({"family": fam, "n": sc.n, "queries": sc.num_queries,
                           "clusters": sc.num_clusters, "trace_probes": probes,
                           "templates": sc.templates, "est_cpu_s": cpu})
