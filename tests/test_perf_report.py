@@ -96,3 +96,39 @@ def test_the_vamana_build_row_names_its_command_and_goal():
     assert "64 Vamana graphs" in rows[0][1] and "goal 600 s" in rows[0][1]
     assert rows[0][2] == "300.0 s (580.0 s CPU); index file 250 MB"
     assert [b.name for b in perf_report.BENCHES].count("bench_graphs_vamana") == 1
+
+
+OLD_PAGE = """# Performance
+
+| benchmark command | what it measures | figure |
+|---|---|---|
+| `python experiments/tools/bench_placement.py --side 40` | placement, old figure | 1.00 s |
+|  | the same, policy `random` | 0.10 s |
+| `/usr/bin/time -v cosmos run fig4a_qps --scale paper` | a paper-scale run, default|full | 35 min |
+|  | the same for DEEP-like | 21 min |
+| `python experiments/tools/bench_dram.py` | DDR5 model | 3 M requests/s |
+"""
+
+
+def test_long_run_rows_are_carried_and_script_rows_remade(tmp_path):
+    rows = perf_report.carried_rows(OLD_PAGE)
+    assert rows == [("`/usr/bin/time -v cosmos run fig4a_qps --scale paper`",
+                     "a paper-scale run, default|full", "35 min"),
+                    ("", "the same for DEEP-like", "21 min")]
+    out = tmp_path / "performance.md"
+    out.write_text(OLD_PAGE)
+    assert perf_report.main(["--quick", "--only", "bench_placement", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "old figure" not in text and "3 M requests/s" not in text   # script rows are remade
+    table = [ln for ln in text.splitlines() if ln.startswith("| ")]
+    assert table[-2:] == ["| `/usr/bin/time -v cosmos run fig4a_qps --scale paper` | "
+                          "a paper-scale run, default|full | 35 min |",
+                          "|  | the same for DEEP-like | 21 min |"]
+
+
+def test_the_page_keeps_its_long_run_rows_and_the_static_text():
+    from pathlib import Path
+
+    page = (Path(perf_report.ROOT) / "docs" / "performance.md").read_text()
+    assert page.rstrip("\n").endswith(perf_report.STATIC.rstrip("\n"))
+    assert any("--scale paper" in r[0] for r in perf_report.carried_rows(page))

@@ -10,6 +10,12 @@ the page atomically (a temporary file in the same folder, then a rename). The pa
 CPU model once, at the top, then gives one table: the command a reader can run, what it
 measures, the figure.
 
+Runs of an hour or more (a paper-scale workload's build, a sweep at the full scale) are not
+benchmark scripts: their rows name the `cosmos` or `python -c` command that measured them and
+the machine's load at the time. The page being replaced keeps them: every row whose command is
+not one of the scripts above (with the continuation rows under it) is carried into the new page
+as it stands, after the scripts' rows (:func:`carried_rows`).
+
 Numba cache: before the system-model benchmark is timed, a short run of the same configuration
 compiles (or loads) its kernels, with the same engine (generic or specialized, see
 cosmos.specialize) the timed run will use, so the table reports warm-cache speed; the DRAM
@@ -244,14 +250,18 @@ def table_rows(figs: dict) -> list:
 STATIC = """\
 ## How to measure
 
-- Every figure above comes from one script in `experiments/tools/`; run it alone to repeat that
-  figure, or `python experiments/tools/perf_report.py` to remake this page (`--quick` runs every
-  script at small sizes in about a minute, to check the tooling, not the speed).
+- Every figure above comes from the command in its row: one script in `experiments/tools/`
+  (run it alone to repeat that figure, or `python experiments/tools/perf_report.py` to remake
+  this page; `--quick` runs every script at small sizes in about a minute, to check the
+  tooling, not the speed), or, for runs of an hour or more, the `cosmos` or `python -c` command
+  shown, measured once under the load its row states; `perf_report.py` carries those rows into
+  the page it writes as they stand.
 - **Warm vs cold numba cache.** The kernels are compiled on first use and cached on disk
   (`__pycache__` beside each module; the specialized engine under `$COSMOS_CACHE/kernels`). A
   cold cache adds about a minute per kernel family (DRAM kernel, system engine, graph search),
   and about another minute the first time a configuration runs the specialized engine (runs of
-  at least 30 M DRAM requests, `cosmos/specialize.py`). `bench_dram.py` reports its first call
+  at least 30 M DRAM requests, and shorter ones once their configuration's build has run,
+  `cosmos/specialize.py`). `bench_dram.py` reports its first call
   separately; `perf_report.py` warms the system engine before timing it. To measure a cold
   start, point `NUMBA_CACHE_DIR` and `COSMOS_CACHE` at empty folders.
 - **Comparing two versions of the code.** The wall time of one run on a shared or virtual
@@ -277,6 +287,17 @@ STATIC = """\
   events), an eighth in the channels' part (FIFOs, offers, ticks), about a tenth each in the
   timing-constraint updates and in serving commands (bookkeeping, scheduler-cache refresh),
   the rest in the channel cycle and refresh. No single function holds more than a quarter.
+- **`cosmos reproduce --full` from nothing** (docs/experiments.md gives its wall time): both
+  cores busy to the end, so the CPU time is the wall time. Sampled with py-spy over a whole cold
+  run (`py-spy record -s -r 25 -f raw -o prof.txt -- python -m cosmos reproduce --full`,
+  every process, frames grouped by the pool job they ran in): about two thirds in the engine
+  (the simulations), a fifth building the two workloads (about half of that the 64 hnswlib
+  cluster graphs of each, then the exact ground truth, the traced search and writing the
+  files), a tenth compiling the three specialized engine builds (about 42 CPU s each, a
+  third of it the DRAM controller's tick function with its inlined scheduler), about
+  5 % in each run's set-up (building the program from the trace, the layout, reading the
+  trace, the summary) and 3 % replaying the DRAM validation traces; the experiments' tables
+  and plots and the main process take the rest.
 - **DRAM replay** (`cosmos dram replay`, `bench_dram.py`): the same controller code, driven by
   `dram/openloop.py`. Per request a loaded trace costs about 5-6 driver iterations, 4-6
   scheduler evaluations and 3 commands (each updating about 20 timing constraints); the time
@@ -312,7 +333,7 @@ STATIC = """\
   devices or channels add controller states (about 78 KB each) and requests in flight; a
   loaded channel costs more per request than an idle one (longer buffers to scan).
 - System model memory: the per-query program is about 50 KB per default SIFT-like query (0.5 GB
-  for 10,000), plus the trace and the controller states; `cosmos reproduce --full` needs 7-10
+  for 10,000), plus the trace and the controller states; `cosmos reproduce --full` needs 5-10
   GB per worker process (`experiments/harness/workloads.py`).
 - DRAM replay time grows with requests and with load (buffer occupancy); an idle gap between
   requests costs only the refreshes that fall in it. Reading a trace needs about 25 bytes per
@@ -327,7 +348,32 @@ STATIC = """\
 """
 
 
-def render(figs: dict, quick: bool, cpu: str) -> str:
+def _cells(line: str) -> tuple | None:
+    """The three cells of a table row of the page, or None for any other line."""
+    if not line.startswith("| ") or not line.rstrip().endswith("|") or line.startswith("|---"):
+        return None
+    cells = tuple(c.strip() for c in line.strip()[1:-1].split(" | "))
+    return cells if len(cells) == 3 else None
+
+
+def carried_rows(page_text: str) -> list:
+    """The rows of an existing page that no benchmark script makes: each row whose command cell
+    is not ``python experiments/tools/<script>.py`` of :data:`BENCHES`, with its continuation
+    rows (empty command cell), in page order. The header row is not a row."""
+    scripts = tuple(f"`python experiments/tools/{b.module}.py" for b in BENCHES)
+    rows, keep = [], False
+    for line in page_text.splitlines():
+        cells = _cells(line)
+        if cells is None or cells == ("benchmark command", "what it measures", "figure"):
+            continue
+        if cells[0]:
+            keep = not cells[0].startswith(scripts)
+        if keep:
+            rows.append(cells)
+    return rows
+
+
+def render(figs: dict, quick: bool, cpu: str, carried=()) -> str:
     size = ("**quick mode (small sizes): these figures only show that the tooling works; they "
             "say nothing about full-size speed.** Regenerate with "
             "`python experiments/tools/perf_report.py` on a quiet machine.") if quick else (
@@ -341,7 +387,7 @@ def render(figs: dict, quick: bool, cpu: str) -> str:
         "| benchmark command | what it measures | figure |",
         "|---|---|---|",
     ]
-    for cmd, what, value in table_rows(figs):
+    for cmd, what, value in [*table_rows(figs), *carried]:
         lines.append(f"| {cmd} | {what} | {value} |")
     lines += ["", STATIC]
     return "\n".join(lines)
@@ -361,7 +407,9 @@ def main(argv=None) -> int:
             if a.only and b.name not in a.only:
                 continue
             figs[b.name] = run_bench(b, a.quick, Path(tmp))
-    text = render(figs, a.quick, cpu_model())
+    old = Path(a.out)
+    carried = carried_rows(old.read_text()) if old.exists() else []
+    text = render(figs, a.quick, cpu_model(), carried)
     atomic_write_text(a.out, text, overwrite=True)
     print(f"wrote {a.out}")
     return 0
