@@ -285,8 +285,8 @@ def test_templates_option_is_checked_in_one_line(tmp_path, capsys, args, message
 
 
 def test_templates_option_reaches_the_plan(capsys):
-    """`cosmos reproduce --scale paper --templates 2 --dry-run`: the workloads are templated on
-    2 clusters, and their estimated build is about a quarter of the default 8's."""
+    """`cosmos reproduce --scale paper --templates 8 --dry-run`: the workloads are templated on
+    8 clusters, and the default 2's estimated build is about a quarter of theirs."""
     def build_cpu_s(extra):
         assert main(["reproduce", "--scale", "paper", "--only", "fig4a_qps", "--dry-run",
                      *extra]) == 0
@@ -294,8 +294,8 @@ def test_templates_option_reaches_the_plan(capsys):
         line = next(x for x in out.splitlines() if x.strip().startswith("sift:"))
         return line, float(line.rsplit("~", 1)[1].split()[0].replace(",", ""))
 
-    line2, two = build_cpu_s(["--templates", "2"])
-    line8, eight = build_cpu_s([])
+    line2, two = build_cpu_s([])
+    line8, eight = build_cpu_s(["--templates", "8"])
     assert "2 template clusters" in line2 and "8 template clusters" in line8
     assert 0.2 < two / eight < 0.4, (two, eight)
 

@@ -341,6 +341,6 @@ def test_paper_scale_plan_builds_templated_workloads():
     p = P.plan(names, P.plan_context(_args(scale="paper")))
     for w in p["workloads"]:
         assert (w["n"], w["clusters"], w["templates"], w["queries"]) == \
-            (10**9, 1024, 8, 10_000)
+            (10**9, 1024, 2, 10_000)
         assert 1_000 < w["est_cpu_s"] < 20_000
-    assert "8 template clusters (graphs.templates)" in P.format_plan(p)
+    assert "2 template clusters (graphs.templates)" in P.format_plan(p)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.figures.scale_n import clusters_for, plan_sweep
-from experiments.harness.plan import REQUESTS_PER_QUERY, requests_per_query_at
+from experiments.figures.scale_n import TEMPLATES, clusters_for, plan_sweep
+from experiments.harness.plan import (REQUESTS_PER_QUERY, requests_per_query_at,
+                                      workload_build_cpu_s)
 from experiments.harness.runner import Context
 from experiments.harness.workloads import SCALES, get_scale
 
@@ -34,7 +35,7 @@ def test_scale_n_runs_at_the_tiny_scale(tmp_path, monkeypatch):
     assert set(df.system) == {"base", "dram-only", "cxl-anns", "cosmos-norank",
                               "cosmos-noalgo", "cosmos"}
     # the real index at the tiny scale's own size, templates above it
-    assert set(df[df.n == 3_000].templates) == {0} and set(df[df.n == 30_000].templates) == {8}
+    assert set(df[df.n == 3_000].templates) == {0} and set(df[df.n == 30_000].templates) == {TEMPLATES}
     base = df[df.system == "base"]
     assert (base.qps_vs_base == 1.0).all() and (df.requests_per_query > 0).all()
     assert (df[df.system == "cosmos"].qps_vs_base > 1).all()
@@ -56,6 +57,8 @@ def test_requests_per_query_between_the_scales():
             assert requests_per_query_at(fam, sc.n) == pytest.approx(r)
     assert requests_per_query_at("sift", 100_000) == pytest.approx(13_549, abs=1)
     assert requests_per_query_at("sift", 10**12) == REQUESTS_PER_QUERY["paper"]["sift"]
-    # at the full scale the estimate includes the templated workloads up to 10^9
+    # at the full scale the estimate includes the templated workloads up to 10^9, the paper
+    # scale's among them
     full = plan_sweep(Context(out=Path("."), scale=get_scale("full")))
-    assert "of it building its workloads" in full["what"] and full["cpu_s_min"] > 3 * 3600
+    paper_builds = sum(workload_build_cpu_s(f, SCALES["paper"], [8]) for f in ("sift", "deep"))
+    assert "of it building its workloads" in full["what"] and full["cpu_s_min"] > paper_builds

@@ -32,6 +32,7 @@ from experiments.harness.capacity import fit_overrides
 from experiments.harness.common import error_bars, pyplot, save_figure, write_csv
 from experiments.harness.ratios import add_ratio_ci
 from experiments.harness.sim import simulate_task
+from experiments.harness.workloads import SCALES, with_scale, workload
 from rag import PipelineConfig, retrieval_share_unqueued
 
 NAME = "scale_n"
@@ -43,9 +44,9 @@ SIZES = {
     "default": (100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000),
     "full": (100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000),
 }
-#: template clusters of the sizes above the real index (8: check_templates.py finds 8
-#: templates for 64 clusters within 3 % of the real index; the paper scale uses as many)
-TEMPLATES = 8
+#: template clusters of the sizes above the real index: the paper scale's count, so that the
+#: 10^9 point is the paper scale's workload (its reason: experiments.harness.workloads.SCALES)
+TEMPLATES = SCALES["paper"].templates
 #: the largest N built as a real index at each scale (a templated workload above it)
 REAL_UP_TO = {"tiny": 3_000, "default": 1_000_000, "full": 1_000_000}
 #: growth of the cluster count with N: clusters x 2^round(0.4 log2(N / N0)) above the scale's
@@ -65,8 +66,6 @@ def clusters_for(scale, n: int) -> int:
 
 def _scale_at(ctx, n: int):
     """The scale of the point of ``n`` vectors (templated above the real limit)."""
-    from experiments.harness.workloads import with_scale
-
     sc = ctx.scale
     c = clusters_for(sc, n)
     templated = n > REAL_UP_TO.get(sc.name, sc.n)
@@ -77,8 +76,6 @@ def _scale_at(ctx, n: int):
 
 def _trace_file(ctx, family: str, n: int) -> Path:
     from graphs import save_trace
-
-    from experiments.harness.workloads import workload
 
     sc = _scale_at(ctx, n)
     folder = ctx.traces_dir or ctx.out / "traces"

@@ -96,11 +96,14 @@ SCALES = {
     # size of one in-memory DiskANN/HNSW index, so that a probe is a search of the scale
     # those graphs are built and tuned at; "hundreds to thousands" of clusters is what a
     # billion-vector clustered index has, and 8 probes keep the routing of the other scales.
-    # 8 templates: check_templates.py finds 8 templates standing for 64 clusters within 3 %
-    # of the real index's work and QPS, and 8 clusters of a million vectors are what 2 cores
-    # and 16 GB build in well under an hour.
+    # 2 templates: both datasets' workloads then build in about 40 minutes on 2 cores (8
+    # take about 170; issue goal 60, docs/performance.md). check_templates.py finds 2
+    # templates standing for 64 clusters within 4 % of the real index's work and QPS at
+    # 50,000 vectors (8: within 3 %), and at 10^9 2 templates move the six systems' QPS by
+    # 0.1-0.4 % (SIFT-like) and 0.5-1.8 % (DEEP-like) from 8 templates' (docs/graphs.md).
+    # `--templates T` sets another count.
     "paper": Scale("paper", n=1_000_000_000, num_queries=10_000, num_clusters=1024,
-                   num_probes=8, sweep_queries=2_000, ci_target=0.01, templates=8),
+                   num_probes=8, sweep_queries=2_000, ci_target=0.01, templates=2),
 }
 
 
