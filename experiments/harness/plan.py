@@ -74,8 +74,8 @@ __all__ = ["simulation_tasks", "run_shared", "plan", "format_plan", "makespan",
 #: DRAM requests per query of the synthetic workloads, by scale and family, to estimate a
 #: simulation's work before its trace exists. full and default: measured on the 1M-vector and
 #: 50,000-vector traces (fig4a's simulations of seeds 0-4: 26,900-27,200 and 76,800-77,000 at
-#: full, 9,300-9,700 and 26,300-26,500 at default); paper: fig4a's paper-scale runs (43,900 and
-#: 128,000, rounded up); tiny: the memory lines the tiny traces'
+#: full, 9,300-9,700 and 26,300-26,500 at default); paper: fig4a's paper-scale runs (43,700-43,900
+#: and 128,000-129,400 on 2 and 8 templates, rounded up); tiny: the memory lines the tiny traces'
 #: queries read (experiments.harness.sim.simulation_cost: 1,839 and 4,948 per query), which are within
 #: 7 % of the DRAM requests simulated (5,404 requests per query against 5,068 lines on a
 #: 20,000-vector SIFT-like trace).
