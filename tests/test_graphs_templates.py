@@ -286,3 +286,29 @@ def test_an_index_larger_than_the_host_dram_is_one_line_naming_the_fields():
     with pytest.raises(ValueError, match=r"does not fit the host DRAM \(host.dram_channels x "
                                          r"host.dram_ranks = 16 x 1\)"):
         simulate(get_preset("dram-only"), t, progress=False)
+
+
+def test_recall_row_reports_what_is_known_of_recall(real, cache, tmp_path):
+    """A real index's recall is end-to-end; a templated one's row gives its templates' own
+    recall and the probes' coverage, exact here (n within the sample) and equal to the real
+    trace's, whose routing over the same centroids it shares. fig4a's summary says both."""
+    import pandas as pd
+
+    from experiments.figures.fig4a_qps import workload_md
+    from experiments.harness.workloads import recall_row
+    from graphs.templates import probe_coverage
+
+    two = make_template_workload("sift", num_templates=2, **SMALL, cache_dir=cache,
+                                 progress=False)
+    r_real, r_two = recall_row(real, "sift"), recall_row(two, "sift")
+    assert r_real["recall_kind"] == "end-to-end" and "probe_coverage_mean" not in r_real
+    assert r_real["recall_at_10"] == real.meta["recall"] and r_real["templates"] == 0
+    assert r_two["recall_kind"] == "template-weighted" and r_two["templates"] == 2
+    assert len(r_two["template_recall_at_10"].split()) == 2
+    assert r_two["probe_coverage_stands_for_k"] == 10 and r_two["probe_coverage_rows"] == 3000
+    assert r_two["probe_coverage_mean"] == probe_coverage(real, "sift")["mean"]
+    assert 0.5 < r_two["probe_coverage_mean"] <= 1
+    pd.DataFrame([r_real, r_two]).to_csv(tmp_path / "workload.csv", index=False)
+    text = "\n".join(workload_md(tmp_path))
+    assert "| sift | 3,000 | 16 | real index | 4 |" in text
+    assert "the templates' own" in text and "lie in a probed cluster" in text

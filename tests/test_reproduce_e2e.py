@@ -29,6 +29,8 @@ EXPECTED = {
                     "device_link_util_max_fraction"],
         "per_device.csv": ["dataset", "system", "device", "gpc_busy_fraction", "dram_requests",
                            "dram_bandwidth_GBps", "link_down_util_fraction", "cluster_searches"],
+        "workload.csv": ["dataset", "n", "clusters", "templates", "num_probes", "num_queries",
+                         "recall_at_10", "recall_kind"],
     },
     "fig4b_breakdown": {"breakdown.csv": ["dataset", "system", "latency_mean_ns",
                                           "breakdown_traversal_ns", "breakdown_distance_ns",

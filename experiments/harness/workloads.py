@@ -415,6 +415,30 @@ def workload_queries(family: str, scale: str | Scale = "default", *, seed: int =
     return synthetic.generate(family, sc.num_queries, seed, queries=True)
 
 
+def recall_row(trace, family: str) -> dict:
+    """What is known of the recall of ``trace``'s searches, one row of a results table: the
+    index (vectors, clusters, templates, probes, queries) and its recall@10. A real index's
+    is measured against the exact top-10 of all its vectors. A cluster-template workload's
+    end-to-end recall cannot be measured (docs/graphs.md, Cluster templates): its row gives
+    each template's own recall@10, their mean weighted by the searches each template ran,
+    and the probes' coverage of the true neighbours as far as it can be computed
+    (graphs.templates.probe_coverage: about a minute for 10,000 queries at 10^9 vectors)."""
+    m = trace.meta
+    row = {"dataset": family, "n": int(m["n"]), "clusters": int(trace.num_clusters),
+           "templates": int(m.get("num_templates", 0)), "num_probes": int(m["num_probes"]),
+           "num_queries": int(trace.num_queries), "recall_at_10": float(m["recall"]),
+           "recall_kind": "template-weighted" if trace.is_templated else "end-to-end"}
+    if trace.is_templated:
+        from graphs.templates import probe_coverage
+
+        cov = probe_coverage(trace, family)
+        row.update({"template_recall_at_10": " ".join(f"{r:.3f}" for r in m["template_recall"]),
+                    "probe_coverage_mean": cov["mean"], "probe_coverage_p10": cov["p10"],
+                    "probe_coverage_rows": cov["rows"],
+                    "probe_coverage_stands_for_k": cov["stands_for_k"]})
+    return row
+
+
 def probed_clusters(trace, queries, num_probes: int):
     """``(query_ptr, search_cluster)`` of ``trace``'s queries at ``num_probes`` probes (clipped
     to its clusters): what the trace of that probe count holds, routed over ``trace``'s
