@@ -392,3 +392,25 @@ def test_simulate_writes_the_replay_row_into_a_default_folder(small_trace, tmp_p
     pd.testing.assert_frame_equal(sim.drop(columns=timing), rep.drop(columns=timing))
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["qps"] == pytest.approx(sim.qps.iloc[0], rel=1e-12)
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "recall_qps", "--scale", "paper"],
+    ["reproduce", "--scale", "paper", "--only", "fig5a_lir,recall_qps"],
+    ["reproduce", "--scale", "paper", "--only", "recall_qps", "--dry-run"],
+])
+def test_recall_qps_refuses_the_template_scale_in_one_line(tmp_path, capsys, argv):
+    """recall_qps needs a real index; at --scale paper (cluster templates) it is refused with
+    one line before any workload is built or folder written, alone or in a reproduction."""
+    rc = main([*argv, "--out-root", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "cache"),
+               "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "recall_qps needs a real index" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "cache").exists()
+
+
+def test_reproduce_at_the_template_scale_names_only_what_it_can_run(capsys):
+    assert main(["reproduce", "--scale", "paper", "--dry-run"]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "latency_load not included" in line and "recall_qps" not in line, line

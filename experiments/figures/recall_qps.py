@@ -305,6 +305,20 @@ def estimated_requests(ctx) -> pd.DataFrame | None:
     return pd.DataFrame(rows)
 
 
+def check(ctx) -> None:
+    """recall_qps needs a real index of each family: its IVF-PQ and exact-scan systems scan the
+    real lists, and its graph fronts need end-to-end recall. A cluster-template scale
+    (``--scale paper``) has neither (experiments.harness.workloads, graphs.templates), so the
+    experiment stops there with one line (ValueError; the runner and `cosmos reproduce` ask
+    before writing anything) instead of generating 10^9 vectors."""
+    sc = ctx.scale
+    if sc.templates:
+        raise ValueError(f"recall_qps needs a real index (its IVF-PQ and exact scans read the "
+                         f"real lists, its recall is end-to-end); --scale {sc.name} is a "
+                         f"cluster-template workload of {sc.n:,} vectors, whose recall is known "
+                         f"only per template (fig4a's workload.csv): run it at --full or below")
+
+
 def plan_sweep(ctx) -> dict | None:
     """The estimate ``cosmos reproduce --dry-run`` gives of this experiment's own sweep
     (experiments.harness.plan): the simulations of :func:`estimated_requests`, each of the

@@ -136,10 +136,15 @@ def plan_sweep(ctx) -> dict | None:
                           lo, hi, ctx, build_cpu_s=build)
 
 
-def run(ctx) -> dict:
+def check(ctx) -> None:
+    """scale_n makes each N itself from the synthetic families: a user's dataset is refused
+    with one line (ValueError, asked by the runner before anything is written)."""
     if ctx.dataset:
         raise ValueError("scale_n runs on the synthetic families (it makes each N itself); "
                          "--dataset is not supported")
+
+
+def run(ctx) -> dict:
     tasks = simulation_plan(ctx)
     df = pd.DataFrame(ctx.sweep(simulate_task, tasks, desc="N sweep"))
     df["requests_per_query"] = df["dram_requests"] / df["num_queries"]

@@ -121,16 +121,12 @@ def _reproduce(args) -> int:
     from cosmos_common.outdir import RunFolder, incomplete_folders
     from experiments.harness.common import atomic_write_text, results_dir
     from experiments.harness.runner import (ALL_EXPERIMENTS, EXPERIMENTS, context_from_args,
-                                    dataset_note, reproduce_names, run_experiment)
+                                    dataset_note, refusal, reproduce_names, run_experiment)
 
     names = reproduce_names(args.scale)
     if args.only is not None and not args.only.strip(", "):
         raise ValueError(f"--only {args.only!r}: no experiment named; give a comma-separated "
                          f"list from {list(ALL_EXPERIMENTS)}, or leave --only out to run all")
-    if not args.only and len(names) < len(EXPERIMENTS):
-        left = [n for n in EXPERIMENTS if n not in names]
-        print(f"cosmos reproduce --scale {args.scale}: {', '.join(left)} not included (hours "
-              f"at this scale); run it with --only {','.join(left)}", flush=True)
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
         bad = [n for n in names if n not in ALL_EXPERIMENTS]
@@ -138,6 +134,15 @@ def _reproduce(args) -> int:
             raise ValueError(f"--only: unknown experiment(s) {bad}; expected "
                              f"{list(ALL_EXPERIMENTS)}")
     note = dataset_note(args)  # also checks every common option before anything is written
+    probe = context_from_args(args, Path("."))   # what each experiment's check asks of
+    for name in names:
+        why = refusal(name, probe)
+        if why:
+            raise ValueError(why)
+    if not args.only and len(names) < len(EXPERIMENTS):
+        left = [n for n in EXPERIMENTS if n not in names and not refusal(n, probe)]
+        print(f"cosmos reproduce --scale {args.scale}: {', '.join(left)} not included (hours "
+              f"at this scale); run it with --only {','.join(left)}", flush=True)
     if note:
         print(note, flush=True)
     if getattr(args, "replications", 1) > 1:

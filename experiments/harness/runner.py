@@ -371,8 +371,25 @@ def run_experiment(name: str, ctx: Context, command: str | None = None, *,
         return _run_experiment(name, ctx, rf)
 
 
+def refusal(name: str, ctx: Context) -> str | None:
+    """Why experiment ``name`` cannot run in ``ctx`` (the one line its optional ``check(ctx)``
+    raises as ValueError: recall_qps at a cluster-template scale, scale_n on a user's
+    dataset), or None when it can."""
+    mod = load(name)
+    try:
+        if hasattr(mod, "check"):
+            mod.check(ctx)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _run_experiment(name: str, ctx: Context, rf) -> dict:
     mod = load(name)
+    # asked before anything is written: a refused run leaves no folder it made
+    why = refusal(name, ctx)
+    if why:
+        raise ValueError(why)
     t0 = time.perf_counter()
     write_json(ctx.out / "config.json", {
         "experiment": name,
@@ -603,6 +620,11 @@ def script_main(name: str, argv: list[str] | None = None) -> int:
         if argv is not None:
             raise ValueError(msg)
         p.error(msg)
+    why = refusal(name, context_from_args(args, Path(".")))
+    if why:
+        if argv is not None:
+            raise ValueError(why)
+        p.error(why)
     if note:
         print(note, flush=True)
     from experiments.harness.common import results_dir
