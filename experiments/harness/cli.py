@@ -134,7 +134,7 @@ def _reproduce(args) -> int:
             raise ValueError(f"--only: unknown experiment(s) {bad}; expected "
                              f"{list(ALL_EXPERIMENTS)}")
     note = dataset_note(args)  # also checks every common option before anything is written
-    probe = context_from_args(args, Path("."))   # what each experiment's check asks of
+    probe = context_from_args(args, Path("."))   # the context each experiment's check is asked
     for name in names:
         why = refusal(name, probe)
         if why:
