@@ -99,8 +99,8 @@ SCALES = {
     # 2 templates: both datasets' workloads then build in 38 minutes on 2 cores (8 take
     # about 170; goal 60, docs/performance.md). check_templates.py finds 2 templates
     # standing for 64 clusters within 4 % of the real index's work and QPS at 50,000 vectors
-    # (8: within 3 %), and at 10^9 2 templates move the six systems' QPS by 0.1-0.4 %
-    # (SIFT-like) and 0.5-1.8 % (DEEP-like) from 8 templates' (docs/graphs.md).
+    # and 2.9 % at 1M (8: 3 % and 2 %), and at 10^9 2 templates move the six systems' QPS
+    # by 0.1-0.4 % (SIFT-like) and 0.5-1.8 % (DEEP-like) from 8 templates' (docs/graphs.md).
     # `--templates T` sets another count.
     "paper": Scale("paper", n=1_000_000_000, num_queries=10_000, num_clusters=1024,
                    num_probes=8, sweep_queries=2_000, ci_target=0.01, templates=2),
