@@ -404,8 +404,9 @@ def summary_md(folder) -> str:
 
 
 def workload_md(folder) -> list:
-    """The summary's lines on the workloads' recall (``workload.csv``, written by :func:`run`:
-    experiments.harness.workloads.recall_row); none for a folder without it."""
+    """The summary's lines on the workloads' recall (``workload.csv``, written by :func:`run`
+    for one workload instance: experiments.harness.workloads.recall_row); none for a folder
+    without it."""
     path = Path(folder) / "workload.csv"
     if not path.exists():
         return []
@@ -515,7 +516,6 @@ def replications_md(folder, df: pd.DataFrame) -> str:
             lines += ["", "Does not hold in every replication:", ""] + \
                 [f"- {t}" for t in not_always]
     lines += where_compute_md(df)
-    lines += workload_md(folder)
     return "\n".join(lines) + "\n"
 
 
