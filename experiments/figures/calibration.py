@@ -39,7 +39,8 @@ Outputs (plots and summary read only the CSVs):
 - ``calibrated_set.txt`` (only if a region exists) and ``summary.md``.
 
 Cost: ``--scale tiny`` 8 design points and the defaults, 108 simulations; the default scale
-48 points and the defaults, 588 simulations.
+48 points and the defaults, 588 simulations; ``--full`` the same 588 on the 1M-vector traces,
+2,000 queries each, about 4.4 CPU hours (docs/performance.md).
 """
 
 from __future__ import annotations
