@@ -379,13 +379,18 @@ def calibrated_set(passing: pd.DataFrame, scale, seed: int) -> str:
 def plot(folder) -> None:
     """Each figure (rows) over the design against each factor (columns), log x, the paper's
     15 % band shaded, passing points in red, the defaults as a star."""
-    plt = pyplot()
+    plt = pyplot()                      # matplotlib is imported on plotting only (start-up)
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
     pts = pd.read_csv(Path(folder) / "points.csv")
     fig, axes = plt.subplots(len(FIGURES), len(FACTORS),
                              figsize=(2.1 * len(FACTORS), 1.9 * len(FIGURES)), squeeze=False,
                              sharey="row")
     ok = pts.passes.astype(bool)
     dflt = pts.kind == "defaults"
+    reg = pd.read_csv(Path(folder) / "region.csv").set_index("factor")
+    ticks = {k: sorted({float(reg.range_low[k]), float(pts[k][dflt].iloc[0]),
+                        float(reg.range_high[k])}) for k in FACTORS}
     for i, (name, (ratio, fam, paper)) in enumerate(FIGURES.items()):
         for j, k in enumerate(FACTORS):
             ax = axes[i][j]
@@ -397,6 +402,12 @@ def plot(folder) -> None:
             ax.scatter(pts[k][dflt], pts[name][dflt], s=60, marker="*", color="k",
                        label="defaults")
             ax.set_xscale("log")
+            # ticks at the factor's documented range and its default, no minor labels: a log
+            # axis over a range under a decade otherwise labels 2x10^0, 3x10^0... on top of
+            # each other
+            ax.xaxis.set_major_locator(FixedLocator(ticks[k]))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.tick_params(labelsize=6)
             if i == len(FIGURES) - 1:
                 ax.set_xlabel(k, fontsize=7)
