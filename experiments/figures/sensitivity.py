@@ -98,6 +98,7 @@ from experiments.figures.parts.sensitivity_regions import (LEVELS, PAPER, QPS_CI
                                                       point_name, regions)
 from experiments.figures.parts.tornado import tornado_figure
 from experiments.harness.common import pyplot, save_figure, write_csv
+from experiments.harness.equivalent import runs_as
 from experiments.harness.ratios import ratio_ci
 from experiments.harness.sim import simulate_task, simulation_identity
 
@@ -432,6 +433,22 @@ def simulation_plan(ctx, parameters=None, trace_path=None) -> tuple[list, list]:
     return tasks, wanted
 
 
+def default_references(tasks: list, wanted: list) -> list:
+    """For every task of :func:`simulation_plan`, the index of its dataset's and system's
+    default-level task on the scale's own trace (None for that task itself): the simulation
+    :func:`experiments.harness.equivalent.runs_as` compares it with."""
+    default = {}
+    for pt, fam, s, i in wanted:
+        if pt.level == "default" and not pt.workload:
+            default.setdefault((fam, s), i)
+    ref = [None] * len(tasks)
+    for pt, fam, s, i in wanted:
+        d = default.get((fam, s))
+        if d is not None and d != i:
+            ref[i] = d
+    return ref
+
+
 #: DRAM requests per query of a Vamana trace over the hnswlib one of the same queries, for
 #: :func:`plan_sweep`'s estimate: 1.22, the distance computations per query of the two graph
 #: kinds at the default scale (5,244 against 4,281 on SIFT-like; docs/system_model.md, "The
@@ -488,16 +505,21 @@ def run(ctx, parameters=None) -> dict:
     available row of :data:`PARAMETERS`) on every dataset (:func:`simulation_plan`); write the
     CSVs."""
     tasks, wanted = simulation_plan(ctx, parameters)
-    rows = ctx.sweep(simulate_task, tasks, desc="sensitivity")
+    # a level of a field the system does not read is the default's simulation again: run once
+    same = runs_as(ctx, tasks, default_references(tasks, wanted))
+    distinct = sorted(set(same))
+    simulated = dict(zip(distinct, ctx.sweep(simulate_task, [tasks[i] for i in distinct],
+                                             desc="sensitivity")))
     records = []
     for pt, fam, s, i in wanted:
         what, unit = describe(pt.parameter)
-        r = dict(rows[i])
+        r = dict(simulated[same[i]])
         r.pop("dataset", None)
         r.pop("system", None)
         records.append({"parameter": pt.parameter, "what": what, "level": pt.level,
                         "value": pt.value, "unit": unit, "reason": pt.reason, "dataset": fam,
-                        "system": s, **r})
+                        "system": s, "same_as_default": pt.level != "default" and same[i] != i,
+                        **r})
     df = tidy(pd.DataFrame(records))
     write_csv(ctx.out / "sensitivity.csv", df)
     write_csv(ctx.out / "orderings.csv", orderings(df))
@@ -550,7 +572,7 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
             "qps_vs_base", "qps_vs_base_ci_low", "qps_vs_base_ci_high",
             "qps_vs_cxl_anns", "qps_vs_cxl_anns_ci_low", "qps_vs_cxl_anns_ci_high", "rank",
             "paper_qps_vs_base", "paper_qps_vs_cxl_anns", "steady_state", "num_queries",
-            "stopped", "max_inflight", "latency_mean_ns", "latency_p99_ns"]
+            "stopped", "max_inflight", "same_as_default", "latency_mean_ns", "latency_p99_ns"]
     lead = [c for c in lead if c in df.columns]
     return df[lead + [c for c in df.columns if c not in lead]]
 
@@ -595,6 +617,12 @@ def summary_md(folder) -> str:
         lines += [f"{n_ci} of {len(df)} rows have a QPS interval; {stop} simulations "
                   "stopped by the confidence-interval target (the others replayed their "
                   "queries to the end).", ""]
+    if "same_as_default" in df:
+        same = df[df.same_as_default.astype(bool)]
+        lines += [f"{len(same)} of {len(df[df.level != 'default'])} rows away from the "
+                  "default are the default's own simulation: the level changes nothing the "
+                  "system reads (the same engine inputs and summary on a probe, "
+                  "experiments.harness.equivalent), so it was simulated once.", ""]
     fams = list(dict.fromkeys(df.dataset))
     cos = df[df.system == "cosmos"]
     head = "| parameter | level | value | " + " | ".join(
