@@ -99,10 +99,16 @@ def test_base_moves_with_the_upstream_bandwidth_and_not_with_gpc_cores(tiny_run)
         low = _qps(df, "switch.upstream_ports", "low", fam, "base")
         default = _qps(df, "switch.upstream_ports", "default", fam, "base")
         assert low < 0.95 * default, (fam, low, default)
-        # Base has no GPC: its QPS is the same, bit for bit, whatever the GPC's core count
+        # Base has no GPC: its QPS is the same, bit for bit, whatever the GPC's core count,
+        # and the sweep knew it before simulating (tests/test_equivalent.py simulates both)
         for level in ("low", "high"):
             assert _qps(df, "gpc.cores", level, fam, "base") == \
                 _qps(df, "gpc.cores", "default", fam, "base")
+        same = df[(df.dataset == fam) & (df.level != "default")].set_index(
+            ["parameter", "level", "system"]).same_as_default
+        assert same.xs(("gpc.cores", "base"), level=["parameter", "system"]).all()
+        assert not same.xs("cosmos", level="system").any()
+        assert not same.xs("switch.upstream_ports", level="parameter").any()
         # ... while Cosmos, which searches on the GPCs, does move with it
         assert _qps(df, "gpc.cores", "low", fam, "cosmos") < \
             0.9 * _qps(df, "gpc.cores", "default", fam, "cosmos")

@@ -56,7 +56,10 @@ in flight, as :func:`experiments.figures.scale_devices.queries_for` does), so th
 differ a little from fig4a's, which replays every query.
 
 Cost: 23 parameters, 44 points besides the default, 540 simulations (the default point is
-simulated once). On a busy 2-core machine from an empty cache: ``--scale tiny`` 4.5 min wall;
+simulated once). A level of a field the system does not read (the GPC's for Base, ...) is the
+default's simulation again: :func:`run` finds those by probing every task
+(:mod:`experiments.harness.equivalent`, against :func:`default_references`) and simulates
+each once, 182 of the 540 at ``--scale tiny``; ``same_as_default`` marks their rows. On a busy 2-core machine from an empty cache: ``--scale tiny`` 4.5 min wall;
 the default scale 1,029 s CPU (31 min wall at a load average of 9-11, ``--workers 2``); the
 simulation cache makes a second run read them all. ``--full`` (``cosmos run sensitivity
 --full``): not yet run; ``cosmos reproduce --full --only sensitivity --dry-run`` prints the
