@@ -74,13 +74,15 @@ def test_a_merged_pair_is_the_same_simulation_in_every_figure(trace_path, system
 def test_runs_as_merges_only_equal_probes_of_equal_run_options(trace_path):
     ref = _task("base", trace_path)
     tasks = [ref,
-             _task("base", trace_path, {"gpc.clock_GHz": 1.0}),          # merged
-             _task("base", trace_path, {"link.latency_ns": 25.0}),       # reads it: kept
+             _task("base", trace_path, {"gpc.clock_GHz": 1.0}),          # the same as 0
+             _task("base", trace_path, {"link.latency_ns": 25.0}),       # Base reads it
              {**_task("base", trace_path, {"gpc.clock_GHz": 1.0}), "num_queries": 7},
-             _task("base", trace_path, {"gpc.cores": 16})]               # no reference
+             _task("base", trace_path, {"gpc.cores": 16}),               # the same as 0
+             _task("base", trace_path, {"link.latency_ns": 25.0,         # the same as 2
+                                        "rank_pu.pipeline_latency_ns": 20.0})]
     ctx = Serial()
-    assert runs_as(ctx, tasks, [None, 0, 0, 0, None]) == [0, 0, 2, 3, 4]
-    # the task of other run options is not probed at all
-    assert ctx.probed == 3
+    assert runs_as(ctx, tasks) == [0, 0, 2, 3, 0, 2]
+    # the task of other run options is alone: it is not probed
+    assert ctx.probed == 5
     assert "num_queries" in RUN_OPTIONS and "trace_path" in RUN_OPTIONS
-    assert runs_as(ctx, tasks, [None] * 5) == [0, 1, 2, 3, 4] and ctx.probed == 3
+    assert runs_as(ctx, tasks[3:4]) == [0] and ctx.probed == 5

@@ -58,8 +58,7 @@ differ a little from fig4a's, which replays every query.
 Cost: 23 parameters, 44 points besides the default, 540 simulations (the default point is
 simulated once). A level of a field the system does not read (the GPC's for Base, ...) is the
 default's simulation again: :func:`run` finds those by probing every task
-(:mod:`experiments.harness.equivalent`, against :func:`default_references`) and simulates
-each once, 182 of the 540 at ``--scale tiny``; ``same_as_default`` marks their rows. On a busy 2-core machine from an empty cache: ``--scale tiny`` 4.5 min wall;
+(:mod:`experiments.harness.equivalent`) and simulates each once, 182 of the 540 at ``--scale tiny``; ``same_as_default`` marks their rows. On a busy 2-core machine from an empty cache: ``--scale tiny`` 4.5 min wall;
 the default scale 1,029 s CPU (31 min wall at a load average of 9-11, ``--workers 2``); the
 simulation cache makes a second run read them all. ``--full`` (``cosmos run sensitivity
 --full``): not yet run; ``cosmos reproduce --full --only sensitivity --dry-run`` prints the
@@ -436,22 +435,6 @@ def simulation_plan(ctx, parameters=None, trace_path=None) -> tuple[list, list]:
     return tasks, wanted
 
 
-def default_references(tasks: list, wanted: list) -> list:
-    """For every task of :func:`simulation_plan`, the index of its dataset's and system's
-    default-level task on the scale's own trace (None for that task itself): the simulation
-    :func:`experiments.harness.equivalent.runs_as` compares it with."""
-    default = {}
-    for pt, fam, s, i in wanted:
-        if pt.level == "default" and not pt.workload:
-            default.setdefault((fam, s), i)
-    ref = [None] * len(tasks)
-    for pt, fam, s, i in wanted:
-        d = default.get((fam, s))
-        if d is not None and d != i:
-            ref[i] = d
-    return ref
-
-
 #: DRAM requests per query of a Vamana trace over the hnswlib one of the same queries, for
 #: :func:`plan_sweep`'s estimate: 1.22, the distance computations per query of the two graph
 #: kinds at the default scale (5,244 against 4,281 on SIFT-like; docs/system_model.md, "The
@@ -509,7 +492,9 @@ def run(ctx, parameters=None) -> dict:
     CSVs."""
     tasks, wanted = simulation_plan(ctx, parameters)
     # a level of a field the system does not read is the default's simulation again: run once
-    same = runs_as(ctx, tasks, default_references(tasks, wanted))
+    same = runs_as(ctx, tasks)
+    default = {(fam, s): same[i] for pt, fam, s, i in wanted
+               if pt.level == "default" and not pt.workload}
     distinct = sorted(set(same))
     simulated = dict(zip(distinct, ctx.sweep(simulate_task, [tasks[i] for i in distinct],
                                              desc="sensitivity")))
@@ -521,7 +506,8 @@ def run(ctx, parameters=None) -> dict:
         r.pop("system", None)
         records.append({"parameter": pt.parameter, "what": what, "level": pt.level,
                         "value": pt.value, "unit": unit, "reason": pt.reason, "dataset": fam,
-                        "system": s, "same_as_default": pt.level != "default" and same[i] != i,
+                        "system": s, "same_as_default": (pt.level != "default"
+                                                         and same[i] == default.get((fam, s))),
                         **r})
     df = tidy(pd.DataFrame(records))
     write_csv(ctx.out / "sensitivity.csv", df)

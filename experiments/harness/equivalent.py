@@ -121,30 +121,36 @@ def probe_task(system: str, trace_path: str, *, overrides: dict | None = None,
     return {"engine": digest, "figures": figures_digest(flat)}
 
 
-def same_as(task: dict, reference: dict, probe: dict, reference_probe: dict) -> bool:
-    """Whether ``task`` is ``reference``'s simulation: the same run options
+def _options_key(task: dict) -> str:
+    """The run options of ``task`` (:data:`RUN_OPTIONS`) as one comparable text."""
+    return json.dumps({k: task.get(k) for k in RUN_OPTIONS}, sort_keys=True, default=repr)
+
+
+def same_as(task: dict, other: dict, probe: dict, other_probe: dict) -> bool:
+    """Whether ``task`` and ``other`` are one simulation: the same run options
     (:data:`RUN_OPTIONS`) and equal probes (:func:`probe_task` of each)."""
-    return (all(task.get(k) == reference.get(k) for k in RUN_OPTIONS)
-            and probe == reference_probe)
+    return _options_key(task) == _options_key(other) and probe == other_probe
 
 
-def runs_as(ctx, tasks: list[dict], reference_of: list[int | None]) -> list[int]:
-    """For every task of ``tasks``, the index of the task whose simulation it is: its
-    reference's (``reference_of[i]``, an index into ``tasks``, or None for none) when
-    :func:`same_as` holds, else its own. Only tasks whose run options equal their reference's
-    are probed; the probes run through ``ctx.sweep`` (local processes or Dask, like the
-    simulations) and are not cached: each costs a fraction of a second at ``--scale tiny``
-    and a few seconds at the full scale, most of it reading the trace."""
-    out = list(range(len(tasks)))
-    pairs = [(i, r) for i, r in enumerate(reference_of)
-             if r is not None and r != i
-             and all(tasks[i].get(k) == tasks[r].get(k) for k in RUN_OPTIONS)]
-    if not pairs:
-        return out
-    need = sorted({i for i, _ in pairs} | {r for _, r in pairs})
-    probes = dict(zip(need, ctx.sweep(probe_task, [tasks[i] for i in need],
-                                      desc="probes")))
-    for i, r in pairs:
-        if same_as(tasks[i], tasks[r], probes[i], probes[r]):
-            out[i] = r
+def runs_as(ctx, tasks: list[dict]) -> list[int]:
+    """For every task of ``tasks``, the index of the first task that is the same simulation
+    (:func:`same_as`; its own index if none before it is). Only tasks that share their run
+    options with another are probed; the probes run through ``ctx.sweep`` (local processes or
+    Dask, like the simulations) and are not cached: each costs a fraction of a second at
+    ``--scale tiny`` and about two seconds at the full scale, mostly laying out the trace's
+    index."""
+    by_options: dict[str, list[int]] = {}
+    for i, t in enumerate(tasks):
+        by_options.setdefault(_options_key(t), []).append(i)
+    need = [i for group in by_options.values() if len(group) > 1 for i in group]
+    probes = dict(zip(need, ctx.sweep(probe_task, [tasks[i] for i in need], desc="probes")
+                      if need else []))
+    first: dict[tuple, int] = {}
+    out = []
+    for i, t in enumerate(tasks):
+        if i not in probes:
+            out.append(i)
+            continue
+        key = (_options_key(t), probes[i]["engine"], probes[i]["figures"])
+        out.append(first.setdefault(key, i))
     return out
