@@ -222,8 +222,10 @@ def plan_sweep(ctx) -> dict:
     tasks, wanted = simulation_plan(ctx, pts, trace_path=lambda fam: fam)
     lo, hi = sweep_requests(tasks, sc.num_queries,
                             lambda t: requests_per_query(sc, t["tags"]["dataset"]))
-    return sweep_estimate(f"{len(tasks)} simulations for {len(wanted)} rows of "
-                          f"{len(pts)} grid points", lo, hi, ctx)
+    return sweep_estimate(f"at most {len(tasks)} simulations for {len(wanted)} rows of "
+                          f"{len(pts)} grid points (repeats of another point's simulation are "
+                          "merged after probing: Base and CXL-ANNS read no GPC figure, Cosmos "
+                          "no host core count)", lo, hi, ctx)
 
 
 def run(ctx) -> dict:

@@ -480,7 +480,10 @@ def plan_sweep(ctx) -> dict:
     stop = (f"each stopped by the +-{sc.ci_target:.0%} interval rule between its minimum and "
             f"the trace's {sc.num_queries:,} queries" if sc.ci_target is not None
             else f"{sc.sweep_queries:,} queries each (more where a point keeps more in flight)")
-    est = sweep_estimate(f"{len(tasks)} simulations for {len(wanted)} rows, {stop}", lo, hi, ctx)
+    est = sweep_estimate(f"at most {len(tasks)} simulations for {len(wanted)} rows (a level "
+                         "of a field a system does not read is merged with the default's "
+                         f"simulation after probing: about a third of them), {stop}", lo, hi,
+                         ctx)
     est["what"] += (f"; plus {len(extra)} traces of other cluster or probe counts or graph "
                     "kind, built once and cached")
     return est
