@@ -31,9 +31,9 @@ finds them equal in every figure; so did a check of every pair the sensitivity t
 the lever maps (52) merge at ``--scale tiny``.
 
 Cost: a probe lays out the trace's whole index and simulates 64 queries, about 0.2 s at
-``--scale tiny`` and 2 s at the full scale; the full-scale sensitivity table's 540 probes took
-11 minutes on 2 workers and spared a third of its simulations' DRAM work (about 2.8 of its
-8.5 estimated CPU hours).
+``--scale tiny`` and 2 s at the full scale, where the sensitivity table's 540 probes took 11
+minutes on 2 workers. The merges the tiny table makes are a third of the full table's work (by
+:func:`experiments.harness.sim.simulation_cost`): about 2.8 of its 8.5 estimated CPU hours.
 """
 
 from __future__ import annotations
