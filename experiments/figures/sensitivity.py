@@ -58,13 +58,16 @@ differ a little from fig4a's, which replays every query.
 Cost: 23 parameters, 44 points besides the default, 540 simulations (the default point is
 simulated once). A level of a field the system does not read (the GPC's for Base, ...) is the
 default's simulation again: :func:`run` finds those by probing every task
-(:mod:`experiments.harness.equivalent`) and simulates each once, 182 of the 540 at ``--scale tiny``; ``same_as_default`` marks their rows. On a busy 2-core machine from an empty cache: ``--scale tiny`` 4.5 min wall;
-the default scale 1,029 s CPU (31 min wall at a load average of 9-11, ``--workers 2``); the
-simulation cache makes a second run read them all. ``--full`` (``cosmos run sensitivity
---full``): not yet run; ``cosmos reproduce --full --only sensitivity --dry-run`` prints the
-estimate of :func:`plan_sweep`, 59-285 G DRAM requests, 5.2-25 CPU hours (every run stopping
-at its first test, or none stopping before its trace's 10,000 queries); about 8.5 CPU hours
-(4-5 h on 2 idle cores) if the runs stop as fig4a's did (docs/uncertainty.md).
+(:mod:`experiments.harness.equivalent`) and simulates each distinct one once, 358 of the 540
+at ``--scale tiny`` and at the default scale; ``same_as_default`` marks the other rows. From an
+empty cache: ``--scale tiny`` 4.5 min wall on a busy 2-core machine; the default scale 907 s
+CPU with the probes (15 min wall on one worker beside another job); the simulation cache makes
+a second run read them all. ``--full`` (``cosmos run sensitivity --full``): not yet run to
+the end; ``cosmos reproduce --full --only sensitivity --dry-run`` prints the estimate of
+:func:`plan_sweep` before the merge, 59-285 G DRAM requests, 5.2-25 CPU hours (every run
+stopping at its first test, or none stopping before its trace's 10,000 queries); about 8.5 CPU
+hours if the runs stop as fig4a's did (docs/uncertainty.md), of which the merge spares about a
+third.
 
 Parameters that change the trace (``workload.*``) get their own workload, built once and cached
 like every index and trace; ``workload.graph`` replays the same queries on the other graph kind
