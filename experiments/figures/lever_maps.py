@@ -34,9 +34,9 @@ the sensitivity study's do. Outputs (plots and summary read only the CSVs):
   15 % band, the defaults marked;
 - ``summary.md``: each map's range, extremes and the grid points within 15 % of the paper.
 
-Cost at ``--scale tiny``: 17 grid points (3 x 3 per map: the table's low / default / high of
+Cost at ``--scale tiny``: 18 grid points (3 x 3 per map: the table's low / default / high of
 the first axis, 4 / 8 / 16 contexts, the tiny trace's 100 queries being too few for 32 and 64;
-the default x-level's points are on both maps), 90 simulations. Base and CXL-ANNS read no GPC
+the default x-level's three are on both maps), 90 simulations. Base and CXL-ANNS read no GPC
 figure and Cosmos no host core count, so many of them repeat another point's simulation: the
 sweep finds those by probing every task (:mod:`experiments.harness.equivalent`) and runs 38
 of the 90 (all 52 repeats, simulated in full once as a check, equal their points' in every
@@ -59,7 +59,7 @@ import pandas as pd
 from experiments.figures import sensitivity as S
 from experiments.figures.parts import sensitivity_regions as R
 from experiments.harness.common import pyplot, save_figure, write_csv
-from experiments.harness.equivalent import runs_as
+from experiments.harness.equivalent import sweep_once
 from experiments.harness.sim import simulate_task, simulation_identity
 
 NAME = "lever_maps"
@@ -235,11 +235,7 @@ def run(ctx) -> dict:
     tasks, wanted = simulation_plan(ctx, pts)
     # Base and CXL-ANNS read no GPC figure, Cosmos no host core count: each such repeat of
     # another point's simulation runs once (experiments.harness.equivalent)
-    same = runs_as(ctx, tasks)
-    distinct = sorted(set(same))
-    ran = dict(zip(distinct, ctx.sweep(simulate_task, [tasks[i] for i in distinct],
-                                       desc="lever maps")))
-    rows = [ran[j] for j in same]
+    rows, _ = sweep_once(ctx, simulate_task, tasks, desc="lever maps")
     keep = ("qps", "qps_ci_low", "qps_ci_high", "steady_state", "num_queries", "max_inflight")
     records = []
     for pt, fam, s, i in wanted:

@@ -103,7 +103,7 @@ from experiments.figures.parts.sensitivity_regions import (LEVELS, PAPER, QPS_CI
                                                       point_name, regions)
 from experiments.figures.parts.tornado import tornado_figure
 from experiments.harness.common import pyplot, save_figure, write_csv
-from experiments.harness.equivalent import runs_as
+from experiments.harness.equivalent import sweep_once
 from experiments.harness.ratios import ratio_ci
 from experiments.harness.sim import simulate_task, simulation_identity
 
@@ -498,16 +498,13 @@ def run(ctx, parameters=None) -> dict:
     CSVs."""
     tasks, wanted = simulation_plan(ctx, parameters)
     # a level of a field the system does not read is the default's simulation again: run once
-    same = runs_as(ctx, tasks)
+    rows, same = sweep_once(ctx, simulate_task, tasks, desc="sensitivity")
     default = {(fam, s): same[i] for pt, fam, s, i in wanted
                if pt.level == "default" and not pt.workload}
-    distinct = sorted(set(same))
-    simulated = dict(zip(distinct, ctx.sweep(simulate_task, [tasks[i] for i in distinct],
-                                             desc="sensitivity")))
     records = []
     for pt, fam, s, i in wanted:
         what, unit = describe(pt.parameter)
-        r = dict(simulated[same[i]])
+        r = dict(rows[i])
         r.pop("dataset", None)
         r.pop("system", None)
         records.append({"parameter": pt.parameter, "what": what, "level": pt.level,

@@ -44,7 +44,7 @@ import json
 
 import numpy as np
 
-__all__ = ["PROBE_QUERIES", "probe_task", "runs_as", "RUN_OPTIONS"]
+__all__ = ["PROBE_QUERIES", "probe_task", "runs_as", "sweep_once", "RUN_OPTIONS"]
 
 #: queries a probe prepares and simulates: enough that every kind of step of the system occurs
 #: (each query searches several clusters on several devices), few enough that a probe costs
@@ -134,23 +134,33 @@ def _options_key(task: dict) -> str:
 
 def runs_as(ctx, tasks: list[dict]) -> list[int]:
     """For every task of ``tasks``, the index of the first task that is the same simulation
-    (the same run options and equal probes; its own index if none before it is). Only tasks that share their run
-    options with another are probed; the probes run through ``ctx.sweep`` (local processes or
-    Dask, like the simulations) and are not cached: each costs a fraction of a second at
-    ``--scale tiny`` and about two seconds at the full scale, mostly laying out the trace's
-    index."""
+    (the same run options and equal probes; its own index if none before it is). Only tasks
+    that share their run options with another are probed; the probes run through
+    ``ctx.sweep`` (local processes or Dask, like the simulations) and are not cached: each
+    costs a fraction of a second at ``--scale tiny`` and about two seconds at the full scale,
+    mostly laying out the trace's index."""
+    keys = [_options_key(t) for t in tasks]
     by_options: dict[str, list[int]] = {}
-    for i, t in enumerate(tasks):
-        by_options.setdefault(_options_key(t), []).append(i)
+    for i, key in enumerate(keys):
+        by_options.setdefault(key, []).append(i)
     need = [i for group in by_options.values() if len(group) > 1 for i in group]
     probes = dict(zip(need, ctx.sweep(probe_task, [tasks[i] for i in need], desc="probes")
                       if need else []))
     first: dict[tuple, int] = {}
     out = []
-    for i, t in enumerate(tasks):
+    for i, key in enumerate(keys):
         if i not in probes:
             out.append(i)
             continue
-        key = (_options_key(t), probes[i]["engine"], probes[i]["figures"])
-        out.append(first.setdefault(key, i))
+        out.append(first.setdefault((key, probes[i]["engine"], probes[i]["figures"]), i))
     return out
+
+
+def sweep_once(ctx, fn, tasks: list[dict], desc: str) -> tuple[list, list[int]]:
+    """``(rows, same)``: ``fn(**task)``'s row for every task of ``tasks`` through
+    ``ctx.sweep``, each distinct simulation run once (``same``: :func:`runs_as`, the index of
+    the task whose row each task took)."""
+    same = runs_as(ctx, tasks)
+    distinct = sorted(set(same))
+    ran = dict(zip(distinct, ctx.sweep(fn, [tasks[i] for i in distinct], desc=desc)))
+    return [ran[j] for j in same], same
